@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.jit import kernel
+from engine.jit import inner, kernel
 from engine.keys import EMPTY_WORD, KEY_DTYPE, hash_key, random_seed64
 
 
@@ -36,17 +36,17 @@ def make_table(min_capacity: int, seed: np.uint64 | None = None) -> Table:
     )
 
 
-@kernel
+@inner
 def is_empty(tab_hi, tab_lo, pos):
     return tab_hi[pos] == EMPTY_WORD and tab_lo[pos] == EMPTY_WORD
 
 
-@kernel
+@inner
 def home(hi, lo, hashing):
     return np.int64(hash_key(hi, lo, hashing[0]) >> hashing[1])
 
 
-@kernel
+@inner
 def probe(tab_hi, tab_lo, hashing, hi, lo):
     """Position of key ``(hi, lo)``, or of the empty position where it would be inserted."""
     mask = len(tab_hi) - 1
@@ -61,7 +61,7 @@ def probe(tab_hi, tab_lo, hashing, hi, lo):
         i = (i + 1) & mask
 
 
-@kernel
+@inner
 def found(tab_hi, tab_lo, pos, hi, lo):
     return tab_hi[pos] == hi and tab_lo[pos] == lo
 

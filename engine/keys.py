@@ -19,7 +19,7 @@ import ipaddress
 
 import numpy as np
 
-from engine.jit import kernel
+from engine.jit import inner, kernel
 
 KEY_DTYPE = np.uint64
 IPV4_MAPPED = 0xFFFF_0000_0000
@@ -81,7 +81,7 @@ _S27 = np.uint64(27)
 _S31 = np.uint64(31)
 
 
-@kernel
+@inner
 def mix64(x):
     """splitmix64 finaliser: a bijective avalanche of one uint64."""
     x = (x ^ (x >> _S30)) * _M2
@@ -89,7 +89,7 @@ def mix64(x):
     return x ^ (x >> _S31)
 
 
-@kernel
+@inner
 def hash_key(hi, lo, seed):
     """64-bit hash of key ``(hi, lo)`` under ``seed`` (all uint64). Use the top bits for buckets."""
     return mix64(mix64(hi ^ seed) ^ (lo * _M1) ^ seed)

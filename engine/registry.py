@@ -12,7 +12,6 @@ from engine.settings import Settings
 MODULES = (
     "engine.exact",
     "engine.spacesaving",
-    "engine.misragries",
     "engine.countmin",
 )
 

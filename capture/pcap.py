@@ -1,0 +1,347 @@
+"""Capture files -> key batches: classic pcap and pcapng, plain or gzip-compressed.
+
+* pcap: both byte orders, microsecond (a1b2c3d4) and nanosecond (a1b23c4d) magic, and the
+  'modified' format (a1b2cd34, 24-byte record headers). The link type is masked with
+  ``0x0FFFFFFF`` (the upper bits carry FCS flags).
+* pcapng: SHB (either byte order, several sections), IDB (per-interface link type, snap length,
+  ``if_tsresol``, ``if_tsoffset``), EPB, SPB and the obsolete PB; other blocks are skipped.
+
+The record walk is numba (capture.records) over a memory-mapped file or decompressed gzip
+chunks; Python only parses file and interface headers. Frames become keys by capture.linklayer;
+the rest are counted in ``CaptureStats.skipped`` by reason. A file cut off mid-record yields
+every complete record plus a warning; a file that is not a capture raises ``CaptureError``.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from capture import records as rec
+from capture.filebytes import GzipBytes, open_bytes
+from capture.linklayer import LINKTYPE_MASK, N_REASONS, REASON_NAMES, SUPPORTED_LINKTYPES, UNSUPPORTED
+from engine.keys import KEY_DTYPE, KeyBatch
+
+
+class CaptureError(Exception):
+    """A capture file that cannot be read; the message names the file and what was expected."""
+
+
+@dataclass
+class CaptureStats:
+    """What a reader has done so far (updated after every kernel call)."""
+
+    packets: int = 0
+    """Records read (every packet record, IP or not)."""
+    ip_packets: int = 0
+    """Keys emitted."""
+    skipped: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    bytes_done: int = 0
+    bytes_total: int = 0
+    format: str = ""
+
+    @property
+    def fraction(self) -> float | None:
+        return min(1.0, self.bytes_done / self.bytes_total) if self.bytes_total else None
+
+
+PCAP_MAGICS = {  # first four bytes -> (big endian, ns per fraction unit, record header length)
+    b"\xd4\xc3\xb2\xa1": (False, 1000, 16), b"\xa1\xb2\xc3\xd4": (True, 1000, 16),
+    b"\x4d\x3c\xb2\xa1": (False, 1, 16), b"\xa1\xb2\x3c\x4d": (True, 1, 16),
+    b"\x34\xcd\xb2\xa1": (False, 1000, 24), b"\xa1\xb2\xcd\x34": (True, 1000, 24),
+}
+PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+_EXPECTED = ("expected a pcap file (magic a1b2c3d4 or a1b23c4d, either byte order), "
+             "a pcapng file (section header 0a0d0d0a) or either of them gzip-compressed")
+
+
+def _linktype_name(lt: int) -> str:
+    return f"unsupported link type {lt}"
+
+
+class CaptureReader:
+    """Reads one capture file in key batches. Use ``open_capture(path)``."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self._src = open_bytes(self.path, CaptureError)
+        self.stats = CaptureStats(bytes_total=self._src.size)
+        self._counts = np.zeros(N_REASONS, np.int64)
+        self._unsup: dict[int, int] = {}  # link type -> packets, for finished sections
+        self._pos = 0
+        self._done = False
+        try:
+            self._start()
+        except BaseException:
+            self._src.close()
+            raise
+
+    # ----- file header -------------------------------------------------------------------
+    def _ensure(self, n: int) -> bool:
+        """At least ``n`` bytes from ``_pos`` are in the buffer (refilling gzip chunks)."""
+        while len(self._src.buf) - self._pos < n:
+            if not self._src.refill(self._pos):
+                return False
+            self._pos = 0
+        return True
+
+    def _fail(self, what: str) -> CaptureError:
+        return CaptureError(f"{self.path}: {what}")
+
+    def _start(self) -> None:
+        gz = " (gzip)" if isinstance(self._src, GzipBytes) else ""
+        if not self._ensure(4):
+            have = len(self._src.buf)
+            raise self._fail(f"{'empty file' if have == 0 else f'only {have} bytes'}; {_EXPECTED}")
+        magic = bytes(self._src.buf[:4])
+        if magic in PCAP_MAGICS:
+            self._big, self._frac_ns, self._rec_hdr = PCAP_MAGICS[magic]
+            self.stats.format = ("pcap-ns" if self._frac_ns == 1 else "pcap") + gz
+            if not self._ensure(24):
+                raise self._fail(f"pcap file header cut off ({len(self._src.buf)} of 24 bytes)")
+            major, _minor, _zone, _sigfigs, _snap, lt = struct.unpack(
+                (">" if self._big else "<") + "HHiIII", bytes(self._src.buf[4:24]))
+            if major != 2:
+                self.stats.warnings.append(f"{self.path}: pcap version {major} (expected 2)")
+            self._linktype = lt & LINKTYPE_MASK
+            self._note_linktype(self._linktype)
+            self._pos = 24
+            self._walk = self._walk_pcap
+        elif magic == PCAPNG_MAGIC:
+            self.stats.format = "pcapng" + gz
+            self._if = _Interfaces()
+            self._last_ts = 0
+            self._big = False
+            self._section(first=True)
+            self._walk = self._walk_pcapng
+        else:
+            raise self._fail(f"not a capture file: it starts with {magic.hex()}; {_EXPECTED}")
+
+    def _note_linktype(self, lt: int) -> None:
+        if lt not in SUPPORTED_LINKTYPES:
+            self.stats.warnings.append(
+                f"{self.path}: link type {lt} is not supported; its packets are counted as skipped "
+                f"(supported: {', '.join(map(str, sorted(SUPPORTED_LINKTYPES)))})")
+
+    def _section(self, first: bool = False) -> bool:
+        """Parse the SHB at ``_pos``; False (with a warning) if it is broken."""
+        if not self._ensure(28):
+            if first:
+                raise self._fail("pcapng section header block cut off")
+            self.stats.warnings.append(f"{self.path}: pcapng section header cut off at end of file")
+            return False
+        buf = self._src.buf
+        bom = bytes(buf[self._pos + 8:self._pos + 12])
+        if bom not in (b"\x1a\x2b\x3c\x4d", b"\x4d\x3c\x2b\x1a"):
+            msg = f"pcapng section header has byte-order magic {bom.hex()} (expected 1a2b3c4d either way round)"
+            if first:
+                raise self._fail(msg)
+            self.stats.warnings.append(f"{self.path}: {msg}; stopped reading there")
+            return False
+        self._big = bom == b"\x1a\x2b\x3c\x4d"
+        blen = rec.u32(buf, self._pos + 4, self._big)
+        if blen < 28 or blen % 4 or not self._ensure(blen):
+            msg = f"pcapng section header has an invalid length ({blen})"
+            if first:
+                raise self._fail(msg)
+            self.stats.warnings.append(f"{self.path}: {msg}; stopped reading there")
+            return False
+        self._fold_unsupported()
+        self._if = _Interfaces()
+        self._pos += blen
+        return True
+
+    def _interface(self) -> bool:
+        """Parse the IDB at ``_pos``; False (with a warning) if it is broken."""
+        if not self._ensure(12):
+            return self._cut("interface description block")
+        blen = rec.u32(self._src.buf, self._pos + 4, self._big)
+        if blen < 20 or blen % 4 or blen > rec.MAX_RECORD:
+            self.stats.warnings.append(
+                f"{self.path}: interface description block at byte {self._src.base + self._pos} "
+                f"has an invalid length ({blen}); stopped reading there")
+            return False
+        if not self._ensure(blen):
+            return self._cut("interface description block")
+        block = bytes(self._src.buf[self._pos:self._pos + blen])
+        e = ">" if self._big else "<"
+        lt, _reserved, snap = struct.unpack(e + "HHI", block[8:16])
+        resol, offset = 6, 0
+        o = 16
+        while o + 4 <= blen - 4:
+            code, olen = struct.unpack(e + "HH", block[o:o + 4])
+            if code == 0 or o + 4 + olen > blen - 4:
+                break
+            value = block[o + 4:o + 4 + olen]
+            if code == 9 and olen >= 1:
+                resol = value[0]
+            elif code == 14 and olen >= 8:
+                offset = struct.unpack(e + "q", value[:8])[0]
+            o += 4 + ((olen + 3) & ~3)
+        self._if.add(lt & LINKTYPE_MASK, snap, resol, offset, self.stats.warnings, self.path)
+        self._note_linktype(lt & LINKTYPE_MASK)
+        self._pos += blen
+        return True
+
+    def _cut(self, what: str) -> bool:
+        self.stats.warnings.append(f"{self.path}: file cut off inside a pcapng {what} "
+                                   f"after {self.stats.packets} packets")
+        return False
+
+    # ----- record walk -------------------------------------------------------------------
+    def _walk_pcap(self, keys, ts, n, n_max):
+        pos, n, records, stop = rec.walk_pcap(
+            self._src.buf, self._pos, self._big, self._frac_ns, self._rec_hdr, self._linktype,
+            keys, ts, n, n_max, self._counts)
+        return pos, n, records, stop
+
+    def _walk_pcapng(self, keys, ts, n, n_max):
+        f = self._if
+        pos, n, records, stop, self._last_ts = rec.walk_pcapng(
+            self._src.buf, self._pos, self._big, f.link[:f.n], f.snap[:f.n], f.mul[:f.n],
+            f.div[:f.n], f.shift[:f.n], f.off[:f.n], f.unsup[:f.n], keys, ts, n, n_max,
+            self._counts, self._last_ts)
+        return pos, n, records, stop
+
+    def _fold_unsupported(self) -> None:
+        f = getattr(self, "_if", None)
+        if f is not None:
+            for i in range(f.n):
+                if f.unsup[i]:
+                    self._unsup[int(f.link[i])] = self._unsup.get(int(f.link[i]), 0) + int(f.unsup[i])
+            f.unsup[:] = 0
+
+    def _sync(self) -> None:
+        skipped = {REASON_NAMES[r]: int(c) for r, c in enumerate(self._counts)
+                   if c and r != UNSUPPORTED}
+        unsup = dict(self._unsup)
+        if self._counts[UNSUPPORTED]:  # classic pcap: one link type
+            unsup[self._linktype] = unsup.get(self._linktype, 0) + int(self._counts[UNSUPPORTED])
+        f = getattr(self, "_if", None)
+        if f is not None:
+            for i in range(f.n):
+                if f.unsup[i]:
+                    unsup[int(f.link[i])] = unsup.get(int(f.link[i]), 0) + int(f.unsup[i])
+        for lt, c in unsup.items():
+            skipped[_linktype_name(lt)] = c
+        self.stats.skipped = skipped
+        self.stats.bytes_done = self._src.done(self._pos)
+
+    def _fill(self, keys: np.ndarray, ts: np.ndarray) -> int:
+        """Fill ``keys``/``ts`` from the file; the number of keys written (< len at the end)."""
+        n, n_max = 0, len(keys)
+        while n < n_max and not self._done:
+            self._pos, n, records, stop = self._walk(keys, ts, n, n_max)
+            self.stats.packets += records
+            if stop == rec.HEADER:
+                btype = rec.u32(self._src.buf, self._pos, self._big)
+                ok = self._section() if btype == rec.SHB else self._interface()
+                self._done = not ok
+            elif stop == rec.END or stop == rec.PARTIAL:
+                if not self._src.refill(self._pos):
+                    self._end(stop)
+                else:
+                    self._pos = 0
+            elif stop == rec.BAD:
+                self.stats.warnings.append(
+                    f"{self.path}: record at byte {self._src.base + self._pos} has an impossible length "
+                    f"field (corrupt file); stopped after {self.stats.packets} packets")
+                self._done = True
+        self.stats.ip_packets += n
+        self._sync()
+        return n
+
+    def _end(self, stop: int) -> None:
+        self._done = True
+        if self._src.warning:
+            self.stats.warnings.append(self._src.warning)
+        left = len(self._src.buf) - self._pos
+        if stop == rec.PARTIAL and left > 0:
+            self.stats.warnings.append(
+                f"{self.path}: file cut off mid-record after {self.stats.packets} packets "
+                f"({left} trailing bytes ignored)")
+
+    def batches(self, batch_size: int = 65536) -> Iterator[KeyBatch]:
+        """Key batches of ``batch_size`` keys (the last may be shorter) in file order."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size ({batch_size}) must be >= 1")
+        while not self._done:
+            keys = np.empty((batch_size, 2), KEY_DTYPE)
+            ts = np.empty(batch_size, np.int64)
+            n = self._fill(keys, ts)
+            if n:
+                yield KeyBatch(keys[:n], ts[:n])
+
+    def close(self) -> None:
+        self._done = True
+        self._src.close()
+
+    def __enter__(self) -> "CaptureReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _Interfaces:
+    """Per-interface arrays of one pcapng section (grown as IDBs arrive)."""
+
+    def __init__(self):
+        self.n = 0
+        self.link = np.zeros(4, np.int64)
+        self.snap = np.zeros(4, np.int64)
+        self.mul = np.ones(4, np.int64)
+        self.div = np.ones(4, np.int64)
+        self.shift = np.full(4, -1, np.int64)
+        self.off = np.zeros(4, np.int64)
+        self.unsup = np.zeros(4, np.int64)
+
+    def add(self, link: int, snap: int, resol: int, offset_s: int, warnings: list, path) -> None:
+        if self.n == len(self.link):
+            for name in ("link", "snap", "mul", "div", "shift", "off", "unsup"):
+                old = getattr(self, name)
+                new = np.empty(2 * len(old), np.int64)
+                new[:len(old)] = old
+                setattr(self, name, new)
+        i = self.n
+        self.link[i], self.snap[i], self.off[i], self.unsup[i] = link, snap, offset_s * 1_000_000_000, 0
+        self.mul[i], self.div[i], self.shift[i] = 1, 1, -1
+        if resol & 0x80:
+            self.shift[i] = min(resol & 0x7F, 62)
+        elif resol <= 9:
+            self.mul[i] = 10 ** (9 - resol)
+        elif resol <= 18:
+            self.div[i] = 10 ** (resol - 9)
+        else:
+            warnings.append(f"{path}: interface {i} has timestamp resolution 10^-{resol}; read as 10^-18")
+            self.div[i] = 10 ** 9
+        self.n += 1
+
+
+def open_capture(path) -> CaptureReader:
+    """Open a pcap / pcapng file (optionally gzip-compressed); raises ``CaptureError``."""
+    return CaptureReader(path)
+
+
+def read_keys(path, batch_size: int = 1 << 20) -> tuple[np.ndarray, np.ndarray, CaptureStats]:
+    """The whole file: keys ``(n, 2) uint64``, ``ts_ns`` ``int64`` and the reader's stats."""
+    with open_capture(path) as reader:
+        parts = list(reader.batches(batch_size))
+        stats = reader.stats
+    if not parts:
+        return np.zeros((0, 2), KEY_DTYPE), np.zeros(0, np.int64), stats
+    return (np.concatenate([b.keys for b in parts]), np.concatenate([b.ts_ns for b in parts]), stats)
+
+
+def count_packets(path) -> int:
+    """Number of packet records in the file (one pass of the record walk, keys discarded)."""
+    with open_capture(path) as reader:
+        keys = np.empty((1 << 16, 2), KEY_DTYPE)
+        ts = np.empty(1 << 16, np.int64)
+        while not reader._done:
+            reader._fill(keys, ts)
+        return reader.stats.packets

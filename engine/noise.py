@@ -1,0 +1,114 @@
+"""Release-time noise: exact discrete samplers on a CSPRNG (dp-misra-gries.md §5.3, dpss-eehh.md §4.3).
+
+Counts are integers, so released counts get **discrete Laplace** (two-sided geometric) noise,
+Pr[Z = z] = ((1 − α)/(1 + α))·α^|z| with α = exp(−1/scale). The sampler is the exact construction
+of Canonne, Kamath and Steinke (CKS20), the model for OpenDP's samplers: Bernoulli(exp(−γ)) for a
+rational γ from uniform integers only, then a geometric and a sign. No floating point is involved,
+so the output distribution is exactly the stated one (no precision attacks, pitfall P8/P13).
+
+The scale is taken as an exact rational: a float ``epsilon`` is used as the exact binary fraction
+it denotes (``Fraction(epsilon)``), so the noise is ε-DP for precisely the ε the guarantee shows.
+
+Randomness comes from ``secrets.SystemRandom`` (the OS CSPRNG). ``NoiseSource(seed=...)`` switches
+to a seeded ``random.Random`` so tests are reproducible; its ``label`` then says "seeded: NOT
+private", and every guarantee built from it repeats that. A release draws at most k~ + 1 values,
+so Python ints are fast enough here; bulk per-update noise lives in ``engine.bulknoise``.
+"""
+from __future__ import annotations
+
+import random
+import secrets
+from fractions import Fraction
+
+CSPRNG_LABEL = "discrete Laplace, exact CKS20 sampler on the OS CSPRNG (secrets)"
+SEEDED_LABEL = "seeded: NOT private (reproducible test generator, random.Random)"
+
+
+def _as_fraction(x, name: str) -> Fraction:
+    try:
+        f = Fraction(x)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} ({x!r}) must be a finite real number") from exc
+    if f <= 0:
+        raise ValueError(f"{name} ({x!r}) must be > 0")
+    return f
+
+
+class NoiseSource:
+    """Exact discrete samplers over one random generator (CSPRNG unless ``seed`` is given)."""
+
+    def __init__(self, seed: int | None = None):
+        self.seeded = seed is not None
+        self._rng = random.Random(seed) if self.seeded else secrets.SystemRandom()
+
+    @property
+    def label(self) -> str:
+        """The ``noise`` text of a ``Guarantee`` built on this source."""
+        return SEEDED_LABEL if self.seeded else CSPRNG_LABEL
+
+    def _below(self, n: int) -> int:
+        return self._rng.randrange(n)
+
+    def bernoulli_exp(self, num: int, den: int) -> bool:
+        """True with probability exactly exp(−num/den), for integers num >= 0, den >= 1."""
+        if num < 0 or den < 1:
+            raise ValueError(f"bernoulli_exp needs num >= 0 and den >= 1, got {num}/{den}")
+        while num > den:  # exp(−γ) = exp(−1)^⌊γ⌋ · exp(−(γ − ⌊γ⌋))
+            if not self._bernoulli_exp_le1(1, 1):
+                return False
+            num -= den
+        return self._bernoulli_exp_le1(num, den)
+
+    def _bernoulli_exp_le1(self, num: int, den: int) -> bool:
+        """CKS20 Alg. 1 for γ = num/den in [0, 1]: K odd with Pr = exp(−γ)."""
+        k = 1
+        while self._below(den * k) < num:  # Bernoulli(γ/K)
+            k += 1
+        return k % 2 == 1
+
+    def discrete_laplace(self, scale) -> int:
+        """One draw with Pr[Z = z] ∝ exp(−|z|/scale) (CKS20 Alg. 2, scale = t/s exactly)."""
+        f = _as_fraction(scale, "scale")
+        t, s = f.numerator, f.denominator
+        while True:
+            u = self._below(t)
+            if not self.bernoulli_exp(u, t):
+                continue
+            v = 0
+            while self.bernoulli_exp(1, 1):
+                v += 1
+            y = (u + t * v) // s
+            negative = self._below(2) == 1
+            if negative and y == 0:
+                continue
+            return -y if negative else y
+
+    def dlap(self, epsilon, sensitivity: int = 1) -> int:
+        """Discrete Laplace with α = exp(−ε/sensitivity): ε-DP for an integer query of that ℓ1
+        sensitivity."""
+        eps = _as_fraction(epsilon, "epsilon")
+        return self.discrete_laplace(Fraction(sensitivity) / eps)
+
+    def dlap_many(self, epsilon, count: int, sensitivity: int = 1) -> list[int]:
+        """``count`` independent ``dlap`` draws."""
+        return [self.dlap(epsilon, sensitivity) for _ in range(count)]
+
+    def uniform_int(self, n: int) -> int:
+        """Uniform in ``[0, n)`` (labels for pure-DP universe noise)."""
+        return self._below(n)
+
+    def exponential(self) -> float:
+        """A standard exponential draw (pure-DP order statistics, dp-misra-gries.md §7.2)."""
+        return self._rng.expovariate(1.0)
+
+
+def dlap_pmf(z: int, alpha: float) -> float:
+    """Pr[Z = z] of the discrete Laplace law with parameter α (for tests and tails)."""
+    return (1 - alpha) / (1 + alpha) * alpha ** abs(z)
+
+
+def dlap_upper_tail(t: int, alpha: float) -> float:
+    """Pr[Z >= t] for integer t >= 0: α^t/(1 + α) (dpss-eehh.md §4.3)."""
+    if t < 0:
+        raise ValueError(f"t ({t}) must be >= 0")
+    return alpha ** t / (1 + alpha)
