@@ -98,7 +98,7 @@ def _ip_source(buf, o, end, version):
 
 
 @kernel
-def _ethertype_source(buf, o, end, ethertype):
+def ethertype_source(buf, o, end, ethertype):
     """The payload at ``o`` of a frame whose (outer) ethertype is ``ethertype``."""
     et = ethertype
     while True:
@@ -148,15 +148,15 @@ def source_of(buf, start, end, linktype):
     if linktype == 1:
         if start + 14 > end:
             return TRUNCATED, _Z, _Z
-        return _ethertype_source(buf, start + 14, end, _u16be(buf, start + 12))
+        return ethertype_source(buf, start + 14, end, _u16be(buf, start + 12))
     if linktype == 113:
         if start + 16 > end:
             return TRUNCATED, _Z, _Z
-        return _ethertype_source(buf, start + 16, end, _u16be(buf, start + 14))
+        return ethertype_source(buf, start + 16, end, _u16be(buf, start + 14))
     if linktype == 276:
         if start + 20 > end:
             return TRUNCATED, _Z, _Z
-        return _ethertype_source(buf, start + 20, end, _u16be(buf, start))
+        return ethertype_source(buf, start + 20, end, _u16be(buf, start))
     if linktype == 101 or linktype == 12 or linktype == 14:
         return _ip_source(buf, start, end, 0)
     if linktype == 228:
@@ -178,15 +178,17 @@ def source_of(buf, start, end, linktype):
 
 
 @kernel
-def sources_of_frames(buf, offsets, lengths, linktype, keys, counts):
-    """Frames ``buf[offsets[i]:offsets[i]+lengths[i]]`` -> keys (filled from row 0); returns the
-    number of keys written and adds the skip reasons to ``counts`` (live capture's batch parser)."""
+def sources_of_frames(buf, offsets, lengths, stamps, linktype, keys, ts, counts):
+    """Frames ``buf[offsets[i]:offsets[i]+lengths[i]]`` stamped ``stamps[i]`` -> ``keys``/``ts``
+    (filled from row 0); returns the number of keys written and adds skip reasons to ``counts``
+    (live capture's batch parser)."""
     n = 0
     for i in range(len(offsets)):
         reason, hi, lo = source_of(buf, offsets[i], offsets[i] + lengths[i], linktype)
         if reason == OK:
             keys[n, 0] = hi
             keys[n, 1] = lo
+            ts[n] = stamps[i]
             n += 1
         else:
             counts[reason] += 1

@@ -66,7 +66,8 @@ class CountMinHeap(Algorithm):
     def __init__(self, settings):
         super().__init__(settings)
         self.k = check_positive_int("k", settings.k)
-        self.capacity = check_positive_int("k~", settings.k_tilde or 2 * self.k)
+        self.capacity = check_positive_int(
+            "k~", 2 * self.k if settings.k_tilde is None else settings.k_tilde, minimum=self.k)
         self.depth = check_positive_int("depth", int(settings.extra.get("depth", 4)))
         self.width = int(settings.extra.get("width", 1 << max(1, (8 * self.k - 1).bit_length())))
         self.reset()

@@ -12,7 +12,13 @@ from engine.settings import Settings
 MODULES = (
     "engine.exact",
     "engine.spacesaving",
+    "engine.misragries",
+    "engine.dpss",
+    "engine.dpmg",
+    "engine.eehh",
     "engine.countmin",
+    "engine.lazysketch",
+    "engine.lazyhh",
 )
 
 _REGISTRY: dict[str, type] = {}

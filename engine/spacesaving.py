@@ -199,7 +199,8 @@ class SpaceSaving(Algorithm):
     def __init__(self, settings):
         super().__init__(settings)
         self.k = check_positive_int("k", settings.k)
-        self.capacity = check_positive_int("k~", settings.k_tilde or 2 * self.k)
+        self.capacity = check_positive_int(
+            "k~", 2 * self.k if settings.k_tilde is None else settings.k_tilde, minimum=self.k)
         self.state = make_state(self.capacity)
 
     def update(self, keys):

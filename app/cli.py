@@ -1,0 +1,330 @@
+"""``dptop`` command line: replay, capture, synth, bench, gui and demo.
+
+The JSON written by ``replay`` and ``capture`` is a contract other tools rely on (issue 2):
+``source.{packets, ip_packets, skipped}``, ``exact.{total, top: [{address, count}]}`` and, per
+algorithm under ``algorithms``, ``private``, ``guarantee``, ``updates_per_second`` and
+``releases: [{span, threshold, items: [{address, estimate}]}]``. Extend it; never rename.
+Nothing here imports Qt except the ``gui``/``demo`` commands, lazily.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from engine import registry
+from engine.exact import Exact
+from engine.runner import Runner
+from engine.settings import Settings
+
+DEMO_CAPTURE = Path(__file__).resolve().parent.parent / "resources" / "demo.pcap"
+DEFAULT_ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries", "countmin")
+VERSION = "0.1.0"
+
+
+def _param(text: str) -> tuple[str, object]:
+    """``NAME=VALUE`` -> (name, int | float | str)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"--param wants NAME=VALUE, got {text!r}")
+    for cast in (int, float):
+        try:
+            return name.replace("-", "_"), cast(value)
+        except ValueError:
+            pass
+    return name.replace("-", "_"), value
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--algorithms", default=None,
+                   help="comma-separated names (default: the private trio and the baselines available); "
+                        "'dptop list' shows them")
+    p.add_argument("--k", type=int, default=16, help="heavy hitters: report items above n/k (default 16)")
+    p.add_argument("--k-tilde", type=int, default=None, help="tracked counters/candidates k~ (default per algorithm)")
+    p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget epsilon per packet (default 1)")
+    p.add_argument("--delta", type=float, default=1e-6, help="privacy budget delta (default 1e-6)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed the noise for a reproducible run (the output is then NOT private)")
+    p.add_argument("--epoch-packets", type=int, default=None, help="single-release epochs of N packets")
+    p.add_argument("--epoch-seconds", type=float, default=None, help="single-release epochs of S seconds of packet time")
+    p.add_argument("--horizon", type=int, default=None, help="continual observation horizon T_max in packets")
+    p.add_argument("--restart", action="store_true", help="continual observation: fresh instance every horizon")
+    p.add_argument("--window", type=int, default=None, help="sliding window w in packets")
+    p.add_argument("--gamma", type=float, default=None, help="sliding window heavy-hitter fraction G (items above G*w)")
+    p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
+                   help="algorithm-specific option, e.g. --param depth=5 (repeatable)")
+    p.add_argument("--top", type=int, default=None, help="length of exact.top (default max(k, 10); 0 = all)")
+    p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
+
+
+def settings_from_args(args, stream_length: int | None = None) -> Settings:
+    return Settings(k=args.k, k_tilde=args.k_tilde, epsilon=args.epsilon, delta=args.delta, seed=args.seed,
+                    epoch_packets=args.epoch_packets, epoch_seconds=args.epoch_seconds, horizon=args.horizon,
+                    restart=args.restart, window=args.window, gamma=args.gamma, stream_length=stream_length,
+                    extra=dict(args.param))
+
+
+def algorithm_names(spec: str | None) -> list[str]:
+    known = registry.names()
+    if spec is None:
+        return [n for n in DEFAULT_ALGORITHMS if n in known]
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if not names:
+        raise ValueError("--algorithms names no algorithm")
+    for n in names:
+        registry.get(n)  # raises with the list of known names
+    return list(dict.fromkeys(names))
+
+
+def build_runner(names: list[str], settings: Settings, top: int | None) -> tuple[Runner, str]:
+    """A runner over ``names`` plus the exact baseline that backs the JSON's ``exact`` section."""
+    algorithms = [registry.make(n, settings) for n in names]
+    exact_name = "exact"
+    if "exact" not in names:
+        exact_name = "exact (reference)"
+        reference = Exact(settings)
+        reference.name = exact_name
+        algorithms.append(reference)
+    for a in algorithms:
+        if a.name == "exact" or a.name == exact_name:
+            a.settings = a.settings.with_(extra={**a.settings.extra, "top": top})
+    return Runner(algorithms), exact_name
+
+
+def result_json(command: str, settings: Settings, source: dict, runner: Runner, exact_name: str, names) -> dict:
+    snap = runner.snapshot().by_name()
+    exact = next(a for a in runner.algorithms if a.name == exact_name)
+    top = exact.release()
+    algorithms = {}
+    for name in names:
+        s = snap[name]
+        algorithms[name] = {
+            "private": s.private,
+            "family": s.family,
+            "guarantee": None if s.guarantee is None else s.guarantee.to_json(),
+            "updates_per_second": s.updates_per_second,
+            "packets": s.packets,
+            "drops": s.drops,
+            "status": s.status,
+            "releases": [r.to_json() for r in runner.releases(name)],
+        }
+    private = [snap[n].guarantee for n in names if snap[n].guarantee is not None]
+    return {
+        "dptop": VERSION,
+        "command": command,
+        "settings": {k: v for k, v in vars(settings).items()},
+        "source": source,
+        "exact": {"total": exact.counter.total, "distinct": exact.counter.size,
+                  "top": [{"address": it.address, "count": int(it.estimate)} for it in top.items]},
+        "algorithms": algorithms,
+        "budget": budget_json(private),
+    }
+
+
+def budget_json(guarantees) -> dict | None:
+    """Sequential composition of every private panel's budget over the same packets."""
+    from engine.accounting import Cost, compose_sequential
+
+    if not guarantees:
+        return None
+    total = compose_sequential(Cost(g.epsilon, g.delta or 0.0, g.rho) for g in guarantees)
+    return {"epsilon": total.epsilon, "delta": total.delta, "rho": total.rho,
+            "composition": "sequential (all private algorithms see the same packets)",
+            "neighbouring": sorted({g.neighbouring for g in guarantees})}
+
+
+def _write_json(result: dict, out: str) -> None:
+    text = json.dumps(result, indent=2, default=str)
+    if out == "-":
+        sys.stdout.write(text + "\n")
+    else:
+        Path(out).write_text(text + "\n")
+
+
+def _print_table(result: dict, file=sys.stdout) -> None:
+    src = result["source"]
+    print(f"{src.get('path', src.get('iface', ''))}: {src['packets']} packets, {src['ip_packets']} with an IP source",
+          file=file)
+    print("exact top:", ", ".join(f"{r['address']} {r['count']}" for r in result["exact"]["top"][:10]), file=file)
+    for name, a in result["algorithms"].items():
+        label = a["guarantee"]["text"] if a["guarantee"] else "non-private"
+        rel = a["releases"][-1] if a["releases"] else None
+        items = ", ".join(f"{i['address']} {i['estimate']:.0f}" for i in rel["items"][:10]) if rel else ""
+        thr = f" threshold {rel['threshold']:.1f}" if rel and rel["threshold"] is not None else ""
+        print(f"\n{name} [{label}] {a['updates_per_second'] / 1e6:.2f}M updates/s{thr}", file=file)
+        print(f"  {items or '(nothing released)'}", file=file)
+
+
+def _finish(args, command, settings, source, runner, exact_name, names) -> int:
+    result = result_json(command, settings, source, runner, exact_name, names)
+    if args.json_out:
+        _write_json(result, args.json_out)
+    if args.json_out != "-":
+        _print_table(result)
+    return 0
+
+
+def cmd_replay(args) -> int:
+    from capture.pcap import count_packets
+    from capture.replay import FileReplay
+
+    path = Path(args.path)
+    stream_length = count_packets(path)
+    settings = settings_from_args(args, stream_length=stream_length)
+    names = algorithm_names(args.algorithms)
+    runner, exact_name = build_runner(names, settings, args.top if args.top is not None else max(args.k, 10))
+    runner.start()
+    replay = FileReplay(path, runner.feed, speed=args.speed)
+    try:
+        replay.start()
+        replay.join()
+        runner.finish()
+    finally:
+        replay.stop()
+        runner.stop()
+    st = replay.stats()
+    source = {"path": str(path), "packets": st.packets, "ip_packets": st.ip_packets, "skipped": dict(st.skipped),
+              "warnings": list(st.warnings)}
+    for w in st.warnings:
+        print(f"dptop: warning: {w}", file=sys.stderr)
+    return _finish(args, "replay", settings, source, runner, exact_name, names)
+
+
+def cmd_capture(args) -> int:
+    from capture.live import LiveCapture
+
+    settings = settings_from_args(args)
+    names = algorithm_names(args.algorithms)
+    runner, exact_name = build_runner(names, settings, args.top if args.top is not None else max(args.k, 10))
+    runner.start()
+    live = LiveCapture(args.iface, runner.offer, bpf=args.bpf)
+    deadline = None if args.duration is None else time.monotonic() + args.duration
+    try:
+        live.start()
+        while True:
+            st = live.stats()
+            if st.error or st.finished:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            if args.count is not None and st.ip_packets >= args.count:
+                break
+            time.sleep(0.02)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        live.stop()
+    live.join()
+    runner.finish()
+    st = live.stats()
+    source = {"iface": args.iface, "bpf": args.bpf, "packets": st.packets, "ip_packets": st.ip_packets,
+              "skipped": dict(st.skipped), "kernel_drops": st.kernel_drops, "queue_drops": st.queue_drops,
+              "warnings": list(st.warnings)}
+    return _finish(args, "capture", settings, source, runner, exact_name, names)
+
+
+def cmd_synth(args) -> int:
+    from capture.synth import write_zipf_pcap
+
+    write_zipf_pcap(args.pcap, args.skew, args.domain, args.length, args.seed, rate_pps=args.rate)
+    print(f"wrote {args.length} packets (Zipf {args.skew}, domain {args.domain}, seed {args.seed}) to {args.pcap}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from engine.bench import run_all
+
+    report = run_all(quick=args.quick, only=args.only)
+    if args.json_out:
+        _write_json(report, args.json_out)
+    return 0
+
+
+def cmd_list(args) -> int:
+    for name in registry.names():
+        cls = registry.get(name)
+        print(f"{name:16s} {'private' if cls.private else 'non-private':12s} {cls.family:10s} {(cls.__doc__ or '').strip().splitlines()[0]}")
+    return 0
+
+
+def has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or \
+        os.environ.get("QT_QPA_PLATFORM") in ("offscreen", "minimal", "vnc")
+
+
+def cmd_gui(args) -> int:
+    path = args.path
+    if not has_display():
+        print("dptop: no display found (DISPLAY/WAYLAND_DISPLAY unset); running the headless replay instead.\n"
+              "       Start it on a desktop, or under Xvfb: xvfb-run dptop gui", file=sys.stderr)
+        replay_args = build_parser().parse_args(["replay", str(path or DEMO_CAPTURE)])
+        return cmd_replay(replay_args)
+    from app.gui.main import run_gui
+
+    return run_gui(path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dptop", description="Differentially private top talkers: heavy hitters "
+                                     "of network traffic under differential privacy, next to the exact answer.")
+    parser.add_argument("--version", action="version", version=f"dptop {VERSION}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("replay", help="run the algorithms over a pcap/pcapng capture")
+    p.add_argument("path")
+    p.add_argument("--speed", type=float, default=None, help="follow packet timestamps at this speed (default: as fast as possible)")
+    _add_run_options(p)
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("capture", help="run the algorithms on live traffic (needs root or CAP_NET_RAW)")
+    p.add_argument("--iface", required=True)
+    p.add_argument("--bpf", default=None, help="BPF capture filter, e.g. 'ip and not port 22'")
+    stop = p.add_mutually_exclusive_group()
+    stop.add_argument("--duration", type=float, default=None, help="stop after S seconds")
+    stop.add_argument("--count", type=int, default=None, help="stop after N IP packets")
+    _add_run_options(p)
+    p.set_defaults(func=cmd_capture)
+
+    p = sub.add_parser("synth", help="write a synthetic Zipf capture (a real pcap file)")
+    p.add_argument("--skew", type=float, default=1.1)
+    p.add_argument("--domain", type=int, default=1 << 16)
+    p.add_argument("--length", type=int, default=1 << 20)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--rate", type=int, default=100_000, help="packets per second of packet time")
+    p.add_argument("--pcap", required=True)
+    p.set_defaults(func=cmd_synth)
+
+    p = sub.add_parser("bench", help="benchmark every algorithm (updates/s) and the capture path")
+    p.add_argument("--quick", action="store_true", help="smaller streams (a smoke run)")
+    p.add_argument("--only", default=None, help="comma-separated bench names")
+    p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("list", help="list the algorithms")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("gui", help="open the monitor window")
+    p.add_argument("path", nargs="?", default=None, help="capture to replay (default: none, pick in the window)")
+    p.set_defaults(func=cmd_gui)
+
+    p = sub.add_parser("demo", help="open the monitor window replaying the bundled capture")
+    p.set_defaults(func=cmd_gui, path=str(DEMO_CAPTURE))
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, OSError) as exc:
+        print(f"dptop: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

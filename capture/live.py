@@ -1,0 +1,250 @@
+"""Live capture from a network interface into the engine.
+
+The socket is scapy's L2 listen socket (``conf.L2listen(iface=..., filter=bpf)``: AF_PACKET,
+BPF filter compiled by libpcap, bound to the interface). Two ways to read it:
+
+* ``"ring"`` (default): a TPACKET_V3 memory-mapped receive ring is set on that socket; the
+  kernel fills blocks of frames and one numba walk (capture.ring) turns a whole block into keys,
+  so there is no per-packet Python and no per-packet system call.
+* ``"recv"``: scapy's ``recv_raw`` in a loop (one system call and some Python per packet),
+  collected into batches parsed by the same numba link-layer code. The fallback when the ring
+  cannot be set up.
+
+The link type comes from the socket's hardware type (ARPHRD). On a loopback interface the
+kernel shows every packet twice (once going out, once coming in); outgoing copies are ignored
+there, as libpcap does. Kernel drops come from ``PACKET_STATISTICS``; ``stop()`` wakes the
+worker at once through a self-pipe.
+"""
+from __future__ import annotations
+
+import os
+import select
+import socket
+import struct
+import time
+from typing import Callable
+
+import numpy as np
+
+from capture import ring as rg
+from capture.linklayer import N_REASONS, REASON_NAMES, UNSUPPORTED, sources_of_frames
+from capture.pcap import CaptureError
+from capture.source import Source
+from engine.keys import KEY_DTYPE, KeyBatch
+
+SOL_PACKET = 263
+PACKET_STATISTICS = 6
+PACKET_IGNORE_OUTGOING = 23
+ARPHRD_LINKTYPE = {1: 1, 772: 1, 0xFFFE: 101, 512: 101, 776: 101, 778: 101, 65534: 101, 519: 101}
+"""ARPHRD hardware type -> pcap link type (Ethernet; loopback is Ethernet-framed; tun, PPP,
+SIT and GRE hand over bare IP packets)."""
+
+SETCAP_HINT = ("run dptop as root, or allow this Python to capture: "
+               "sudo setcap cap_net_raw,cap_net_admin=eip $(readlink -f .venv/bin/python)")
+
+
+class CapturePermissionError(CaptureError, PermissionError):
+    """No permission to open a raw packet socket (not root, no CAP_NET_RAW)."""
+
+
+def list_interfaces() -> list[str]:
+    """Names of the network interfaces (for the GUI's interface menu)."""
+    return sorted(name for _, name in socket.if_nameindex())
+
+
+class LiveCapture(Source):
+    """Packets from ``iface`` as a ``Source``. The socket is opened here, so missing permissions,
+    an unknown interface or a bad BPF filter raise at construction.
+
+    ``count``: stop after that many IP packets (keys); ``duration``: stop after that many
+    seconds; ``flush_interval``: the longest a captured packet waits before it is handed over."""
+
+    thread_name = "dptop-live"
+
+    def __init__(self, iface: str, sink: Callable[[KeyBatch], bool], bpf: str | None = None,
+                 batch_size: int = 65536, flush_interval: float = 0.05, count: int | None = None,
+                 duration: float | None = None, mode: str = "ring"):
+        if not (isinstance(batch_size, int) and batch_size >= 1):
+            raise ValueError(f"batch_size ({batch_size!r}) must be an integer >= 1")
+        if not flush_interval > 0:
+            raise ValueError(f"flush_interval ({flush_interval!r}) must be > 0 seconds")
+        if count is not None and not (isinstance(count, int) and count >= 1):
+            raise ValueError(f"count ({count!r}) must be None or an integer >= 1")
+        if duration is not None and not duration > 0:
+            raise ValueError(f"duration ({duration!r}) must be None or > 0 seconds")
+        if mode not in ("ring", "recv"):
+            raise ValueError(f"mode ({mode!r}) must be 'ring' or 'recv'")
+        if iface not in list_interfaces():
+            raise CaptureError(f"no network interface {iface!r}; interfaces: {', '.join(list_interfaces())}")
+        super().__init__(sink)
+        self.iface, self.bpf, self.batch_size = iface, bpf, batch_size
+        self.flush_interval, self.count, self.duration = flush_interval, count, duration
+        self._packets = 0
+        self._kernel_drops = 0
+        self._counts = np.zeros(N_REASONS, np.int64)
+        self._closed = False
+        self._sock = _open_socket(iface, bpf)
+        self._fd = self._sock.ins.fileno()
+        hatype = self._sock.ins.getsockname()[3]
+        self.linktype = ARPHRD_LINKTYPE.get(hatype, -1)
+        self._hatype = hatype
+        self._wake_r, self._wake_w = os.pipe()
+        if self.linktype == 1 and hatype == 772:
+            _ignore_outgoing(self._sock.ins)
+        self._ring = None
+        if mode == "ring":
+            try:
+                self._ring = rg.Ring(self._sock.ins)
+            except OSError:
+                self._ring = None  # old kernel or no mmap: fall back to recv
+        self.mode = "ring" if self._ring is not None else "recv"
+        _warm_up()
+
+
+    # ----- Source hooks ----------------------------------------------------------------
+    def _counters(self) -> dict:
+        skipped = {REASON_NAMES[r]: int(c) for r, c in enumerate(self._counts) if c and r != UNSUPPORTED}
+        if self._counts[UNSUPPORTED]:
+            skipped[f"unsupported link type (ARPHRD {self._hatype})"] = int(self._counts[UNSUPPORTED])
+        return {"packets": self._packets, "ip_packets": self._fed, "skipped": skipped,
+                "kernel_drops": self._kernel_drops}
+
+    def _interrupt(self) -> None:
+        if not self._closed:
+            try:
+                os.write(self._wake_w, b"x")
+            except OSError:
+                pass
+        if self._thread is None or self._thread.ident is None:
+            self._close()
+
+    def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._ring is not None:
+            self._ring.close()
+        self._sock.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    def _run(self) -> None:
+        self._deadline = None if self.duration is None else time.monotonic() + self.duration
+        if self._ring is not None:
+            self._run_ring()
+        else:
+            self._run_recv()
+
+    # ----- worker ----------------------------------------------------------------------
+    def _wait(self, timeout: float) -> bool:
+        """Wait for packets or a stop (or pause) for up to ``timeout``; False when stopping."""
+        if not self._hold():
+            return False
+        if self._deadline is not None:
+            timeout = max(0.0, min(timeout, self._deadline - time.monotonic()))
+        ready, _, _ = select.select([self._fd, self._wake_r], [], [], timeout)
+        return not self.stopping
+
+    def _over(self) -> bool:
+        return (self.stopping or (self.count is not None and self._fed >= self.count)
+                or (self._deadline is not None and time.monotonic() >= self._deadline))
+
+    def _hand_over(self, keys: np.ndarray, ts: np.ndarray, n: int) -> None:
+        if self.count is not None:
+            n = min(n, self.count - self._fed)
+        if n > 0:
+            self._emit(KeyBatch(keys[:n], ts[:n]))
+        self._kernel_drops += _kernel_drops(self._sock.ins)
+
+    def _run_ring(self) -> None:
+        ring = self._ring
+        cap = max(self.batch_size, ring.max_frames_per_block)
+        while not self._over():
+            keys = np.empty((cap, 2), KEY_DTYPE)
+            ts = np.empty(cap, np.int64)
+            n, first = 0, None
+            while not self._over():
+                n, packets, blocks = ring.walk(keys, ts, n, self.linktype, self._counts)
+                self._packets += packets
+                if n and first is None:
+                    first = time.monotonic()
+                if n >= self.batch_size or cap - n < ring.max_frames_per_block:
+                    break
+                if first is not None and time.monotonic() - first >= self.flush_interval:
+                    break
+                if blocks == 0:
+                    left = self.flush_interval if first is None else self.flush_interval - (time.monotonic() - first)
+                    self._wait(max(left, 0.0))
+            self._hand_over(keys, ts, n)
+
+    def _run_recv(self) -> None:
+        sock = self._sock
+        while not self._over():
+            frames, stamps, first = [], [], None
+            while len(frames) < self.batch_size and not self._over():
+                ready, _, _ = select.select([self._fd], [], [], 0)
+                if not ready:
+                    if frames and time.monotonic() - first >= self.flush_interval:
+                        break
+                    left = self.flush_interval if first is None else self.flush_interval - (time.monotonic() - first)
+                    self._wait(max(left, 0.0))
+                    continue
+                _cls, data, t = sock.recv_raw(65535)
+                if data is None:
+                    continue
+                frames.append(data)
+                stamps.append(time.time_ns() if t is None else int(t * 1e9))
+                if first is None:
+                    first = time.monotonic()
+            self._packets += len(frames)
+            keys, ts, n = self._parse(frames, stamps)
+            self._hand_over(keys, ts, n)
+
+    def _parse(self, frames: list, stamps: list):
+        lengths = np.fromiter(map(len, frames), np.int64, len(frames))
+        offsets = np.zeros(len(frames), np.int64)
+        np.cumsum(lengths[:-1], out=offsets[1:])
+        buf = np.frombuffer(b"".join(frames), np.uint8)
+        keys = np.empty((len(frames), 2), KEY_DTYPE)
+        ts = np.empty(len(frames), np.int64)
+        n = sources_of_frames(buf, offsets, lengths, np.asarray(stamps, np.int64), self.linktype,
+                              keys, ts, self._counts)
+        return keys, ts, n
+
+
+def _open_socket(iface: str, bpf: str | None):
+    from scapy.config import conf
+    from scapy.error import Scapy_Exception
+    try:
+        return conf.L2listen(iface=iface, filter=bpf)
+    except PermissionError as exc:
+        raise CapturePermissionError(f"cannot capture on {iface!r}: {exc.strerror}; {SETCAP_HINT}") from exc
+    except Scapy_Exception as exc:
+        raise CaptureError(f"cannot capture on {iface!r} with BPF filter {bpf!r}: {exc}") from exc
+    except OSError as exc:
+        raise CaptureError(f"cannot capture on {iface!r}: {exc}") from exc
+
+
+def _ignore_outgoing(sock: socket.socket) -> None:
+    try:
+        sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+    except OSError:
+        pass  # kernel < 4.20: the ring walk also skips PACKET_OUTGOING frames
+
+
+def _kernel_drops(sock: socket.socket) -> int:
+    """Drops since the last call (PACKET_STATISTICS resets on read); 0 where unsupported."""
+    try:
+        raw = sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 12)
+    except OSError:
+        return 0
+    return struct.unpack("II", raw[:8])[1]
+
+
+def _warm_up() -> None:
+    """Compile (or load from numba's cache) the kernels now, not while packets wait."""
+    empty = np.zeros(0, np.int64)
+    sources_of_frames(np.zeros(0, np.uint8), empty, empty, empty, 1, np.zeros((0, 2), KEY_DTYPE),
+                      empty, np.zeros(N_REASONS, np.int64))
+    rg.walk_ring(np.zeros(64, np.uint8), 64, 1, np.zeros(1, np.int64), np.zeros((0, 2), KEY_DTYPE),
+                 empty, 0, 1, True, np.zeros(N_REASONS, np.int64))

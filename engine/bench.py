@@ -1,0 +1,81 @@
+"""``dptop bench``: updates/s of every registered algorithm, plus each family's own benchmarks.
+
+The core suite feeds each algorithm a fixed synthetic stream (Zipf 1.1 and 1.5, 2^24 updates —
+2^20 with ``--quick`` — k in {128, 512}) after a warm-up, and reports the median of three runs,
+with the ratio to the exact-count baseline measured in the same run. Modules in
+``EXTRA_BENCHES`` add their own tables (capture parser vs scapy, LazyCMS vs PunctualCMS,
+DPSW query latency, ...) through ``run_bench(quick) -> {"name", "rows", "notes"}``.
+"""
+from __future__ import annotations
+
+import importlib
+import statistics
+import time
+
+from capture.synth import zipf_keys
+from engine import registry
+from engine.settings import Settings
+
+EXTRA_BENCHES: tuple[str, ...] = ()
+SKIP_IN_CORE = {"punctual-cms", "punctual-cs"}
+"""Algorithms too slow for 2^24 updates by design; their own bench measures them."""
+
+
+def _time_updates(name: str, settings: Settings, keys, repeats: int) -> float:
+    alg = registry.make(name, settings)
+    alg.update(keys[:1024])  # warm-up: compile or load the cached kernels
+    times = []
+    for _ in range(repeats):
+        alg.reset()
+        t0 = time.perf_counter()
+        alg.update(keys)
+        times.append(time.perf_counter() - t0)
+    return len(keys) / statistics.median(times)
+
+
+def core_bench(quick: bool, names: list[str] | None = None) -> dict:
+    length = 1 << (20 if quick else 24)
+    names = names or [n for n in registry.names() if n not in SKIP_IN_CORE]
+    rows = []
+    for skew in (1.1, 1.5):
+        keys = zipf_keys(skew, 1 << 24, length, seed=7)
+        for k in (128, 512):
+            settings = Settings(k=k, epsilon=0.5, delta=1e-3, stream_length=length, window=length // 4, gamma=0.01)
+            base = None
+            for name in names:
+                rate = _time_updates(name, settings, keys, repeats=1 if quick else 3)
+                base = rate if name == "exact" else base
+                rows.append({"algorithm": name, "skew": skew, "k": k, "updates": length, "updates_per_second": rate})
+            for row in rows[-len(names):]:
+                row["ratio_to_exact"] = row["updates_per_second"] / base if base else None
+    return {"name": "algorithms", "rows": rows,
+            "notes": f"Zipf streams of {length} updates over 2^24 items; median of {1 if quick else 3} runs after "
+                     "warm-up; ratio_to_exact = updates/s divided by the exact-count baseline's in the same run"}
+
+
+def _print(report: dict) -> None:
+    print(f"\n== {report['name']} ==")
+    rows = report["rows"]
+    if rows:
+        cols = list(dict.fromkeys(c for r in rows for c in r))
+        fmt = lambda v: f"{v/1e6:.2f}M" if isinstance(v, float) and v > 1e4 else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
+        widths = [max(len(c), *(len(fmt(r.get(c, ""))) for r in rows)) for c in cols]
+        print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+        for r in rows:
+            print("  ".join(fmt(r.get(c, "")).ljust(w) for c, w in zip(cols, widths)))
+    if report.get("notes"):
+        print(report["notes"])
+
+
+def run_all(quick: bool = False, only: str | None = None) -> dict:
+    wanted = None if only is None else {n.strip() for n in only.split(",")}
+    reports = []
+    if wanted is None or "algorithms" in wanted:
+        reports.append(core_bench(quick))
+        _print(reports[-1])
+    for module in EXTRA_BENCHES:
+        report = importlib.import_module(module).run_bench(quick)
+        if wanted is None or report["name"] in wanted or module in wanted:
+            reports.append(report)
+            _print(report)
+    return {"quick": quick, "reports": reports}

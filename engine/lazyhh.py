@@ -1,0 +1,312 @@
+"""LazyHH: private heavy hitters under continual observation [001 §5, Alg 6, Thm 3; spec lazyhh §6].
+
+A d × w LazyCMS (``engine.lazysketch``) plus a candidate set C kept in a hash table. Every arrival
+updates the sketch and joins C if new. Every k~ arrivals (t ≡ 0 mod k~, a public schedule: P1)
+OUTPUT queries the sketch for every candidate and publishes H = {(y, v_y) : v_y > τ(t)}; PRUNE then
+keeps the k~ candidates with the largest estimates. Between outputs H is re-released unchanged.
+
+Parameters follow spec §6.3 (option A by default: w = ⌈e·k~⌉; option B: w = k~), with γ derived
+from the σ in use: γ = σ·sqrt(2H·ln(4N/β)), N = ⌈T/k~⌉·d·w. Thresholds: λ1 = γ + w,
+λ2(t) = e·t/w + γ, τ(t) = max(t/k, t/k~ + λ1 + 2λ2(t)) + 1, release iff v > τ(t).
+
+Privacy: (ε, δ~)-DP under continual observation, δ~ = 2δ(3/2 + e^ε + δ), for substitution of one
+packet's source, for streams of at most T arrivals (Thm 3; §6.7 caveats in the guarantee notes).
+Never released: the candidate set or its size, estimates that failed τ, P, node sums, hash seeds.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from engine import hashtable as ht
+from engine.gaussbm import (NOISE_OS, NOISE_SEEDED, check_gaussbm_epsilon, gaussbm_sigma,
+                            tree_height)
+from engine.hashtable import found, probe
+from engine.horizon import ContinualAlgorithm
+from engine.jit import inner, kernel
+from engine.keys import EMPTY_WORD, KEY_DTYPE
+from engine.lazysketch import LazySketch, SketchState, estimate, lazy_update
+from engine.registry import register
+from engine.release import (MEASURE_APPROX, MODEL_CONTINUAL, NEIGHBOUR_SUBSTITUTE, Guarantee,
+                            Release, sorted_items)
+from engine.settings import check_positive_int
+
+E = math.e
+
+
+def delta_tilde(epsilon: float, delta: float) -> float:
+    """δ~ = 2δ(3/2 + e^ε + δ), the δ of LazyHH's guarantee (Thm 3)."""
+    return 2.0 * delta * (1.5 + math.exp(epsilon) + delta)
+
+
+def delta_for(epsilon: float, target_delta_tilde: float) -> float:
+    """The δ giving a target δ~ (spec §6.7): δ = (−a + sqrt(a² + 2δ~))/2 with a = 3/2 + e^ε."""
+    a = 1.5 + math.exp(epsilon)
+    return (-a + math.sqrt(a * a + 2.0 * target_delta_tilde)) / 2.0
+
+
+@dataclass(frozen=True)
+class LazyHHParams:
+    """Every derived constant of one LazyHH instance (spec §6.3), computable before any data."""
+
+    k: int
+    k_tilde: int
+    epsilon: float
+    delta: float
+    beta: float
+    horizon: int
+    option: str
+    depth: int
+    width: int
+    height: int
+    sigma: float
+    gamma: float
+
+    @classmethod
+    def build(cls, k, k_tilde, epsilon, delta, beta, horizon, option="A") -> "LazyHHParams":
+        """Validate (spec §6.1, L13) and derive d, w, H, σ, γ (spec §6.3)."""
+        k = check_positive_int("k", k)
+        k_tilde = check_positive_int("k~", k_tilde)
+        if k_tilde <= k:
+            raise ValueError(f"k~ ({k_tilde}) must be > k ({k}) (spec lazyhh §6.1)")
+        epsilon = check_gaussbm_epsilon(epsilon)
+        delta = float(delta)
+        if not 0.0 < delta < 0.5:
+            raise ValueError(f"delta ({delta:g}) must be in (0, 0.5) (spec lazyhh §6.1, Lem 6)")
+        beta = float(beta)
+        if not 0.0 < beta < delta:
+            raise ValueError(f"beta ({beta:g}) must be in (0, delta = {delta:g}) (spec lazyhh §6.1)")
+        horizon = check_positive_int("horizon", horizon)
+        if horizon < k_tilde:
+            raise ValueError(f"horizon ({horizon}) must be >= k~ ({k_tilde}) (spec lazyhh §6.1)")
+        if option not in ("A", "B"):
+            raise ValueError(f"option ({option!r}) must be 'A' (w = ceil(e k~)) or 'B' (w = k~)")
+        depth = math.ceil(math.log(4.0 * horizon / beta))
+        width = math.ceil(E * k_tilde) if option == "A" else k_tilde
+        height = tree_height(LazySketch.cell_horizon(horizon, width))
+        sigma = gaussbm_sigma(height, epsilon, delta, 2 * depth)
+        pairs = -(-horizon // k_tilde) * depth * width
+        gamma = sigma * math.sqrt(2.0 * height * math.log(4.0 * pairs / beta))
+        return cls(k, k_tilde, epsilon, delta, beta, horizon, option, depth, width, height, sigma, gamma)
+
+    @property
+    def delta_tilde(self) -> float:
+        return delta_tilde(self.epsilon, self.delta)
+
+    def threshold(self, t: int) -> float:
+        """τ(t): a released estimate must exceed it (spec §6.5 OUTPUT step 1)."""
+        return float(suppression_threshold(t, self.k, self.k_tilde, self.width, self.gamma))
+
+    def tau1_binds_after(self) -> float | None:
+        """The t after which τ1 = t/k is the binding threshold (None: never), spec §6.9."""
+        slope = 1.0 / self.k - 1.0 / self.k_tilde - 2.0 * E / self.width
+        if slope <= 0:
+            return None
+        return (self.gamma + self.width + 2.0 * self.gamma) / slope
+
+
+@inner
+def suppression_threshold(t, k, k_tilde, width, gamma):
+    """τ(t) = max(t/k, t/k~ + λ1 + 2λ2(t)) + 1 with λ1 = γ + w, λ2 = e·t/w + γ (spec §6.3)."""
+    lam1 = gamma + width
+    lam2 = 2.718281828459045 * t / width + gamma
+    tau1 = t / k
+    tau2 = t / k_tilde + lam1 + 2.0 * lam2
+    return max(tau1, tau2) + 1.0
+
+
+# meta[] fields
+T_NOW, CAND_N, OUT_N, OUT_T = 0, 1, 2, 3
+
+
+class HHState(NamedTuple):
+    sk: SketchState
+    cand_hi: np.ndarray  # uint64[2k~]
+    cand_lo: np.ndarray
+    cand_val: np.ndarray  # float64[2k~] estimates at the last output (scratch; never released)
+    tab: ht.Table  # candidate key -> index
+    out_hi: np.ndarray  # uint64[2k~] last output H
+    out_lo: np.ndarray
+    out_val: np.ndarray
+    out_tau: np.ndarray  # float64[1] τ applied at the last output
+    meta: np.ndarray  # int64[4]
+
+
+def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
+    cap = 2 * k_tilde
+    return HHState(
+        sketch.state, np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap),
+        ht.make_table(4 * k_tilde, seed=table_seed),
+        np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap), np.zeros(1), np.zeros(4, np.int64),
+    )
+
+
+@inner
+def _output(st, t, k, k_tilde, gamma):
+    """OUTPUT(t): estimate every candidate, publish those above τ(t) (spec §6.5)."""
+    d, w = st.sk.p.shape
+    tau = suppression_threshold(t, k, k_tilde, w, gamma)
+    scratch = np.empty(d)
+    m = 0
+    for c in range(st.meta[CAND_N]):
+        v = estimate(st.sk, False, st.cand_hi[c], st.cand_lo[c], scratch)
+        st.cand_val[c] = v
+        if v > tau:
+            st.out_hi[m] = st.cand_hi[c]
+            st.out_lo[m] = st.cand_lo[c]
+            st.out_val[m] = v
+            m += 1
+    st.meta[OUT_N] = m
+    st.meta[OUT_T] = t
+    st.out_tau[0] = tau
+
+
+@inner
+def _prune(st, k_tilde):
+    """PRUNE(): keep the k~ candidates with the largest estimates, rebuild the table (spec §6.5)."""
+    n = st.meta[CAND_N]
+    if n <= k_tilde:
+        return
+    order = np.argsort(-st.cand_val[:n])[:k_tilde]
+    keep_hi = st.cand_hi[order]
+    keep_lo = st.cand_lo[order]
+    st.tab.hi[:] = EMPTY_WORD
+    st.tab.lo[:] = EMPTY_WORD
+    for c in range(k_tilde):
+        st.cand_hi[c] = keep_hi[c]
+        st.cand_lo[c] = keep_lo[c]
+        p = probe(st.tab.hi, st.tab.lo, st.tab.hashing, keep_hi[c], keep_lo[c])
+        st.tab.hi[p] = keep_hi[c]
+        st.tab.lo[p] = keep_lo[c]
+        st.tab.val[p] = c
+    st.meta[CAND_N] = k_tilde
+
+
+@kernel
+def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
+    """LAZYHH_UPDATE for every key (spec §6.5); returns the index of the last output step or -1."""
+    last = -1
+    for n in range(len(keys)):
+        hi = keys[n, 0]
+        lo = keys[n, 1]
+        lazy_update(st.sk, False, hi, lo, sigma, rng)
+        t = st.meta[T_NOW] + 1
+        st.meta[T_NOW] = t
+        p = probe(st.tab.hi, st.tab.lo, st.tab.hashing, hi, lo)
+        if not found(st.tab.hi, st.tab.lo, p, hi, lo):
+            c = st.meta[CAND_N]
+            st.cand_hi[c] = hi
+            st.cand_lo[c] = lo
+            st.tab.hi[p] = hi
+            st.tab.lo[p] = lo
+            st.tab.val[p] = c
+            st.meta[CAND_N] = c + 1
+        if t % k_tilde == 0:
+            _output(st, t, k, k_tilde, gamma)
+            _prune(st, k_tilde)
+            last = n
+    return last
+
+
+class LazyHHInstance:
+    """One LazyHH run over one horizon: the sketch, the candidates and the last output."""
+
+    def __init__(self, params: LazyHHParams, seed: int | None = None, noiseless: bool = False):
+        self.params = params
+        self.sketch = LazySketch(params.horizon, params.epsilon, params.delta, params.width, params.depth,
+                                 kind="cms", seed=seed, noiseless=noiseless)
+        table_seed = None if seed is None else np.uint64(np.random.SeedSequence((seed, 0x7AB)).generate_state(1)[0])
+        self.state = make_hh_state(self.sketch, params.k_tilde, table_seed)
+
+    @property
+    def t(self) -> int:
+        return int(self.state.meta[T_NOW])
+
+    def update(self, keys: np.ndarray) -> int:
+        """Process keys (within the horizon); the batch index of the last output step, or -1."""
+        p = self.params
+        if self.t + len(keys) > p.horizon:
+            raise ValueError(f"{self.t} + {len(keys)} arrivals exceed the horizon ({p.horizon})")
+        last = _hh_batch(self.state, keys, self.sketch.noise_sigma, self.sketch.rng,
+                         float(p.k), np.int64(p.k_tilde), p.gamma)
+        self.sketch.arrivals = self.t
+        return int(last)
+
+    def output(self):
+        """(keys (m, 2), estimates (m,), τ, t) of the last OUTPUT; empty with t = 0 before it."""
+        st = self.state
+        m = int(st.meta[OUT_N])
+        keys = np.stack([st.out_hi[:m], st.out_lo[:m]], axis=1)
+        return keys, st.out_val[:m].copy(), float(st.out_tau[0]), int(st.meta[OUT_T])
+
+    def _candidates(self) -> np.ndarray:
+        """Test hook only (never released, P2): the current candidate keys."""
+        n = int(self.state.meta[CAND_N])
+        return np.stack([self.state.cand_hi[:n], self.state.cand_lo[:n]], axis=1)
+
+
+@register
+class LazyHH(ContinualAlgorithm):
+    """LazyHH as a dptop algorithm: k = ``Settings.k``, k~ = ``Settings.k_tilde`` (default 4k,
+    001 Fig 4c), β = ``extra['beta']`` (default δ/2), width option ``extra['option']`` ('A')."""
+
+    name = "lazyhh"
+
+    def __init__(self, settings):
+        k = check_positive_int("k", settings.k)
+        k_tilde = check_positive_int("k~", settings.k_tilde or 4 * k)
+        super().__init__(settings, minimum_horizon=k_tilde)
+        beta = float(settings.extra.get("beta", float(settings.delta) / 2))
+        self.params = LazyHHParams.build(k, k_tilde, settings.epsilon, settings.delta, beta, self.horizon,
+                                         str(settings.extra.get("option", "A")))
+        self.reset()
+
+    def _new_instance(self):
+        seed = None if self.settings.seed is None else self.settings.seed + self.epoch
+        return LazyHHInstance(self.params, seed=seed)
+
+    def _feed(self, keys):
+        return self.instance.update(keys)
+
+    def _release(self, end_packet, t_end, computed):
+        keys, vals, tau, t_out = self.instance.output()
+        items = sorted_items(keys[:, 0], keys[:, 1], vals)
+        threshold = tau if t_out else self.params.threshold(self.t)
+        status = self.status()
+        status["output_at"] = t_out
+        return Release(self.name, self.span_to(end_packet, t_end), items, threshold, self.guarantee(), status)
+
+    def guarantee(self) -> Guarantee:
+        p = self.params
+        return Guarantee(
+            MODEL_CONTINUAL, MEASURE_APPROX, p.epsilon, p.delta_tilde, neighbouring=NEIGHBOUR_SUBSTITUTE,
+            scope=self.horizon_scope(), noise=NOISE_SEEDED if self.settings.seed is not None else NOISE_OS,
+            notes=(
+                f"δ~ = 2δ(3/2 + e^ε + δ) = {p.delta_tilde:.3g} from δ = {p.delta:g} (Thm 3); β = {p.beta:g}.",
+                f"LazyCMS d×w = {p.depth}×{p.width} (option {p.option}), H = {p.height}, σ = {p.sigma:.4g}, "
+                f"γ = {p.gamma:.4g}; output recomputed every k~ = {p.k_tilde} arrivals, re-released in between.",
+                "Released: labels whose LazyCMS estimate exceeds τ(t) = max(t/k, t/k~ + λ1 + 2λ2) + 1; "
+                "never the candidate set, its size or failed estimates.",
+                "Only substitution of one packet's source is protected, not packet presence (spec §1.2).",
+                "Thm 3's proof treats the common candidate set as fixed (spec §6.7 caveat).",
+            ),
+        )
+
+    def status(self) -> dict:
+        p = self.params
+        st = self.horizon_status()
+        binds = p.tau1_binds_after()
+        st.update({
+            "threshold": p.threshold(self.t),
+            "packets_until_output": p.k_tilde - self.t % p.k_tilde,
+            "tau1_binds_after": binds,
+            "k": p.k, "k_tilde": p.k_tilde, "depth": p.depth, "width": p.width,
+            "sigma": p.sigma, "gamma": p.gamma, "delta_tilde": p.delta_tilde,
+        })
+        if self.t < p.horizon and (binds is None or self.t < binds):
+            st["note"] = (f"cold start: an item needs an estimate above {p.threshold(self.t):.0f} "
+                          f"packets at t = {self.t} to be released")
+        return st

@@ -1,0 +1,30 @@
+"""Shared fixtures: paths to the real captures (tests/data in the repo, ../shared/pcaps beside it)."""
+from pathlib import Path
+
+import pytest
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+SHARED_DIR = Path(__file__).resolve().parents[2] / "shared"
+SHARED_PCAPS = SHARED_DIR / "pcaps"
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    """tests/data: captures copied into the repo (provenance in tests/data/SOURCES.md)."""
+    return DATA_DIR
+
+
+@pytest.fixture
+def shared_pcaps() -> Path:
+    """../shared/pcaps (main/, robust/, STATS.txt); the test is skipped when it is absent."""
+    if not SHARED_PCAPS.is_dir():
+        pytest.skip(f"{SHARED_PCAPS} not present (clean clone)")
+    return SHARED_PCAPS
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """../shared (pcaps/, spec/, seeds/); the test is skipped when it is absent."""
+    if not SHARED_DIR.is_dir():
+        pytest.skip(f"{SHARED_DIR} not present (clean clone)")
+    return SHARED_DIR
