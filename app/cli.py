@@ -316,10 +316,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    from capture.pcap import CaptureError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, CaptureError) as exc:
         print(f"dptop: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

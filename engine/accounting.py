@@ -110,6 +110,18 @@ def dpss_threshold(n_noisy: int, n_hi: int, k: int, k_tilde: int, gamma: float) 
     return max(n_noisy / k - gamma, n_hi / k_tilde + 1.0 + gamma)
 
 
+def dpss_k_tilde_for(n_min: int, k: int, gamma: float, slack: int | None = None) -> int:
+    """Smallest k~ for which the admission term binds on an epoch of ``n_min`` packets
+    (dpss-eehh.md §4.8): k~ >= n/(n/k − 1 − 2γ), or (n + s_n + 1)/(n/k − 1 − 2γ) with the
+    noisy-length slack s_n. Needs n/k > 1 + 2γ."""
+    n_min, k = check_positive_int("n_min", n_min), check_positive_int("k", k)
+    room = n_min / k - 1.0 - 2.0 * gamma
+    if not room > 0:
+        raise ValueError(f"n_min ({n_min}) must exceed k·(1 + 2γ) = {k * (1 + 2 * gamma):.6g} for any k~ to work")
+    top = n_min if slack is None else n_min + slack + 1
+    return math.ceil(top / room)
+
+
 def dpss_min_packets(k: int, k_tilde: int, gamma: float, slack: int) -> int:
     """Smallest n at which a single source holding all n packets clears τ with zero noise
     (ñ = n, n_hi = n + s_n + 1): below it nothing can pass except by noise (GUI hint)."""

@@ -71,7 +71,7 @@ class ExactCounter:
 
 @register
 class Exact(Algorithm):
-    """Exact counts; ``release()`` lists the top ``k`` sources (``extra['top']`` overrides)."""
+    """Exact counts; ``release()`` lists the top ``k`` sources (``extra['top']`` overrides; 0 = all)."""
 
     name = "exact"
 
@@ -84,7 +84,7 @@ class Exact(Algorithm):
 
     def release(self) -> Release:
         n = int(self.settings.extra.get("top", self.settings.k))
-        return Release(self.name, self.span(), self.counter.top(n), status={"distinct": self.counter.size})
+        return Release(self.name, self.span(), self.counter.top(n or None), status={"distinct": self.counter.size})
 
     def reset(self):
         self.counter = ExactCounter()

@@ -4,9 +4,9 @@ Every counter is a binary tree of dyadic intervals of its own updates. Each node
 sum and its **own** fresh N(0, σ²) draw, made when the node is completed; the released value after
 u updates is the sum of the noisy nodes of the set bits of u (≤ H of them).
 
-State is a ``BMState`` of preallocated arrays over a ``d × w`` grid (``ex``/``nz`` per cell and
-level, ``pre`` the cached release per cell, ``upd`` the pushes per column). All cells of a column
-are pushed together (LazySketch pushes one column per arrival, PunctualSketch and the n-counter
+State is a ``BMState`` of preallocated arrays over a ``d × w`` grid, stored column-major
+(``ex``/``nz`` per cell and level, ``pre`` the cached release per cell, ``upd`` the pushes per
+column). All cells of a column are pushed together (LazySketch pushes one column per arrival, PunctualSketch and the n-counter
 problem push every column), so the merge pattern is computed once per column.
 
 Corrections of 001 used here (spec §9): the merge test runs on the counter's own 0-based update
@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from engine import bulknoise
-from engine.jit import kernel
+from engine.jit import inner, kernel
 from engine.settings import check_positive_int
 
 NOISE_OS = (
@@ -76,29 +76,51 @@ def noise_bound(sigma: float, height: int, pairs: int, beta: float) -> float:
 
 
 class BMState(NamedTuple):
-    ex: np.ndarray  # int64[d, w, H]   exact node sums
-    nz: np.ndarray  # float64[d, w, H] noisy node values (exact + own draw)
-    pre: np.ndarray  # float64[d, w]   cached release per cell
+    """Column-major grid: the d cells of a column are contiguous, since they are pushed together."""
+
+    ex: np.ndarray  # int64[w, d, H]   exact node sums
+    nz: np.ndarray  # float64[w, d, H] noisy node values (exact + own draw)
+    pre: np.ndarray  # float64[w, d]   cached release per cell
     upd: np.ndarray  # int64[w]        pushes so far per column (0-based index of the next one)
+    z: np.ndarray  # float64[d + 1]    scratch for one column's fresh draws (never reused across pushes)
 
 
 def make_bm_state(depth: int, width: int, height: int) -> BMState:
     """Empty trees for a ``depth × width`` grid of counters with ``height`` levels each."""
     return BMState(
-        np.zeros((depth, width, height), dtype=np.int64),
-        np.zeros((depth, width, height), dtype=np.float64),
-        np.zeros((depth, width), dtype=np.float64),
+        np.zeros((width, depth, height), dtype=np.int64),
+        np.zeros((width, depth, height), dtype=np.float64),
+        np.zeros((width, depth), dtype=np.float64),
         np.zeros(width, dtype=np.int64),
+        np.zeros(depth + 1, dtype=np.float64),
     )
 
 
-@kernel
+@inner
+def standard_normals(rng, out):
+    """Fill ``out`` with N(0, 1) draws: Marsaglia's polar method, using both values of each pair."""
+    n = len(out)
+    i = 0
+    while i < n:
+        u = 2.0 * bulknoise.uniform(rng) - 1.0
+        v = 2.0 * bulknoise.uniform(rng) - 1.0
+        q = u * u + v * v
+        if 0.0 < q < 1.0:
+            f = np.sqrt(-2.0 * np.log(q) / q)
+            out[i] = u * f
+            if i + 1 < n:
+                out[i + 1] = v * f
+            i += 2
+
+
+@inner
 def push_column(st, j, inc, sigma, rng):
-    """GBM_PUSH(inc[i, j]) into every cell (i, j) of column ``j`` (spec §2.3).
+    """GBM_PUSH(inc[j, i]) into every cell (i, j) of column ``j`` (spec §2.3).
 
     The new node lands on level l = number of trailing ones of u (the completed siblings below
     it are merged into it and cleared) and gets one fresh draw (never the children's noise, P12).
     Returns False, changing nothing, if the trees are full (u = 2^H − 1)."""
+    d = st.ex.shape[1]
     H = st.ex.shape[2]
     u = st.upd[j]
     if u >= (np.int64(1) << H) - 1:
@@ -107,36 +129,38 @@ def push_column(st, j, inc, sigma, rng):
     while (u >> level) & 1:
         level += 1
     v = u + 1
-    for i in range(st.ex.shape[0]):
-        e = inc[i, j]
+    if sigma > 0.0:
+        standard_normals(rng, st.z[:d])
+    for i in range(d):
+        e = inc[j, i]
         for b in range(level):
-            e += st.ex[i, j, b]
-            st.ex[i, j, b] = 0
-            st.nz[i, j, b] = 0.0
-        st.ex[i, j, level] = e
+            e += st.ex[j, i, b]
+            st.ex[j, i, b] = 0
+            st.nz[j, i, b] = 0.0
+        st.ex[j, i, level] = e
         if sigma > 0.0:
-            st.nz[i, j, level] = e + sigma * bulknoise.normal(rng)
+            st.nz[j, i, level] = e + sigma * st.z[i]
         else:
-            st.nz[i, j, level] = e
+            st.nz[j, i, level] = e
         # release = Σ over set bits of v (bits below `level` are clear in v)
         s = 0.0
         x = v >> level
         b = level
         while x:
             if x & 1:
-                s += st.nz[i, j, b]
+                s += st.nz[j, i, b]
             x >>= 1
             b += 1
-        st.pre[i, j] = s
+        st.pre[j, i] = s
     st.upd[j] = v
     return True
 
 
 @kernel
 def _push_steps(st, incs, sigma, rng):
-    """Alg 2: at every step s each counter (i, j) receives incs[s, i, j] (zeros included, P3)."""
+    """Alg 2: at every step s each counter (i, j) receives incs[s, j, i] (zeros included, P3)."""
     for s in range(incs.shape[0]):
-        for j in range(st.ex.shape[1]):
+        for j in range(st.ex.shape[0]):
             if not push_column(st, j, incs[s], sigma, rng):
                 return s
     return incs.shape[0]
@@ -183,17 +207,18 @@ class GaussBM:
         incs = np.ascontiguousarray(increments, dtype=np.int64)
         if incs.ndim == 2:
             incs = incs[None]
-        if incs.shape[1:] != self.state.pre.shape:
-            raise ValueError(f"increments shape {incs.shape[1:]} does not match counters {self.state.pre.shape}")
+        shape = self.state.pre.shape[::-1]
+        if incs.shape[1:] != shape:
+            raise ValueError(f"increments shape {incs.shape[1:]} does not match counters {shape}")
         if self.updates + len(incs) > self.horizon:
             raise HorizonExceeded(
                 f"{self.updates} + {len(incs)} updates exceed the horizon ({self.horizon}) the noise was calibrated for"
             )
-        _push_steps(self.state, incs, self.noise_sigma, self.rng)
+        _push_steps(self.state, np.ascontiguousarray(incs.transpose(0, 2, 1)), self.noise_sigma, self.rng)
 
     def release(self) -> np.ndarray:
-        """The released prefix sums of every counter (a copy), 0 before the first update."""
-        return self.state.pre.copy()
+        """The released prefix sums of every counter, shape ``(d, w)``, 0 before the first update."""
+        return self.state.pre.T.copy()
 
     def error_bound(self, pairs: int, beta: float) -> float:
         """E_noise(pairs, β) for the σ in use (spec §2.5)."""

@@ -28,7 +28,7 @@ from engine.hashtable import found, probe
 from engine.horizon import ContinualAlgorithm
 from engine.jit import inner, kernel
 from engine.keys import EMPTY_WORD, KEY_DTYPE
-from engine.lazysketch import LazySketch, SketchState, estimate, lazy_update
+from engine.lazysketch import LazySketch, SketchState, cms_estimate, lazy_update
 from engine.registry import register
 from engine.release import (MEASURE_APPROX, MODEL_CONTINUAL, NEIGHBOUR_SUBSTITUTE, Guarantee,
                             Release, sorted_items)
@@ -126,6 +126,7 @@ class HHState(NamedTuple):
     sk: SketchState
     cand_hi: np.ndarray  # uint64[2k~]
     cand_lo: np.ndarray
+    cand_b: np.ndarray  # int64[2k~, d] candidates' buckets (computed once, on entry)
     cand_val: np.ndarray  # float64[2k~] estimates at the last output (scratch; never released)
     tab: ht.Table  # candidate key -> index
     out_hi: np.ndarray  # uint64[2k~] last output H
@@ -138,7 +139,8 @@ class HHState(NamedTuple):
 def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
     cap = 2 * k_tilde
     return HHState(
-        sketch.state, np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap),
+        sketch.state, np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE),
+        np.zeros((cap, sketch.depth), np.int64), np.zeros(cap),
         ht.make_table(4 * k_tilde, seed=table_seed),
         np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap), np.zeros(1), np.zeros(4, np.int64),
     )
@@ -147,12 +149,10 @@ def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
 @inner
 def _output(st, t, k, k_tilde, gamma):
     """OUTPUT(t): estimate every candidate, publish those above τ(t) (spec §6.5)."""
-    d, w = st.sk.p.shape
-    tau = suppression_threshold(t, k, k_tilde, w, gamma)
-    scratch = np.empty(d)
+    tau = suppression_threshold(t, k, k_tilde, st.sk.p.shape[0], gamma)
     m = 0
     for c in range(st.meta[CAND_N]):
-        v = estimate(st.sk, False, st.cand_hi[c], st.cand_lo[c], scratch)
+        v = cms_estimate(st.sk.bm.pre, st.cand_b[c])
         st.cand_val[c] = v
         if v > tau:
             st.out_hi[m] = st.cand_hi[c]
@@ -173,11 +173,13 @@ def _prune(st, k_tilde):
     order = np.argsort(-st.cand_val[:n])[:k_tilde]
     keep_hi = st.cand_hi[order]
     keep_lo = st.cand_lo[order]
+    keep_b = st.cand_b[order]
     st.tab.hi[:] = EMPTY_WORD
     st.tab.lo[:] = EMPTY_WORD
     for c in range(k_tilde):
         st.cand_hi[c] = keep_hi[c]
         st.cand_lo[c] = keep_lo[c]
+        st.cand_b[c] = keep_b[c]
         p = probe(st.tab.hi, st.tab.lo, st.tab.hashing, keep_hi[c], keep_lo[c])
         st.tab.hi[p] = keep_hi[c]
         st.tab.lo[p] = keep_lo[c]
@@ -200,6 +202,7 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
             c = st.meta[CAND_N]
             st.cand_hi[c] = hi
             st.cand_lo[c] = lo
+            st.cand_b[c] = st.sk.bk
             st.tab.hi[p] = hi
             st.tab.lo[p] = lo
             st.tab.val[p] = c

@@ -40,9 +40,10 @@ _ONE = np.uint64(1)
 
 
 class SketchState(NamedTuple):
-    p: np.ndarray  # int64[d, w]: Lazy: pending exact increments; Punctual: one arrival's increments
+    p: np.ndarray  # int64[w, d]: Lazy: pending exact increments; Punctual: one arrival's increments
     seeds: np.ndarray  # uint64[d] secret row hash seeds (never released, P11)
     meta: np.ndarray  # int64[1]: next column to push (Lazy)
+    bk: np.ndarray  # int64[d]: buckets of the last arrival (scratch)
     bm: BMState
 
 
@@ -57,41 +58,53 @@ def cell(seeds, row, hi, lo, width):
 
 
 @inner
+def cms_estimate(pre, buckets):
+    """CMS f̂ from the key's buckets: min over rows i of pre[buckets[i], i]."""
+    best = np.inf
+    for i in range(len(buckets)):
+        if pre[buckets[i], i] < best:
+            best = pre[buckets[i], i]
+    return best
+
+
+@inner
 def estimate(st, signed, hi, lo, scratch):
     """f̂(x): min over rows of the released cells (CMS) or median of g_i(x)·cell (CS, odd d)."""
-    d, w = st.p.shape
+    w, d = st.p.shape
     if not signed:
         best = np.inf
         for i in range(d):
             b, g = cell(st.seeds, i, hi, lo, w)
-            if st.bm.pre[i, b] < best:
-                best = st.bm.pre[i, b]
+            if st.bm.pre[b, i] < best:
+                best = st.bm.pre[b, i]
         return best
     for i in range(d):
         b, g = cell(st.seeds, i, hi, lo, w)
-        scratch[i] = g * st.bm.pre[i, b]
+        scratch[i] = g * st.bm.pre[b, i]
     scratch.sort()
     return scratch[d // 2]
 
 
 @kernel
 def _estimates(st, signed, keys, out):
-    scratch = np.empty(st.p.shape[0], dtype=np.float64)
+    scratch = np.empty(st.p.shape[1], dtype=np.float64)
     for n in range(len(keys)):
         out[n] = estimate(st, signed, keys[n, 0], keys[n, 1], scratch)
 
 
 @inner
 def lazy_update(st, signed, hi, lo, sigma, rng):
-    """LAZY_UPDATE(x) (spec §5.2): add x to P, then push column ``pos`` of P (zeros too) and clear it."""
-    d, w = st.p.shape
+    """LAZY_UPDATE(x) (spec §5.2): add x to P, then push column ``pos`` of P (zeros too) and clear
+    it. Leaves x's buckets in ``st.bk``."""
+    w, d = st.p.shape
     for i in range(d):
         b, g = cell(st.seeds, i, hi, lo, w)
-        st.p[i, b] += g if signed else 1
+        st.p[b, i] += g if signed else 1
+        st.bk[i] = b
     pos = st.meta[0]
     push_column(st.bm, pos, st.p, sigma, rng)
     for i in range(d):
-        st.p[i, pos] = 0
+        st.p[pos, i] = 0
     st.meta[0] = pos + 1 if pos + 1 < w else 0
 
 
@@ -104,16 +117,16 @@ def _lazy_batch(st, signed, keys, sigma, rng):
 @kernel
 def _punctual_batch(st, signed, keys, sigma, rng):
     """Alg 3: per arrival, every column is pushed; P holds only this arrival's increments."""
-    d, w = st.p.shape
+    w, d = st.p.shape
     for n in range(len(keys)):
         for i in range(d):
             b, g = cell(st.seeds, i, keys[n, 0], keys[n, 1], w)
-            st.p[i, b] += g if signed else 1
+            st.p[b, i] += g if signed else 1
         for j in range(w):
             push_column(st.bm, j, st.p, sigma, rng)
         for i in range(d):
             b, g = cell(st.seeds, i, keys[n, 0], keys[n, 1], w)
-            st.p[i, b] = 0
+            st.p[b, i] = 0
 
 
 def hash_seeds(depth: int, seed: int | None) -> np.ndarray:
@@ -152,8 +165,9 @@ class PrivateSketch:
                              f"(depth {self.depth}, width {self.width}, H {self.height})")
         self.sigma = gaussbm_sigma(self.height, self.epsilon, self.delta, self.m)
         self.noiseless, self.seed = bool(noiseless), seed
-        self.state = SketchState(np.zeros((self.depth, self.width), dtype=np.int64),
+        self.state = SketchState(np.zeros((self.width, self.depth), dtype=np.int64),
                                  hash_seeds(self.depth, seed), np.zeros(1, dtype=np.int64),
+                                 np.zeros(self.depth, dtype=np.int64),
                                  make_bm_state(self.depth, self.width, self.height))
         self.rng = bulknoise.make_rng(seed)
         self.arrivals = 0
@@ -181,8 +195,12 @@ class PrivateSketch:
         return out
 
     def released_cells(self) -> np.ndarray:
-        """The released grid O (a copy)."""
-        return self.state.bm.pre.copy()
+        """The released grid O, shape ``(d, w)`` (a copy)."""
+        return self.state.bm.pre.T.copy()
+
+    def pending(self) -> np.ndarray:
+        """Test hook only (never released): P, shape ``(d, w)``."""
+        return self.state.p.T.copy()
 
     def buckets(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(buckets (n, d), signs (n, d)) of the keys; for tests and plain-sketch references."""

@@ -19,6 +19,8 @@ MODULES = (
     "engine.countmin",
     "engine.lazysketch",
     "engine.lazyhh",
+    "engine.window",
+    "engine.dpsw_hh",
 )
 
 _REGISTRY: dict[str, type] = {}

@@ -90,10 +90,16 @@ class ReleasedItem:
     hi: int
     lo: int
     estimate: float
+    prefix: int | None = None
+    """Prefix length when the item is a network, not one address (e.g. 64 for an IPv6 /64 of the
+    DPSW hierarchy); ``None`` for a single address."""
 
     @property
     def address(self) -> str:
-        return decode_key(self.hi, self.lo)
+        if self.prefix is None:
+            return decode_key(self.hi, self.lo)
+        mapped = self.hi == 0 and (self.lo >> 32) == 0xFFFF and self.prefix >= 96
+        return f"{decode_key(self.hi, self.lo)}/{self.prefix - 96 if mapped else self.prefix}"
 
     def to_json(self) -> dict:
         return {"address": self.address, "estimate": self.estimate}

@@ -106,9 +106,9 @@ def test_offer_counts_drops_when_a_queue_is_full():
     assert not all(results)
     gate.set()
     snap = runner.finish(timeout=10).by_name()
-    # slow holds one batch in update() and two queued, so exactly 7 of 10 batches drop for it;
-    # fast's queue always has at least as much room as slow's.
-    assert snap["slow"].drops == 700 and snap["slow"].packets == 300
+    # slow holds at most one batch in update() and two queued, so at least 7 of 10 batches drop
+    # for it; fast's queue always has at least as much room as slow's.
+    assert snap["slow"].drops >= 700 and snap["slow"].packets + snap["slow"].drops == 1000
     assert snap["fast"].drops <= snap["slow"].drops
     assert snap["fast"].packets + snap["fast"].drops == 1000
 

@@ -1,0 +1,2 @@
+"""The dptop monitor window (PySide6 + pyqtgraph). Only ``app`` imports Qt; ``session`` and
+``truth`` here are headless helpers that run engine work on their own threads."""

@@ -1,0 +1,341 @@
+"""The exact baseline each GUI panel is compared with: true counts over the span a release covers.
+
+Headless (no Qt). A ``Truth`` thread receives the same batches as the algorithms (the session's
+tee) and keeps a ``Recording`` of the last ``capacity`` keys with their running-maximum time
+stamps. A panel asks for the truth of one release; the answer covers exactly the packets that
+release covers (``resolve_span``):
+
+* count-based epochs, windows, prefixes: packet positions ``[span.start, span.end)`` shifted by
+  the lane's origin (the stream position at which that algorithm joined);
+* time-based epochs (``span.t_start`` set, kind ``epoch``): the packets whose running-max time
+  stamp falls in ``[t_start, t_end)``, the rule engine/epochs.py applies (its positions are noisy);
+
+and is computed cheaply: epochs and windows count their slice once; prefixes (continual
+observation, which re-publishes a longer prefix every 0.1 s) keep one growing counter per start
+position ("anchor") and subtract the few packets that arrived after the release's end.
+
+The true counts are the non-private baseline shown *next to* private estimates, for released
+labels only; recall/precision/ARE (engine.metrics) use the exact heavy set over the same span.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.exact import ExactCounter
+from engine.keys import KEY_DTYPE, KeyBatch
+from engine.metrics import Utility, average_relative_error, precision, recall
+from engine.release import Release
+
+ANCHOR_IDLE_SECONDS = 5.0  # drop a prefix counter nobody asked about for this long
+
+
+class Recording:
+    """The last ``capacity`` keys and running-max time stamps, addressed by global position."""
+
+    def __init__(self, capacity: int):
+        if capacity < 1:
+            raise ValueError(f"capacity ({capacity}) must be >= 1")
+        self.capacity = int(capacity)
+        self.keys = np.zeros((self.capacity, 2), dtype=KEY_DTYPE)
+        self.tmax = np.zeros(self.capacity, dtype=np.int64)
+        self.pos = 0  # packets appended so far
+        self.last_t = np.iinfo(np.int64).min
+
+    @property
+    def first(self) -> int:
+        """Oldest global position still held."""
+        return max(0, self.pos - self.capacity)
+
+    def append(self, batch: KeyBatch) -> None:
+        keys, ts = batch.keys, batch.ts_ns
+        if len(keys) == 0:
+            return
+        tmax = np.maximum.accumulate(np.maximum(ts, self.last_t))
+        self.last_t = int(tmax[-1])
+        if len(keys) > self.capacity:
+            skip = len(keys) - self.capacity
+            self.pos += skip
+            keys, tmax = keys[skip:], tmax[skip:]
+        i = self.pos % self.capacity
+        head = min(len(keys), self.capacity - i)
+        self.keys[i:i + head] = keys[:head]
+        self.tmax[i:i + head] = tmax[:head]
+        rest = len(keys) - head
+        if rest:
+            self.keys[:rest] = keys[head:]
+            self.tmax[:rest] = tmax[head:]
+        self.pos += len(keys)
+
+    def holds(self, a: int, b: int) -> bool:
+        return self.first <= a <= b <= self.pos
+
+    def _parts(self, a: int, b: int):
+        """Ring index ranges covering global ``[a, b)`` (at most two)."""
+        i, j = a % self.capacity, b % self.capacity
+        if b - a == 0:
+            return []
+        if i < j:
+            return [(i, j)]
+        return [(i, self.capacity), (0, j)] if j else [(i, self.capacity)]
+
+    def slice(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of keys and time stamps at global positions ``[a, b)`` (must be held)."""
+        if not self.holds(a, b):
+            raise ValueError(f"positions [{a}, {b}) are not in the recording [{self.first}, {self.pos})")
+        parts = self._parts(a, b)
+        if not parts:
+            return np.zeros((0, 2), KEY_DTYPE), np.zeros(0, np.int64)
+        keys = np.concatenate([self.keys[p:q] for p, q in parts])
+        ts = np.concatenate([self.tmax[p:q] for p, q in parts])
+        return keys, ts
+
+    def position_of_time(self, t_ns: int) -> int:
+        """First global position whose running-max time stamp is >= ``t_ns``."""
+        a = self.first
+        offset = a
+        for p, q in self._parts(a, self.pos):
+            k = int(np.searchsorted(self.tmax[p:q], t_ns, side="left"))
+            if k < q - p:
+                return offset + k
+            offset += q - p
+        return self.pos
+
+
+def resolve_span(release: Release, origin: int, epoch_seconds: float | None, rec: Recording,
+                 finished: bool) -> tuple[int, int] | None:
+    """Global positions ``[a, b)`` of the packets ``release`` covers, or ``None`` while the truth
+    has not seen them all yet. Raises ``LookupError`` if they are older than the recording."""
+    span = release.span
+    if span.kind == "epoch" and span.t_start is not None and epoch_seconds:
+        step = round(epoch_seconds * 1e9)
+        t0 = round(span.t_start * 1e9 / step) * step  # undo float rounding of the grid cell
+        t1 = t0 + step
+        if rec.last_t < t1 and not finished:
+            return None
+        a, b = rec.position_of_time(t0), rec.position_of_time(t1)
+        a, b = max(a, origin), max(b, origin)
+    elif span.kind == "stream" and release.private:
+        # whole-stream single release: its span positions are noisy; it covers everything seen
+        a, b = origin, rec.pos
+        if not finished:
+            return None
+    else:
+        a, b = origin + span.start, origin + span.end
+        if b > rec.pos:
+            return None
+    if a < rec.first:
+        raise LookupError(f"span [{a}, {b}) is older than the recording (last {rec.capacity} packets)")
+    return a, b
+
+
+@dataclass(frozen=True)
+class TruthResult:
+    """Exact facts about one release's span: true counts of its labels, the heavy set size and
+    the utility of the release (engine.metrics definitions; heavy = count > ``heavy_threshold``)."""
+
+    release: Release
+    start: int
+    end: int
+    counts: tuple[int, ...]  # true count of each released item, in release order
+    heavy_threshold: float
+    utility: Utility
+    note: str = ""
+
+    @property
+    def packets(self) -> int:
+        return self.end - self.start
+
+
+def heavy_threshold(release: Release, k: int, gamma: float | None, n: int) -> float:
+    """What 'heavy' means for a span of ``n`` packets: count > γ·n for windows with a γ, else n/k."""
+    if release.span.kind == "window" and gamma:
+        return float(gamma) * n
+    return n / max(1, k)
+
+
+def utility_of(release: Release, counts, heavy: set) -> Utility:
+    reported = {(it.hi, it.lo) for it in release.items}
+    pairs = [(it.estimate, c) for it, c in zip(release.items, counts)]
+    return Utility(recall(reported, heavy), precision(reported, heavy), average_relative_error(pairs),
+                   len(reported), len(heavy))
+
+
+def slice_truth(release: Release, keys: np.ndarray, k: int, gamma: float | None) -> tuple:
+    """(counts of the released labels, heavy set) over a key slice (used by the sweeps too)."""
+    counter = ExactCounter(max(1024, len(keys) // 4))
+    counter.add(keys)
+    counts = tuple(counter.count_of(it.hi, it.lo) for it in release.items)
+    allk, allc = counter.items()
+    thr = heavy_threshold(release, k, gamma, len(keys))
+    heavy = {(int(h), int(l)) for h, l in allk[allc > thr].tolist()}
+    return counts, heavy, thr
+
+
+class _Anchor:
+    """Exact counts from global position ``start`` up to the recording's end."""
+
+    def __init__(self, start: int, rec: Recording):
+        self.start = start
+        self.counter = ExactCounter()
+        keys, _ = rec.slice(start, rec.pos)
+        self.counter.add(keys)
+        self.used = time.monotonic()
+
+
+@dataclass
+class _Request:
+    release: Release
+    origin: int
+    k: int
+    gamma: float | None
+    epoch_seconds: float | None
+
+
+class Truth:
+    """The baseline thread. ``feed`` (any one producer thread) is lossless and waits for room;
+    ``request`` / ``result`` are for the GUI thread; ``stop`` ends the thread promptly."""
+
+    def __init__(self, capacity: int = 1 << 20, queue_size: int = 64):
+        self.rec = Recording(capacity)
+        self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self._lock = threading.Lock()
+        self._requests: dict[str, _Request] = {}
+        self._results: dict[str, TruthResult] = {}
+        self._anchors: dict[int, _Anchor] = {}
+        self._stop = threading.Event()
+        self._finished = False
+        self._fed = 0
+        self.error: str | None = None
+        self._thread = threading.Thread(target=self._run, name="dptop-truth", daemon=True)
+
+    # ----- producer side -----------------------------------------------------------------
+    def start(self) -> "Truth":
+        self._thread.start()
+        return self
+
+    def feed(self, batch: KeyBatch) -> int:
+        """Queue ``batch``; returns the global position of its first packet."""
+        first = self._fed
+        self._fed += len(batch)
+        while not self._stop.is_set():
+            try:
+                self._queue.put(batch, timeout=0.05)
+                break
+            except queue.Full:
+                continue
+        return first
+
+    @property
+    def fed(self) -> int:
+        return self._fed
+
+    def finish(self) -> None:
+        """The stream ended: whole-stream releases can be resolved."""
+        self.feed(KeyBatch(np.zeros((0, 2), KEY_DTYPE)))  # wakes the thread after the data
+        self._finished = True
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    # ----- GUI side ----------------------------------------------------------------------
+    def request(self, panel: str, release: Release, origin: int, k: int, gamma: float | None = None,
+                epoch_seconds: float | None = None) -> None:
+        """Ask for the truth of ``release`` (the latest request per panel wins)."""
+        with self._lock:
+            self._requests[panel] = _Request(release, origin, k, gamma, epoch_seconds)
+
+    def result(self, panel: str) -> TruthResult | None:
+        with self._lock:
+            return self._results.get(panel)
+
+    def forget(self, panel: str) -> None:
+        with self._lock:
+            self._requests.pop(panel, None)
+            self._results.pop(panel, None)
+
+    def recording(self, last: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """A copy of the last ``last`` recorded keys and time stamps (thread-safe)."""
+        with self._lock:
+            n = self.rec.pos - self.rec.first if last is None else min(last, self.rec.pos - self.rec.first)
+            return self.rec.slice(self.rec.pos - n, self.rec.pos)
+
+    # ----- worker ------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    batch = self._queue.get(timeout=0.05)
+                except queue.Empty:
+                    batch = None
+                if batch is not None and len(batch):
+                    with self._lock:
+                        self.rec.append(batch)
+                    for anchor in list(self._anchors.values()):
+                        anchor.counter.add(batch.keys)
+                if batch is None or self._queue.empty():
+                    self._answer()
+        except BaseException as exc:  # noqa: BLE001 - shown in the GUI
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def _answer(self) -> None:
+        with self._lock:
+            pending = dict(self._requests)
+        now = time.monotonic()
+        for panel, req in pending.items():
+            done = self._results.get(panel)
+            if done is not None and done.release is req.release:
+                continue
+            try:
+                result = self._compute(req)
+            except LookupError as exc:
+                result = TruthResult(req.release, 0, 0, (), 0.0, Utility(0, 0, 0, 0, 0), note=str(exc))
+            if result is None:
+                continue
+            with self._lock:
+                if self._requests.get(panel) is req:
+                    self._results[panel] = result
+        for start in [s for s, a in self._anchors.items() if now - a.used > ANCHOR_IDLE_SECONDS]:
+            del self._anchors[start]
+
+    def _compute(self, req: _Request) -> TruthResult | None:
+        rel, rec = req.release, self.rec
+        ab = resolve_span(rel, req.origin, req.epoch_seconds, rec, self._finished)
+        if ab is None:
+            return None
+        a, b = ab
+        if rel.span.kind in ("prefix", "horizon", "stream") and b - a > 4 * (rec.pos - b) + 65536:
+            counts, heavy, thr = self._prefix_truth(rel, a, b, req)
+        else:
+            keys, _ = rec.slice(a, b)
+            counts, heavy, thr = slice_truth(rel, keys, req.k, req.gamma)
+        return TruthResult(rel, a, b, counts, thr, utility_of(rel, counts, heavy))
+
+    def _prefix_truth(self, rel: Release, a: int, b: int, req: _Request):
+        """Counts over ``[a, b)`` as (anchor at a, up to now) minus (b, now)."""
+        anchor = self._anchors.get(a)
+        if anchor is None:
+            anchor = self._anchors[a] = _Anchor(a, self.rec)
+        anchor.used = time.monotonic()
+        later = ExactCounter()
+        later.add(self.rec.slice(b, self.rec.pos)[0])
+        counts = tuple(anchor.counter.count_of(it.hi, it.lo) - later.count_of(it.hi, it.lo)
+                       for it in rel.items)
+        thr = heavy_threshold(rel, req.k, req.gamma, b - a)
+        keys, c = anchor.counter.items()
+        heavy = set()
+        for (h, l), cnt in zip(keys[c > thr].tolist(), c[c > thr].tolist()):
+            if cnt - later.count_of(h, l) > thr:
+                heavy.add((h, l))
+        return counts, heavy, thr

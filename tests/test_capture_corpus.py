@@ -1,0 +1,224 @@
+"""The fast parser against scapy on every capture in ../shared/pcaps/main and robust.
+
+Reference = scapy's dissection of each frame (``conf.l2types`` layer of the link type, with
+scapy's MPLS contrib loaded) plus the parser's documented rules (capture/linklayer.py): the
+source of the first IP/IPv6 layer, dropped when it is in ff00::/8 or when the header's version
+nibble disagrees with the layer scapy chose. Frames come from scapy's own ``PcapReader``
+except in the files listed in ``SCAPY_READER_DIFFERS``, where a plain struct walk in this file
+(``naive_frames``) supplies them and the reason is stated. Counts are cross-checked with
+STATS.txt (made by another tool); its known disagreements are listed in ``STATS_DIFFERS``.
+"""
+from __future__ import annotations
+
+import gzip
+import ipaddress
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from capture.pcap import CaptureError, read_keys
+from engine.keys import addresses_from_keys
+from tests.conftest import SHARED_PCAPS
+
+scapy_all = pytest.importorskip("scapy.all")
+scapy_all.load_contrib("mpls")
+from scapy.all import IP, IPv6, PcapReader, conf  # noqa: E402
+
+LIMIT = 3000  # frames compared per file in the default run; -m slow compares whole files
+
+SCAPY_READER_DIFFERS = {
+    "gopacket_test_loopback.pcap": "BSD NULL with AF_INET6 = 30: scapy binds only Linux's value 10",
+    "tcpdump_quic_vn.pcap": "BSD NULL with AF_INET6 = 30: scapy binds only Linux's value 10",
+    "tcpdump_nfs-attr-oobr.pcap": "link type 0x30000001: scapy does not mask the flag bits (1 = Ethernet)",
+    "tcpdump_heap-overflow-1.pcap": "link type 0x30000065: scapy does not mask the flag bits (101 = raw IP)",
+    "test010.pcapng": "Simple Packet Blocks with IDB snaplen 0 (= no limit): scapy returns empty frames",
+    "test011.pcapng": "Simple Packet Blocks with IDB snaplen 0 (= no limit): scapy returns empty frames",
+    "test016.pcapng": "Simple Packet Blocks with IDB snaplen 0 (= no limit): scapy returns empty frames",
+    "test018.pcapng": "Simple Packet Blocks with IDB snaplen 0 (= no limit): scapy returns empty frames",
+    "test100.pcapng": "Simple Packet Blocks with IDB snaplen 0 (= no limit): scapy returns empty frames",
+    "test901.pcapng": "three sections: scapy stops at the second section header",
+}
+
+STATS_DIFFERS = {
+    # file: (our ip_packets, why STATS.txt says otherwise)
+    "tcpdump_nfs-attr-oobr.pcap": (2, "STATS tool did not mask link type 0x30000001; 2 frames carry IPv4"),
+    "zeek_mpls-6in6-broken.pcap.gz": (1765, "24 ff00::/8 sources and 22 version-mismatched headers dropped"),
+}
+
+
+def corpus() -> list[Path]:
+    if not SHARED_PCAPS.is_dir():
+        return []
+    files = sorted((SHARED_PCAPS / "main").iterdir()) + sorted(
+        p for p in (SHARED_PCAPS / "robust").rglob("*") if p.is_file())
+    return files
+
+
+FILES = corpus()
+IDS = [str(p.relative_to(SHARED_PCAPS)) for p in FILES]
+needs_corpus = pytest.mark.skipif(not FILES, reason=f"{SHARED_PCAPS} not present (clean clone)")
+
+
+def naive_frames(path: Path, limit: int | None):
+    """``(linktype, frame)`` of each packet record: a plain struct walk (pcap and pcapng)."""
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    out = []
+    if data[:4] != b"\x0a\x0d\x0d\x0a":
+        e = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        lt = struct.unpack(e + "I", data[20:24])[0] & 0x0FFFFFFF
+        o = 24
+        while o + 16 <= len(data) and (limit is None or len(out) < limit):
+            n = struct.unpack(e + "I", data[o + 8:o + 12])[0]
+            if o + 16 + n > len(data):
+                break
+            out.append((lt, data[o + 16:o + 16 + n]))
+            o += 16 + n
+        return out
+    o, e, links, snaps = 0, "<", [], []
+    while o + 12 <= len(data) and (limit is None or len(out) < limit):
+        if data[o:o + 4] == b"\x0a\x0d\x0d\x0a":
+            e = "<" if data[o + 8:o + 12] == b"\x4d\x3c\x2b\x1a" else ">"
+            links, snaps = [], []
+        btype, blen = struct.unpack(e + "II", data[o:o + 8])
+        body = data[o + 8:o + blen - 4]
+        if btype == 1:
+            lt, _, snap = struct.unpack(e + "HHI", body[:8])
+            links.append(lt & 0x0FFFFFFF)
+            snaps.append(snap)
+        elif btype == 6:
+            iface, _, _, cap = struct.unpack(e + "IIII", body[:16])
+            out.append((links[iface], body[20:20 + cap]))
+        elif btype == 3:
+            orig = struct.unpack(e + "I", body[:4])[0]
+            cap = min(orig, snaps[0] or orig, len(body) - 4)
+            out.append((links[0], body[4:4 + cap]))
+        o += blen
+    return out
+
+
+def scapy_frames(path: Path, limit: int | None):
+    out = []
+    with PcapReader(str(path)) as reader:
+        for pkt in reader:
+            if limit is not None and len(out) >= limit:
+                break
+            out.append(pkt)
+    return out
+
+
+def dissect(linktype: int, frame: bytes):
+    if linktype in (0, 108) and len(frame) >= 4:  # NULL/LOOP: family in either byte order
+        family = min(struct.unpack("<I", frame[:4])[0], struct.unpack(">I", frame[:4])[0])
+        layer = IP if family == 2 else IPv6 if family in (24, 28, 30) else None
+        return layer(frame[4:]) if layer else None
+    cls = conf.l2types.num2layer.get(linktype)
+    return None if cls is None else cls(frame)
+
+
+def reference_source(pkt) -> str | None:
+    """The parser's rules on top of scapy's dissection (see the module docstring)."""
+    if pkt is None:
+        return None
+    layer = pkt.getlayer(IP) or pkt.getlayer(IPv6)
+    if layer is None or layer.src is None:
+        return None
+    if layer.version != (4 if isinstance(layer, IP) else 6):
+        return None
+    if ipaddress.ip_address(layer.src) in ipaddress.ip_network("ff00::/8"):
+        return None
+    return str(ipaddress.ip_address(layer.src))
+
+
+def check_file(path: Path, limit: int | None):
+    keys, _, stats = read_keys(path)
+    fast = addresses_from_keys(keys)
+    if path.name in SCAPY_READER_DIFFERS:
+        pkts = [dissect(lt, frame) for lt, frame in naive_frames(path, limit)]
+    else:
+        pkts = scapy_frames(path, limit)
+    ref = [s for s in map(reference_source, pkts) if s is not None]
+    if limit is None or len(pkts) < limit:
+        assert fast == ref, f"{path.name}: {stats}"
+        assert stats.packets == len(pkts)
+    else:
+        assert fast[:len(ref)] == ref, f"{path.name}: first {limit} packets"
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_sources_equal_scapy_dissection(path):
+    check_file(path, LIMIT)
+
+
+@pytest.mark.slow
+@needs_corpus
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_sources_equal_scapy_dissection_whole_file(path):
+    check_file(path, None)
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", [p for p in FILES if p.name in SCAPY_READER_DIFFERS],
+                         ids=[i for i, p in zip(IDS, FILES) if p.name in SCAPY_READER_DIFFERS])
+def test_scapy_reader_difference_is_as_stated(path):
+    """The stated reason is real: scapy's own reader gives fewer IP sources than its dissection
+    of the frames the naive walk finds."""
+    ours = [s for lt, f in naive_frames(path, None) if (s := reference_source(dissect(lt, f)))]
+    theirs = [s for s in map(reference_source, scapy_frames(path, None)) if s is not None]
+    assert len(theirs) < len(ours)
+
+
+def stats_txt() -> dict[str, dict[str, int]]:
+    text = (SHARED_PCAPS / "STATS.txt").read_text()
+    out = {}
+    for name, fields in re.findall(r"shared/pcaps/\S*?([^/\s]+)\n\s+(size=.*)", text):
+        out[name] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)}
+    return out
+
+
+@needs_corpus
+def test_counts_cross_check_stats_txt():
+    table = stats_txt()
+    assert len(table) >= 20
+    for name, row in table.items():
+        path = next(p for p in FILES if p.name == name)
+        keys, _, stats = read_keys(path)
+        assert stats.packets == row["pkts"], name
+        want = STATS_DIFFERS.get(name, (row["ip_pkts"], ""))[0]
+        assert stats.ip_packets == len(keys) == want, (name, stats)
+        v6 = sum(1 for a in addresses_from_keys(keys) if ":" in a)
+        if name not in STATS_DIFFERS:
+            assert v6 == row["v6"], name
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", [p for p in FILES if "robust" in p.parts], ids=lambda p: p.name)
+def test_robust_files_partial_or_clear_error(path):
+    """Every robustness file reads to the end (partial results and warnings allowed) or raises
+    CaptureError naming it; the stats add up."""
+    try:
+        keys, ts, stats = read_keys(path)
+    except CaptureError as exc:
+        assert str(path) in str(exc)
+        return
+    assert stats.ip_packets == len(keys) == len(ts)
+    assert stats.packets == stats.ip_packets + sum(stats.skipped.values())
+    assert stats.bytes_done == stats.bytes_total
+
+
+@needs_corpus
+def test_truncated_copy_of_real_capture(tmp_path):
+    src = SHARED_PCAPS / "main" / "amp.TCP.reflection.SYNACK.pcap"
+    whole = addresses_from_keys(read_keys(src)[0])
+    data = src.read_bytes()
+    for cut in (len(data) - 1, len(data) * 2 // 3):
+        (tmp_path / "cut.pcap").write_bytes(data[:cut])
+        keys, _, stats = read_keys(tmp_path / "cut.pcap")
+        complete = len(naive_frames(tmp_path / "cut.pcap", None))
+        assert stats.packets == complete
+        assert addresses_from_keys(keys) == whole[:len(keys)]
+        assert any("cut off mid-record" in w for w in stats.warnings)
