@@ -111,12 +111,16 @@ def scapy_frames(path: Path, limit: int | None):
 
 
 def dissect(linktype: int, frame: bytes):
+    """scapy's dissection of one frame (a frame scapy cannot dissect is raw, as in PcapReader)."""
+    cls = conf.l2types.num2layer.get(linktype)
     if linktype in (0, 108) and len(frame) >= 4:  # NULL/LOOP: family in either byte order
         family = min(struct.unpack("<I", frame[:4])[0], struct.unpack(">I", frame[:4])[0])
-        layer = IP if family == 2 else IPv6 if family in (24, 28, 30) else None
-        return layer(frame[4:]) if layer else None
-    cls = conf.l2types.num2layer.get(linktype)
-    return None if cls is None else cls(frame)
+        cls = IP if family == 2 else IPv6 if family in (24, 28, 30) else None
+        frame = frame[4:]
+    try:
+        return None if cls is None else cls(frame)
+    except Exception:
+        return None
 
 
 def reference_source(pkt) -> str | None:
