@@ -19,14 +19,16 @@ CHUNK = 1 << 22
 
 
 class FileBytes:
-    """A whole file, memory-mapped. ``base`` is the file offset of ``buf[0]`` (always 0)."""
+    """A whole file, memory-mapped copy-on-write (never written: "c" only gives the kernels the
+    same writable array type as gzip chunks, so each walk compiles once). ``base`` is the file
+    offset of ``buf[0]`` (always 0)."""
 
     compressed = False
 
     def __init__(self, path: Path):
         self.path = path
         self.size = os.path.getsize(path)
-        self.buf = np.memmap(path, dtype=np.uint8, mode="r") if self.size else np.zeros(0, np.uint8)
+        self.buf = np.memmap(path, dtype=np.uint8, mode="c") if self.size else np.zeros(0, np.uint8)
         self.base = 0
         self.warning: str | None = None
 

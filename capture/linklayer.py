@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.jit import kernel
+from engine.jit import inner, kernel
 from engine.keys import IPV4_MAPPED
 
 LINKTYPE_MASK = 0x0FFF_FFFF
@@ -56,18 +56,18 @@ _S56 = np.uint64(56)
 _FF = np.uint64(0xFF)
 
 
-@kernel
+@inner
 def _u16be(buf, o):
     return (np.int64(buf[o]) << 8) | np.int64(buf[o + 1])
 
 
-@kernel
+@inner
 def _u32le(buf, o):
     return (np.int64(buf[o]) | (np.int64(buf[o + 1]) << 8) | (np.int64(buf[o + 2]) << 16)
             | (np.int64(buf[o + 3]) << 24))
 
 
-@kernel
+@inner
 def _word_be(buf, o, nbytes):
     v = _Z
     for i in range(nbytes):
@@ -75,7 +75,7 @@ def _word_be(buf, o, nbytes):
     return v
 
 
-@kernel
+@inner
 def _ip_source(buf, o, end, version):
     """The IP header at ``o``; ``version`` 4 or 6 is what the link layer announced, 0 = guess."""
     if o >= end:
@@ -97,7 +97,7 @@ def _ip_source(buf, o, end, version):
     return NON_IP, _Z, _Z
 
 
-@kernel
+@inner
 def ethertype_source(buf, o, end, ethertype):
     """The payload at ``o`` of a frame whose (outer) ethertype is ``ethertype``."""
     et = ethertype
@@ -142,7 +142,7 @@ def ethertype_source(buf, o, end, ethertype):
             return NON_IP, _Z, _Z
 
 
-@kernel
+@inner
 def source_of(buf, start, end, linktype):
     """``(reason, hi, lo)`` for the frame ``buf[start:end]`` of link type ``linktype``."""
     if linktype == 1:

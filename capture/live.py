@@ -204,7 +204,7 @@ class LiveCapture(Source):
         lengths = np.fromiter(map(len, frames), np.int64, len(frames))
         offsets = np.zeros(len(frames), np.int64)
         np.cumsum(lengths[:-1], out=offsets[1:])
-        buf = np.frombuffer(b"".join(frames), np.uint8)
+        buf = np.frombuffer(bytearray().join(frames), np.uint8)  # writable: same kernel type as the ring
         keys = np.empty((len(frames), 2), KEY_DTYPE)
         ts = np.empty(len(frames), np.int64)
         n = sources_of_frames(buf, offsets, lengths, np.asarray(stamps, np.int64), self.linktype,
@@ -213,6 +213,7 @@ class LiveCapture(Source):
 
 
 def _open_socket(iface: str, bpf: str | None):
+    import scapy.arch  # noqa: F401  (sets conf.L2listen for this platform)
     from scapy.config import conf
     from scapy.error import Scapy_Exception
     try:

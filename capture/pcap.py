@@ -345,3 +345,13 @@ def count_packets(path) -> int:
         while not reader._done:
             reader._fill(keys, ts)
         return reader.stats.packets
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the record walks now, e.g. off the GUI thread at
+    start, instead of on the first file read."""
+    keys, ts = np.empty((1, 2), KEY_DTYPE), np.empty(1, np.int64)
+    buf, counts, if_arr = np.zeros(16, np.uint8), np.zeros(N_REASONS, np.int64), np.zeros(1, np.int64)
+    rec.walk_pcap(buf, 0, False, 1000, 16, 1, keys, ts, 0, 1, counts)
+    rec.walk_pcapng(buf, 0, False, if_arr, if_arr, if_arr, if_arr, if_arr, if_arr, if_arr, keys, ts, 0, 1,
+                    counts, 0)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from capture.linklayer import MALFORMED, OK, UNKNOWN_INTERFACE, UNSUPPORTED, source_of
-from engine.jit import kernel
+from engine.jit import inner, kernel
 
 FULL, END, PARTIAL, BAD, HEADER = 0, 1, 2, 3, 4
 STOP_NAMES = {FULL: "full", END: "end", PARTIAL: "partial", BAD: "bad", HEADER: "header"}
@@ -38,7 +38,7 @@ EPB = 6
 _NS = np.int64(1_000_000_000)
 
 
-@kernel
+@inner
 def u32(buf, o, big):
     if big:
         return ((np.int64(buf[o]) << 24) | (np.int64(buf[o + 1]) << 16)
@@ -47,7 +47,7 @@ def u32(buf, o, big):
             | (np.int64(buf[o + 3]) << 24))
 
 
-@kernel
+@inner
 def u16(buf, o, big):
     if big:
         return (np.int64(buf[o]) << 8) | np.int64(buf[o + 1])
@@ -87,7 +87,7 @@ def walk_pcap(buf, pos, big, frac_ns, rec_hdr, linktype, keys, ts, n_out, n_max,
     return pos, n_out, records, stop
 
 
-@kernel
+@inner
 def pcapng_time(raw, mul, div, shift, offset_ns):
     """pcapng timestamp units -> ns: ``raw * mul // div`` for a power-of-ten resolution,
     ``raw / 2^shift`` seconds when ``shift >= 0`` (a power-of-two resolution)."""

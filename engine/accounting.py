@@ -164,12 +164,11 @@ def sketch_scale(depth: int, eps_s: float) -> float:
     return 2.0 * depth / check_epsilon(eps_s)
 
 
-def sketch_psi(depth: int, width: int, eps_s: float, delta_run: float) -> float:
+def sketch_psi(scale: float, depth: int, width: int, delta_run: float) -> float:
     """ψ with d·w·Pr[|Z| > ψ] <= δ_run/2 for discrete Laplace of scale b (§6.3 "Noise"):
     Pr[|Z| > ψ] <= (2/(1 + α))·e^(−ψ/b), so ψ = b·ln(2dw·(2/(1 + α))/δ_run)."""
-    b = sketch_scale(depth, eps_s)
-    alpha = math.exp(-1.0 / b)
-    return b * math.log(2.0 * depth * width * (2.0 / (1.0 + alpha)) / delta_run)
+    alpha = math.exp(-1.0 / scale)
+    return scale * math.log(2.0 * depth * width * (2.0 / (1.0 + alpha)) / delta_run)
 
 
 def cms_threshold(n_noisy: int, n_hi: int, k: int, k_tilde: int, width: int, psi: float) -> float:

@@ -22,8 +22,9 @@ Design choices not in 004 [design]:
 * hashing: per channel and row a 64-bit keyed mix (``engine.keys.hash_key``) with seeds from
   ``os.urandom`` (§11 asks for 2-universal; privacy does not depend on it);
 * query rules (§4.4, all post-processing of frozen PCMSs and public numbers): ``plan="004"``
-  (default, §4.1) or ``"noise-aware"`` (§4.4 (i)); ``estimator="min"`` (default, per-sketch min)
-  or ``"sum-min"`` (§4.4 (ii)); ``debias`` adds the public constant of §4.4 (iii).
+  (this class's default, §4.1) or ``"noise-aware"`` (§4.4 (i)); ``estimator="min"`` (default,
+  per-sketch min) or ``"sum-min"`` (§4.4 (ii)); ``debias`` adds the public constant of §4.4 (iii).
+  The ``dpsw`` algorithm (engine/dpsw_hh.py) picks its own defaults from measurements.
 """
 from __future__ import annotations
 
@@ -208,8 +209,8 @@ class Geometry:
             old, start = PlanEntry(WHOLE if x == 0 else SUFFIX, lo, x), S_o + Ip[x] - 1
         else:
             options = [(gamma * (L - qs + 1), None, S_o + L)]
-            options += [(gamma * abs(qs - Ip[q]) + sigma[q], PlanEntry(WHOLE if q == 0 else SUFFIX, lo, q), S_o + Ip[q] - 1)
-                        for q in range(self.m)]
+            options += [(gamma * abs(qs - Ip[q]) + sigma[q], PlanEntry(WHOLE if q == 0 else SUFFIX, lo, q),
+                         S_o + Ip[q] - 1) for q in range(self.m)]
             _, old, start = min(options, key=lambda o: o[0])
         head = (old,) if old is not None else ()
         middle = tuple(PlanEntry(WHOLE, k, 0) for k in range(lo + 1, l))
@@ -406,7 +407,7 @@ class DPSWSketch:
         self.widths = sketch_widths(self.width, g.I)
         self.rhos = tuple(budgets(c.rho, g.alpha, g.m) for c in self.channels)
         self.record_reads = False
-        self.reads: list[tuple[int, int, int, int, int]] = []
+        self.reads: list[tuple[PlanEntry, int, int, int, int]] = []  # entry, id, writes, last write, t
         self._build()
 
     # ---- layout
@@ -480,7 +481,7 @@ class DPSWSketch:
                 raise RuntimeError(f"privacy invariant violated: plan reads sketch {e} that is not frozen "
                                    f"(owner {st.owner[sid]}, end {st.end[sid]}, t {self.t})")
             if self.record_reads:
-                self.reads.append((int(sid), int(e.k), int(st.writes[sid]), int(st.last[sid]), self.t))
+                self.reads.append((e, int(sid), int(st.writes[sid]), int(st.last[sid]), self.t))
         return ids
 
     def estimate(self, keys: np.ndarray, channel: int = 0, plan: Plan | None = None,

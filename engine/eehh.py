@@ -2,7 +2,7 @@
 
 A sketch with d rows and w columns gets discrete Laplace noise of scale b = 2d/ε_S in every cell,
 drawn once at INIT (its final state is then ε_S-DP). Each arrival updates the sketch and evaluates
-its own estimate; an indexed min-heap keeps the k~ labels with the largest recorded estimates
+its own estimate; a tracked set keeps the k~ labels with the largest recorded estimates
 [000 Alg 4]. The release [000 Alg 5, corrected in §6.2]:
 
 1. ñ, n_hi as in §4.5; if n_hi > T_max nothing is released ("epoch too long": the union bound
@@ -45,6 +45,8 @@ from engine.settings import check_delta, check_epsilon, check_positive_int
 
 DEFAULT_T_MAX = 1 << 26
 """Public per-epoch cap on arrivals when neither ``--param t_max`` nor ``--epoch-packets`` sets it."""
+SCALE_DENOMINATOR = 1 << 20
+SIZE, N, MIN_SLOT = 0, 1, 2  # meta[] fields
 _LOW32 = np.uint64(0xFFFF_FFFF)
 _S32 = np.uint64(32)
 _S63 = np.uint64(63)
@@ -58,9 +60,7 @@ class EEState(NamedTuple):
     slot_hi: np.ndarray  # uint64[k~]
     slot_lo: np.ndarray
     slot_val: np.ndarray  # int64[k~]: estimate recorded at the label's last arrival
-    heap: np.ndarray  # int64[k~]: slots, min-heap on slot_val
-    pos: np.ndarray  # int64[k~]: heap index of each slot
-    meta: np.ndarray  # int64[2]: heap size, n
+    meta: np.ndarray  # int64[3]: tracked size, n, slot of the minimum
     scratch: np.ndarray  # int64[d]: per-row values for the median
     tab: ht.Table  # label -> slot
 
@@ -73,106 +73,84 @@ def _mshash(seed, hi, lo):
 
 
 @inner
-def _row_value(st, r, hi, lo, signed):
-    c = np.int64(_mshash(st.hseed[r], hi, lo) >> st.shift[0])
-    if signed:
-        if (_mshash(st.sseed[r], hi, lo) >> _S63) == np.uint64(1):
-            return c, np.int64(-1)
-    return c, np.int64(1)
-
-
-@inner
-def _add_and_estimate(st, hi, lo, signed, delta):
+def _add_and_estimate(cells, hseed, sseed, shift, scratch, hi, lo, signed, delta):
     """Add ``delta`` occurrences of (hi, lo) (0 = pure query) and return its estimate:
     min over rows (CountMin) or median of the signed cells (CountSketch, odd d)."""
-    d = st.cells.shape[0]
+    d = cells.shape[0]
     est = np.int64(0)
     for r in range(d):
-        c, g = _row_value(st, r, hi, lo, signed)
-        st.cells[r, c] += g * delta
-        v = g * st.cells[r, c]
+        c = np.int64(_mshash(hseed[r], hi, lo) >> shift)
+        g = np.int64(1)
+        if signed and (_mshash(sseed[r], hi, lo) >> _S63) == np.uint64(1):
+            g = np.int64(-1)
+        cells[r, c] += g * delta
+        v = g * cells[r, c]
         if signed:
-            st.scratch[r] = v
+            scratch[r] = v
         elif r == 0 or v < est:
             est = v
     if signed:
-        st.scratch.sort()
-        est = st.scratch[d // 2]
+        scratch.sort()
+        est = scratch[d // 2]
     return est
 
 
 @inner
-def _swap(st, i, j):
-    a = st.heap[i]
-    b = st.heap[j]
-    st.heap[i] = b
-    st.heap[j] = a
-    st.pos[b] = i
-    st.pos[a] = j
+def _argmin(val, size):
+    m = 0
+    for j in range(1, size):
+        if val[j] < val[m]:
+            m = j
+    return m
 
 
 @inner
-def _sift(st, i):
-    """Restore the min-heap after slot_val of heap[i] changed (either direction)."""
-    while i > 0:
-        p = (i - 1) // 2
-        if st.slot_val[st.heap[i]] >= st.slot_val[st.heap[p]]:
-            break
-        _swap(st, i, p)
-        i = p
-    size = st.meta[0]
-    while True:
-        m = i
-        left = 2 * i + 1
-        if left < size and st.slot_val[st.heap[left]] < st.slot_val[st.heap[m]]:
-            m = left
-        if left + 1 < size and st.slot_val[st.heap[left + 1]] < st.slot_val[st.heap[m]]:
-            m = left + 1
-        if m == i:
-            return
-        _swap(st, i, m)
-        i = m
-
-
-@inner
-def _track(st, hi, lo, est):
-    """TRACK_UPDATE steps 2–5 of dpss-eehh.md §6.1."""
-    tab = st.tab
-    p = probe(tab.hi, tab.lo, tab.hashing, hi, lo)
-    if found(tab.hi, tab.lo, p, hi, lo):
-        s = tab.val[p]
-        st.slot_val[s] = est
-        _sift(st, st.pos[s])
+def _track(tab_hi, tab_lo, tab_val, hashing, slot_hi, slot_lo, val, meta, hi, lo, est):
+    """TRACK_UPDATE steps 2–5 of dpss-eehh.md §6.1 over an array of k~ slots whose minimum slot
+    (meta[MIN_SLOT]) is kept up to date lazily: O(1) per tracked arrival, an O(k~) rescan only when
+    the minimum itself grows or is replaced (rare; ties are arbitrary, as §6.1 allows). Arrays are
+    passed one by one: passing the state tuple into per-packet helpers costs ~10x here."""
+    p = probe(tab_hi, tab_lo, hashing, hi, lo)
+    size = meta[SIZE]
+    if found(tab_hi, tab_lo, p, hi, lo):
+        s = tab_val[p]
+        old = val[s]
+        val[s] = est
+        if s == meta[MIN_SLOT]:
+            if est > old:
+                meta[MIN_SLOT] = _argmin(val, size)
+        elif est < val[meta[MIN_SLOT]]:
+            meta[MIN_SLOT] = s
         return
-    size = st.meta[0]
-    if size < len(st.heap):
+    if size < len(val):
         s = size
-        st.meta[0] = size + 1
-        st.heap[s] = s
-        st.pos[s] = s
-    elif est > st.slot_val[st.heap[0]]:
-        s = st.heap[0]
-        old = probe(tab.hi, tab.lo, tab.hashing, st.slot_hi[s], st.slot_lo[s])
-        delete_at(tab.hi, tab.lo, tab.val, tab.hashing, old)
-        p = probe(tab.hi, tab.lo, tab.hashing, hi, lo)
+        meta[SIZE] = size + 1
+    elif est > val[meta[MIN_SLOT]]:
+        s = meta[MIN_SLOT]
+        old_pos = probe(tab_hi, tab_lo, hashing, slot_hi[s], slot_lo[s])
+        delete_at(tab_hi, tab_lo, tab_val, hashing, old_pos)
+        p = probe(tab_hi, tab_lo, hashing, hi, lo)
     else:
         return
-    tab.hi[p] = hi
-    tab.lo[p] = lo
-    tab.val[p] = s
-    st.slot_hi[s] = hi
-    st.slot_lo[s] = lo
-    st.slot_val[s] = est
-    _sift(st, st.pos[s])
+    tab_hi[p] = hi
+    tab_lo[p] = lo
+    tab_val[p] = s
+    slot_hi[s] = hi
+    slot_lo[s] = lo
+    val[s] = est
+    meta[MIN_SLOT] = _argmin(val, meta[SIZE])
 
 
 @kernel
 def update_batch(st, keys, signed):
+    cells, hseed, sseed, shift, scratch = st.cells, st.hseed, st.sseed, st.shift[0], st.scratch
+    tab = st.tab
     for i in range(len(keys)):
         hi = keys[i, 0]
         lo = keys[i, 1]
-        st.meta[1] += 1
-        _track(st, hi, lo, _add_and_estimate(st, hi, lo, signed, np.int64(1)))
+        st.meta[N] += 1
+        est = _add_and_estimate(cells, hseed, sseed, shift, scratch, hi, lo, signed, np.int64(1))
+        _track(tab.hi, tab.lo, tab.val, tab.hashing, st.slot_hi, st.slot_lo, st.slot_val, st.meta, hi, lo, est)
 
 
 @kernel
@@ -180,13 +158,14 @@ def query_batch(st, keys, signed):
     """Final estimates of ``keys`` (no update)."""
     out = np.empty(len(keys), dtype=np.int64)
     for i in range(len(keys)):
-        out[i] = _add_and_estimate(st, keys[i, 0], keys[i, 1], signed, np.int64(0))
+        out[i] = _add_and_estimate(st.cells, st.hseed, st.sseed, st.shift[0], st.scratch, keys[i, 0], keys[i, 1],
+                                   signed, np.int64(0))
     return out
 
 
 def tracked(st: EEState) -> np.ndarray:
     """The tracked labels ``(m, 2)`` (their stale values are never released)."""
-    m = int(st.meta[0])
+    m = int(st.meta[SIZE])
     return np.stack([st.slot_hi[:m], st.slot_lo[:m]], axis=1).copy()
 
 
@@ -216,8 +195,13 @@ class _EEHH(Epoched):
         self.t_max = check_positive_int("t_max", t_max)
         self.delta_run = eehh_run_delta(self.eps_s, self.delta_s)
         self.width, self.depth = self._size()
-        self.scale = sketch_scale(self.depth, self.eps_s)
-        self.psi = sketch_psi(self.depth, self.width, self.eps_s, self.delta_run)
+        # b = 2d/ε_S rounded *up* to a multiple of 2^-20 (exactly, from the float ε_S): a little
+        # more noise than needed, as a fraction the vectorised exact sampler takes.
+        exact = Fraction(2 * self.depth) / Fraction(self.eps_s)
+        self.scale_exact = Fraction(math.ceil(exact * SCALE_DENOMINATOR), SCALE_DENOMINATOR)
+        self.scale = float(self.scale_exact)
+        assert self.scale_exact >= exact and self.scale >= sketch_scale(self.depth, self.eps_s)
+        self.psi = sketch_psi(self.scale, self.depth, self.width, self.delta_run)
         super().__init__(settings)
 
     def cost(self):
@@ -227,17 +211,12 @@ class _EEHH(Epoched):
         d, w, kt = self.depth, self.width, self.k_tilde
         seeds = np.array([[self.noise.uniform_int(1 << 64) for _ in range(5)] for _ in range(2 * d)],
                          dtype=np.uint64)
-        cells = np.array([self.noise.discrete_laplace(self.scale_exact()) for _ in range(d * w)],
-                         dtype=np.int64).reshape(d, w)
+        cells = self.noise.discrete_laplace_array(self.scale_exact, d * w).reshape(d, w)
         return EEState(cells, seeds[:d].copy(), seeds[d:].copy(),
                        np.array([64 - int(math.log2(w))], dtype=np.uint64),
                        np.zeros(kt, KEY_DTYPE), np.zeros(kt, KEY_DTYPE), np.zeros(kt, np.int64),
-                       np.zeros(kt, np.int64), np.zeros(kt, np.int64), np.zeros(2, np.int64),
+                       np.zeros(3, np.int64),
                        np.zeros(d, np.int64), ht.make_table(4 * kt))
-
-    def scale_exact(self) -> Fraction:
-        """b = 2d/ε_S as an exact rational (the float ε_S taken exactly)."""
-        return Fraction(2 * self.depth) / Fraction(self.eps_s)
 
     def _feed(self, state, keys):
         update_batch(state, keys, self.signed)
@@ -246,7 +225,7 @@ class _EEHH(Epoched):
         return {"t_max": self.t_max, "depth": self.depth, "width": self.width, "psi": self.psi}
 
     def _publish(self, state):
-        n = 0 if state is None else int(state.meta[1])
+        n = 0 if state is None else int(state.meta[N])
         n_noisy = n + self.noise.dlap(self.eps_n)
         n_hi = n_noisy + self.slack + 1
         status = {"noisy_length": n_noisy, "t_max": self.t_max, "depth": self.depth,

@@ -22,8 +22,8 @@ from typing import NamedTuple
 import numpy as np
 
 from engine import hashtable as ht
-from engine.gaussbm import (NOISE_OS, NOISE_SEEDED, check_gaussbm_epsilon, gaussbm_sigma,
-                            tree_height)
+from engine.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, check_gaussbm_epsilon,
+                            fill_standard_normals, gaussbm_sigma, tree_height)
 from engine.hashtable import found, probe
 from engine.horizon import ContinualAlgorithm
 from engine.jit import inner, kernel
@@ -146,13 +146,14 @@ def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
     )
 
 
-@inner
+@kernel
 def _output(st, t, k, k_tilde, gamma):
     """OUTPUT(t): estimate every candidate, publish those above τ(t) (spec §6.5)."""
-    tau = suppression_threshold(t, k, k_tilde, st.sk.p.shape[0], gamma)
+    pre = st.sk.bm.pre
+    tau = suppression_threshold(t, k, k_tilde, pre.shape[0], gamma)
     m = 0
     for c in range(st.meta[CAND_N]):
-        v = cms_estimate(st.sk.bm.pre, st.cand_b[c])
+        v = cms_estimate(pre, st.cand_b[c])
         st.cand_val[c] = v
         if v > tau:
             st.out_hi[m] = st.cand_hi[c]
@@ -164,53 +165,82 @@ def _output(st, t, k, k_tilde, gamma):
     st.out_tau[0] = tau
 
 
-@inner
+@kernel
 def _prune(st, k_tilde):
-    """PRUNE(): keep the k~ candidates with the largest estimates, rebuild the table (spec §6.5)."""
+    """PRUNE(): keep the k~ candidates with the largest estimates (ties: lower index first),
+    compacting in place, and rebuild the key table (spec §6.5)."""
     n = st.meta[CAND_N]
     if n <= k_tilde:
         return
-    order = np.argsort(-st.cand_val[:n])[:k_tilde]
-    keep_hi = st.cand_hi[order]
-    keep_lo = st.cand_lo[order]
-    keep_b = st.cand_b[order]
-    st.tab.hi[:] = EMPTY_WORD
-    st.tab.lo[:] = EMPTY_WORD
-    for c in range(k_tilde):
-        st.cand_hi[c] = keep_hi[c]
-        st.cand_lo[c] = keep_lo[c]
-        st.cand_b[c] = keep_b[c]
-        p = probe(st.tab.hi, st.tab.lo, st.tab.hashing, keep_hi[c], keep_lo[c])
-        st.tab.hi[p] = keep_hi[c]
-        st.tab.lo[p] = keep_lo[c]
-        st.tab.val[p] = c
-    st.meta[CAND_N] = k_tilde
+    vals = st.cand_val
+    cut = np.partition(vals[:n], n - k_tilde)[n - k_tilde]  # the k~-th largest estimate
+    above = 0
+    for c in range(n):
+        if vals[c] > cut:
+            above += 1
+    ties = k_tilde - above  # how many candidates equal to `cut` stay
+    tab_hi, tab_lo, tab_val, hashing = st.tab
+    tab_hi[:] = EMPTY_WORD
+    tab_lo[:] = EMPTY_WORD
+    m = 0
+    for c in range(n):
+        keep = vals[c] > cut
+        if not keep and vals[c] == cut and ties > 0:
+            keep = True
+            ties -= 1
+        if keep:
+            hi = st.cand_hi[c]
+            lo = st.cand_lo[c]
+            st.cand_hi[m] = hi
+            st.cand_lo[m] = lo
+            st.cand_b[m] = st.cand_b[c]
+            vals[m] = vals[c]
+            q = probe(tab_hi, tab_lo, hashing, hi, lo)
+            tab_hi[q] = hi
+            tab_lo[q] = lo
+            tab_val[q] = m
+            m += 1
+    st.meta[CAND_N] = m
 
 
 @kernel
 def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
-    """LAZYHH_UPDATE for every key (spec §6.5); returns the index of the last output step or -1."""
+    """LAZYHH_UPDATE for every key (spec §6.5); returns the index of the last output step or -1.
+    The per-arrival loop works on unpacked arrays (see ``gaussbm.push_column``)."""
+    p, seeds, sk_meta, bk = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.bk
+    ex, sx, pre, upd, z, zk, zw, zf = st.sk.bm
+    tab_hi, tab_lo, tab_val, hashing = st.tab
+    cand_hi, cand_lo, cand_b, meta = st.cand_hi, st.cand_lo, st.cand_b, st.meta
+    d = p.shape[1]
+    pos = sk_meta[0]
+    t = meta[T_NOW]
+    n_cand = meta[CAND_N]
     last = -1
     for n in range(len(keys)):
+        if n % CHUNK == 0 and sigma > 0.0:
+            fill_standard_normals(rng, z[:CHUNK * d], zk, zw, zf)
         hi = keys[n, 0]
         lo = keys[n, 1]
-        lazy_update(st.sk, False, hi, lo, sigma, rng)
-        t = st.meta[T_NOW] + 1
-        st.meta[T_NOW] = t
-        p = probe(st.tab.hi, st.tab.lo, st.tab.hashing, hi, lo)
-        if not found(st.tab.hi, st.tab.lo, p, hi, lo):
-            c = st.meta[CAND_N]
-            st.cand_hi[c] = hi
-            st.cand_lo[c] = lo
-            st.cand_b[c] = st.sk.bk
-            st.tab.hi[p] = hi
-            st.tab.lo[p] = lo
-            st.tab.val[p] = c
-            st.meta[CAND_N] = c + 1
+        pos = lazy_update(p, seeds, bk, ex, sx, pre, upd, pos, False, hi, lo, sigma, z, (n % CHUNK) * d)
+        t += 1
+        q = probe(tab_hi, tab_lo, hashing, hi, lo)
+        if not found(tab_hi, tab_lo, q, hi, lo):
+            cand_hi[n_cand] = hi
+            cand_lo[n_cand] = lo
+            cand_b[n_cand] = bk
+            tab_hi[q] = hi
+            tab_lo[q] = lo
+            tab_val[q] = n_cand
+            n_cand += 1
         if t % k_tilde == 0:
+            meta[CAND_N] = n_cand
             _output(st, t, k, k_tilde, gamma)
             _prune(st, k_tilde)
+            n_cand = meta[CAND_N]
             last = n
+    sk_meta[0] = pos
+    meta[T_NOW] = t
+    meta[CAND_N] = n_cand
     return last
 
 

@@ -22,9 +22,9 @@ from typing import NamedTuple
 import numpy as np
 
 from engine import bulknoise
-from engine.gaussbm import (NOISE_OS, NOISE_SEEDED, BMState, HorizonExceeded, check_gaussbm_delta,
-                            check_gaussbm_epsilon, gaussbm_sigma, make_bm_state, noise_bound,
-                            push_column, tree_height)
+from engine.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, BMState, HorizonExceeded,
+                            check_gaussbm_delta, check_gaussbm_epsilon, fill_standard_normals,
+                            gaussbm_sigma, make_bm_state, noise_bound, push_column, tree_height)
 from engine.horizon import ContinualAlgorithm
 from engine.jit import inner, kernel
 from engine.keys import hash_key, keys_from_addresses
@@ -68,65 +68,78 @@ def cms_estimate(pre, buckets):
 
 
 @inner
-def estimate(st, signed, hi, lo, scratch):
-    """f̂(x): min over rows of the released cells (CMS) or median of g_i(x)·cell (CS, odd d)."""
-    w, d = st.p.shape
+def estimate(pre, seeds, signed, hi, lo, scratch):
+    """f̂(x) from the released cells: min over rows (CMS) or median of g_i(x)·cell (CS, odd d)."""
+    w, d = pre.shape
     if not signed:
         best = np.inf
         for i in range(d):
-            b, g = cell(st.seeds, i, hi, lo, w)
-            if st.bm.pre[b, i] < best:
-                best = st.bm.pre[b, i]
+            b, g = cell(seeds, i, hi, lo, w)
+            if pre[b, i] < best:
+                best = pre[b, i]
         return best
     for i in range(d):
-        b, g = cell(st.seeds, i, hi, lo, w)
-        scratch[i] = g * st.bm.pre[b, i]
+        b, g = cell(seeds, i, hi, lo, w)
+        scratch[i] = g * pre[b, i]
     scratch.sort()
     return scratch[d // 2]
 
 
 @kernel
 def _estimates(st, signed, keys, out):
-    scratch = np.empty(st.p.shape[1], dtype=np.float64)
+    pre, seeds = st.bm.pre, st.seeds
+    scratch = np.empty(len(seeds), dtype=np.float64)
     for n in range(len(keys)):
-        out[n] = estimate(st, signed, keys[n, 0], keys[n, 1], scratch)
+        out[n] = estimate(pre, seeds, signed, keys[n, 0], keys[n, 1], scratch)
 
 
 @inner
-def lazy_update(st, signed, hi, lo, sigma, rng):
-    """LAZY_UPDATE(x) (spec §5.2): add x to P, then push column ``pos`` of P (zeros too) and clear
-    it. Leaves x's buckets in ``st.bk``."""
-    w, d = st.p.shape
+def lazy_update(p, seeds, bk, ex, sx, pre, upd, pos, signed, hi, lo, sigma, z, zo):
+    """LAZY_UPDATE(x) (spec §5.2): add x to P, then push column ``pos`` of P (zeros too, with
+    draws ``z[zo:zo+d]``) and clear it. Leaves x's buckets in ``bk``; returns the next column."""
+    w, d = p.shape
     for i in range(d):
-        b, g = cell(st.seeds, i, hi, lo, w)
-        st.p[b, i] += g if signed else 1
-        st.bk[i] = b
-    pos = st.meta[0]
-    push_column(st.bm, pos, st.p, sigma, rng)
+        b, g = cell(seeds, i, hi, lo, w)
+        p[b, i] += g if signed else 1
+        bk[i] = b
+    push_column(ex, sx, pre, upd, pos, p, sigma, z, zo)
     for i in range(d):
-        st.p[pos, i] = 0
-    st.meta[0] = pos + 1 if pos + 1 < w else 0
+        p[pos, i] = 0
+    return pos + 1 if pos + 1 < w else 0
 
 
 @kernel
 def _lazy_batch(st, signed, keys, sigma, rng):
-    for n in range(len(keys)):
-        lazy_update(st, signed, keys[n, 0], keys[n, 1], sigma, rng)
+    p, seeds, meta, bk = st.p, st.seeds, st.meta, st.bk
+    ex, sx, pre, upd, z, zk, zw, zf = st.bm
+    d = p.shape[1]
+    pos = meta[0]
+    for c0 in range(0, len(keys), CHUNK):
+        if sigma > 0.0:
+            fill_standard_normals(rng, z[:CHUNK * d], zk, zw, zf)
+        for n in range(c0, min(len(keys), c0 + CHUNK)):
+            pos = lazy_update(p, seeds, bk, ex, sx, pre, upd, pos, signed, keys[n, 0], keys[n, 1],
+                              sigma, z, (n - c0) * d)
+    meta[0] = pos
 
 
 @kernel
 def _punctual_batch(st, signed, keys, sigma, rng):
     """Alg 3: per arrival, every column is pushed; P holds only this arrival's increments."""
-    w, d = st.p.shape
+    p, seeds = st.p, st.seeds
+    ex, sx, pre, upd, z, zk, zw, zf = st.bm
+    w, d = p.shape
     for n in range(len(keys)):
         for i in range(d):
-            b, g = cell(st.seeds, i, keys[n, 0], keys[n, 1], w)
-            st.p[b, i] += g if signed else 1
+            b, g = cell(seeds, i, keys[n, 0], keys[n, 1], w)
+            p[b, i] += g if signed else 1
+        if sigma > 0.0:
+            fill_standard_normals(rng, z[:w * d], zk, zw, zf)
         for j in range(w):
-            push_column(st.bm, j, st.p, sigma, rng)
+            push_column(ex, sx, pre, upd, j, p, sigma, z, j * d)
         for i in range(d):
-            b, g = cell(st.seeds, i, keys[n, 0], keys[n, 1], w)
-            st.p[b, i] = 0
+            b, g = cell(seeds, i, keys[n, 0], keys[n, 1], w)
+            p[b, i] = 0
 
 
 def hash_seeds(depth: int, seed: int | None) -> np.ndarray:

@@ -92,7 +92,8 @@ class WindowExact(Algorithm):
 
     def __init__(self, settings):
         super().__init__(settings)
-        self.window = check_positive_int("window", settings.window or DEFAULT_WINDOW, minimum=1)
+        window = DEFAULT_WINDOW if settings.window is None else settings.window
+        self.window = check_positive_int("window", window, minimum=1)
         if settings.gamma is not None and not 0.0 < float(settings.gamma) < 1.0:
             raise ValueError(f"gamma ({settings.gamma!r}) must be in (0, 1)")
         self.reset()
@@ -115,6 +116,7 @@ class WindowExact(Algorithm):
             items = sorted_items(keys[keep, 0], keys[keep, 1], counts[keep])
         else:
             thr = None
-            items = sorted_items(keys[:, 0], keys[:, 1], counts, limit=int(self.settings.extra.get("top", self.settings.k)))
+            limit = int(self.settings.extra.get("top", self.settings.k))
+            items = sorted_items(keys[:, 0], keys[:, 1], counts, limit=limit)
         return Release(self.name, self.span(), items, threshold=thr,
                        status={"distinct": len(counts), "window": self.window})

@@ -77,7 +77,7 @@ def test_cms_example_at_the_experiment_point():
     d = acc.cms_depth(1 << 24, 512, d_run)
     assert d == 37
     assert acc.sketch_scale(d, 0.1) == pytest.approx(740.0)
-    psi = acc.sketch_psi(d, 1024, 0.1, d_run)
+    psi = acc.sketch_psi(acc.sketch_scale(d, 0.1), d, 1024, d_run)
     assert psi == pytest.approx(13977, abs=1.5)
     tau = acc.cms_threshold(1 << 24, 1 << 24, 128, 512, 1024, psi)
     assert tau == pytest.approx(98304 + 3 * psi + 1)

@@ -2,6 +2,7 @@
 dp-misra-gries.md T9). Chi-square tests at significance ALPHA with fixed seeds; the power test
 shows the harness rejects a sampler with the wrong scale (2/ε instead of 1/ε)."""
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -95,3 +96,19 @@ def test_invalid_scale(bad):
 def test_bernoulli_exp_rejects_negative():
     with pytest.raises(ValueError, match="num >= 0 and den >= 1"):
         NoiseSource(seed=1).bernoulli_exp(-1, 2)
+
+
+@pytest.mark.parametrize("scale", [Fraction(1), Fraction(10, 3), Fraction(740)])
+def test_bulk_sampler_chi_square(scale):
+    """The vectorised CKS20 sampler (EEHH cells) against the same pmf."""
+    draws = NoiseSource(seed=21).discrete_laplace_array(scale, 50_000)
+    a = math.exp(-1 / scale)
+    assert chi_square_p(draws, a, z_max=40 if scale < 100 else 2000) > ALPHA
+    assert draws.var() == pytest.approx(2 * a / (1 - a) ** 2, rel=0.05)
+
+
+def test_bulk_sampler_wrong_scale_rejected_and_limits():
+    draws = NoiseSource(seed=22).discrete_laplace_array(Fraction(2), 50_000)
+    assert chi_square_p(draws, math.exp(-1.0)) < ALPHA
+    with pytest.raises(ValueError, match="must be a fraction t/s"):
+        NoiseSource(seed=1).discrete_laplace_array(Fraction(1 << 41), 3)

@@ -26,9 +26,12 @@ from engine.settings import Settings
 
 from app.gui.truth import Truth
 
-GUI_BATCH = 4096
-"""Replay batch size: small enough that the slowest algorithm finishes a batch (and so notices a
-stop) well within a second, large enough that the fast ones are not slowed by per-batch overhead."""
+GUI_BATCH = 1 << 16
+"""Replay batch size: large, so the per-batch Python work of the threads (which competes with the
+GUI for the GIL) stays small; slow algorithms get it in chunks (``Lane.chunks``)."""
+
+CHUNK_SECONDS = 0.2
+"""A lane is fed chunks it processes in about this long, so it notices a stop well within a second."""
 
 NON_PRIVATE_FIELDS = ("k", "k_tilde", "extra")
 """The settings fields the non-private baselines read (a change of epsilon does not restart them)."""
@@ -97,7 +100,22 @@ class Lane:
             self.error = str(exc)
 
     def snapshot(self) -> AlgorithmSnapshot | None:
-        return None if self.runner is None else self.runner.snapshot().algorithms[0]
+        if self.runner is None:
+            return None
+        snap = self.runner.snapshot().algorithms[0]
+        self.rate = snap.updates_per_second
+        return snap
+
+    rate = 0.0  # updates/s measured so far (0: unknown)
+
+    def chunks(self, batch: KeyBatch):
+        """``batch`` cut into pieces this algorithm processes in about ``CHUNK_SECONDS``."""
+        size = max(1024, int(self.rate * CHUNK_SECONDS)) if self.rate > 0 else 4096
+        if len(batch) <= size:
+            yield batch
+            return
+        for start in range(0, len(batch), size):
+            yield batch.slice(start, start + size)
 
 
 @dataclass(frozen=True)
@@ -205,10 +223,11 @@ class Session:
                 continue
             if lane.origin is None:
                 lane.origin = first
-            if live:
-                accepted = lane.runner.offer(batch) and accepted
-            else:
-                lane.runner.feed(batch)
+            for piece in lane.chunks(batch):
+                if live:
+                    accepted = lane.runner.offer(piece) and accepted
+                else:
+                    lane.runner.feed(piece)
         return accepted
 
     def pause(self) -> None:

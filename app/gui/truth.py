@@ -165,11 +165,23 @@ def utility_of(release: Release, counts, heavy: set) -> Utility:
                    len(reported), len(heavy))
 
 
+def prefix_count(keys: np.ndarray, hi: int, lo: int, prefix: int) -> int:
+    """Packets in ``keys`` whose source lies in the network ``(hi, lo)/prefix`` (128-bit form)."""
+    mask_hi = ((1 << 64) - 1) ^ ((1 << max(0, 64 - prefix)) - 1)
+    mask_lo = ((1 << 64) - 1) ^ ((1 << min(64, 128 - prefix)) - 1) if prefix > 64 else 0
+    match = (keys[:, 0] & np.uint64(mask_hi)) == np.uint64(hi & mask_hi)
+    if mask_lo:
+        match &= (keys[:, 1] & np.uint64(mask_lo)) == np.uint64(lo & mask_lo)
+    return int(np.count_nonzero(match))
+
+
 def slice_truth(release: Release, keys: np.ndarray, k: int, gamma: float | None) -> tuple:
-    """(counts of the released labels, heavy set) over a key slice (used by the sweeps too)."""
+    """(counts of the released labels, heavy set, heavy threshold) over a key slice (the
+    sweeps use it too). A released network (``item.prefix``) counts every address inside it."""
     counter = ExactCounter(max(1024, len(keys) // 4))
     counter.add(keys)
-    counts = tuple(counter.count_of(it.hi, it.lo) for it in release.items)
+    counts = tuple(counter.count_of(it.hi, it.lo) if it.prefix is None else prefix_count(keys, it.hi, it.lo, it.prefix)
+                   for it in release.items)
     allk, allc = counter.items()
     thr = heavy_threshold(release, k, gamma, len(keys))
     heavy = {(int(h), int(l)) for h, l in allk[allc > thr].tolist()}
@@ -274,6 +286,7 @@ class Truth:
     # ----- worker ------------------------------------------------------------------------
     def _run(self) -> None:
         try:
+            ExactCounter().add(np.zeros((1, 2), KEY_DTYPE))  # load the kernels before the first request
             while not self._stop.is_set():
                 try:
                     batch = self._queue.get(timeout=0.05)
@@ -315,7 +328,8 @@ class Truth:
         if ab is None:
             return None
         a, b = ab
-        if rel.span.kind in ("prefix", "horizon", "stream") and b - a > 4 * (rec.pos - b) + 65536:
+        networks = any(it.prefix is not None for it in rel.items)
+        if rel.span.kind in ("prefix", "horizon", "stream") and b - a > 4 * (rec.pos - b) + 65536 and not networks:
             counts, heavy, thr = self._prefix_truth(rel, a, b, req)
         else:
             keys, _ = rec.slice(a, b)

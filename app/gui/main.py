@@ -1,0 +1,386 @@
+"""The main window: source bar, one panel per algorithm, and docks for parameters, budget,
+throughput, utility and tuning. ``run_gui(path)`` is what ``dptop gui`` / ``dptop demo`` call.
+
+Threads: the ``Session`` runs capture, algorithms and the truth on their own threads; this window
+only polls immutable snapshots from a ``QTimer`` (20 Hz) and redraws what changed.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import deque
+from dataclasses import asdict
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayout, QLabel, QMainWindow, QMessageBox,
+                               QScrollArea, QToolBar, QWidget)
+
+from app.gui.budget import BudgetPanel
+from app.gui.export import export_csv, export_json, save_png
+from app.gui.help import TIPS, HelpOverlay
+from app.gui.panel import AlgorithmPanel
+from app.gui.params import ParametersPanel
+from app.gui.plots import ThroughputPlot, UtilityPlot
+from app.gui.session import RunConfig, Session, SourceSpec
+from app.gui.source_panel import SourcePanel
+from app.gui.tuning import TuningPanel
+from app.gui.theme import apply_plot_theme, watch_color_scheme
+from engine import registry
+from engine.settings import Settings
+
+SWITCH_INTERVAL = 0.001
+"""GIL switch interval (s) while the window is open: every Qt callback into Python (timer, paint
+of a plot item) needs the GIL, and with busy worker threads the default 5 ms wait per
+acquisition would cut the redraw rate; 1 ms keeps it >= 10 Hz with every algorithm on."""
+REFRESH_MS = 50  # 20 redraws per second when the machine keeps up (>= 10 required)
+REDRAWS_PER_TICK = 2  # panels whose table and chart are redrawn per tick (bounded work per tick)
+THROUGHPUT_EVERY = 0.5  # seconds between throughput samples
+DEMO_CAPTURE = Path(__file__).resolve().parents[2] / "resources" / "demo.pcap"
+PREFERRED = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving")
+
+
+def default_config() -> RunConfig:
+    known = registry.names()
+    names = tuple(n for n in PREFERRED if n in known)
+    return RunConfig(names, Settings(k=8, epsilon=0.5, delta=1e-6, epoch_seconds=2.0, restart=True))
+
+
+def config_to_json(config: RunConfig) -> str:
+    return json.dumps({"names": list(config.names), "settings": asdict(config.settings), "extras": config.extras})
+
+
+def config_from_json(text: str) -> RunConfig:
+    d = json.loads(text)
+    known = set(registry.names())
+    settings = Settings(**{k: v for k, v in d["settings"].items() if k in Settings.__dataclass_fields__})
+    return RunConfig(tuple(n for n in d["names"] if n in known), settings.with_(stream_length=None), d.get("extras", {}))
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, config: RunConfig | None = None, settings: QSettings | None = None,
+                 record_packets: int = 1 << 20):
+        super().__init__()
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        self.setWindowTitle("dptop — private top talkers")
+        self.setAcceptDrops(True)
+        self.store = settings if settings is not None else QSettings("dptop", "dptop")
+        self.record_packets = record_packets
+        self.config = config or self._saved_config() or default_config()
+        self.session: Session | None = None
+        self.old_sessions: list[Session] = []
+        self.frozen = False
+        self.redraws: deque = deque(maxlen=400)
+        self._requested: dict[str, object] = {}
+        self._last_throughput = 0.0
+        apply_plot_theme(self)
+
+        self.source_panel = SourcePanel()
+        bar = QToolBar("Source")
+        bar.setObjectName("sourceBar")
+        bar.addWidget(self.source_panel)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+
+        self.panels: dict[str, AlgorithmPanel] = {}
+        self.grid = QGridLayout()
+        holder = QWidget()
+        holder.setLayout(self.grid)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setWidget(holder)
+        self.setCentralWidget(self.scroll_area)
+        self.overlay = HelpOverlay(self.scroll_area)
+
+        self.params = ParametersPanel(self.config)
+        self.budget = BudgetPanel()
+        self.throughput = ThroughputPlot()
+        self.utility = UtilityPlot()
+        self.tuning = TuningPanel(self)
+        self.docks = {}
+        for key, title, widget, area in (
+                ("params", "Parameters", self.params, Qt.DockWidgetArea.LeftDockWidgetArea),
+                ("budget", "Privacy budget", self.budget, Qt.DockWidgetArea.LeftDockWidgetArea),
+                ("throughput", "Throughput", self.throughput, Qt.DockWidgetArea.BottomDockWidgetArea),
+                ("utility", "Utility over time", self.utility, Qt.DockWidgetArea.BottomDockWidgetArea),
+                ("tuning", "Tuning (what-if sweeps)", self.tuning, Qt.DockWidgetArea.BottomDockWidgetArea)):
+            dock = QDockWidget(title, self)
+            dock.setObjectName(f"dock-{key}")
+            dock.setWidget(widget)
+            self.addDockWidget(area, dock)
+            self.docks[key] = dock
+        self.tabifyDockWidget(self.docks["throughput"], self.docks["utility"])
+        self.tabifyDockWidget(self.docks["utility"], self.docks["tuning"])
+        self.docks["throughput"].raise_()
+
+        self.fps = QLabel()
+        self.freeze_label = QLabel()
+        self.statusBar().addPermanentWidget(self.freeze_label)
+        self.statusBar().addPermanentWidget(self.fps)
+        self._menus()
+        self._shortcuts()
+
+        self.params.applied.connect(self.apply_config)
+        self.source_panel.start_requested.connect(self.open_source)
+        self.source_panel.pause_toggled.connect(self.toggle_pause)
+        self.source_panel.stop_requested.connect(self.stop_source)
+        self._layout_panels(self.config.names)
+        self._restore()
+        watch_color_scheme(self)
+
+        self.timer = QTimer(self)
+        self.timer.setInterval(REFRESH_MS)
+        self.timer.timeout.connect(self.refresh)
+        self.timer.start()
+
+    # ----- menus and keys ----------------------------------------------------------------
+    def _menus(self) -> None:
+        file = self.menuBar().addMenu("&File")
+        self.act_open = file.addAction("Open capture…", self.source_panel.choose_file, QKeySequence.StandardKey.Open)
+        self.act_export = file.addAction("Export private releases…", self.export_dialog, QKeySequence("Ctrl+E"))
+        file.addAction("Save throughput plot as PNG…", lambda: self.save_plot_dialog(self.throughput.widget),
+                       QKeySequence("Ctrl+Shift+E"))
+        file.addAction("Save utility plot as PNG…", lambda: self.save_plot_dialog(self.utility.widget))
+        file.addSeparator()
+        file.addAction("Quit", self.close, QKeySequence.StandardKey.Quit)
+        run = self.menuBar().addMenu("&Run")
+        run.addAction("Start", lambda: self.open_source(self.source_panel.spec()), QKeySequence("Ctrl+R"))
+        run.addAction("Pause / resume", self.toggle_pause, QKeySequence("P"))
+        run.addAction("Stop", self.stop_source, QKeySequence("Ctrl+."))
+        run.addAction("Apply parameters", self.params.apply, QKeySequence("Ctrl+Return"))
+        view = self.menuBar().addMenu("&View")
+        self.act_freeze = QAction("Freeze tables", self, checkable=True)
+        self.act_freeze.setToolTip(TIPS["freeze"])
+        self.act_freeze.toggled.connect(self.set_frozen)
+        view.addAction(self.act_freeze)
+        for dock in self.docks.values():
+            view.addAction(dock.toggleViewAction())
+        help_menu = self.menuBar().addMenu("&Help")
+        help_menu.addAction("Shortcuts and terms", self.overlay.toggle, QKeySequence("F1"))
+
+    def _shortcuts(self) -> None:
+        for keys, slot in (("Space", lambda: self.act_freeze.toggle()), ("?", self.overlay.toggle),
+                           ("Esc", self.overlay.hide)):
+            sc = QShortcut(QKeySequence(keys), self)
+            sc.setContext(Qt.ShortcutContext.WindowShortcut)
+            sc.activated.connect(slot)
+
+    # ----- panels ------------------------------------------------------------------------
+    def _layout_panels(self, names) -> None:
+        for name in list(self.panels):
+            if name not in names:
+                panel = self.panels.pop(name)
+                self.grid.removeWidget(panel)
+                panel.deleteLater()
+        for name in names:
+            if name not in self.panels:
+                self.panels[name] = AlgorithmPanel(name, registry.get(name).private)
+                self.panels[name].set_frozen(self.frozen)
+        for i, name in enumerate(names):
+            self.grid.addWidget(self.panels[name], i // 2, i % 2)
+
+    def set_frozen(self, frozen: bool) -> None:
+        self.frozen = frozen
+        for panel in self.panels.values():
+            panel.set_frozen(frozen)
+        self.freeze_label.setText("FROZEN (Space to resume)" if frozen else "")
+
+    # ----- session -----------------------------------------------------------------------
+    def open_source(self, spec: SourceSpec) -> None:
+        if spec.kind == "file" and not spec.path:
+            self.statusBar().showMessage("Choose a capture file first (Ctrl+O)", 5000)
+            return
+        if spec.kind == "live" and not spec.iface:
+            self.statusBar().showMessage("No network interface to capture from", 5000)
+            return
+        self.stop_source()
+        self.throughput.reset()
+        self.utility.reset()
+        self.source_panel.reset_rate()
+        self._requested.clear()
+        self.session = Session(self.config, record_packets=self.record_packets)
+        self.session.open(spec)
+        self.statusBar().showMessage(f"Reading {spec.label()}", 3000)
+
+    def open_file(self, path: str, speed: float | None = None, loop: bool = False) -> None:
+        self.source_panel.set_file(str(path))
+        self.source_panel.set_speed(speed)
+        self.source_panel.loop.setChecked(loop)
+        self.open_source(self.source_panel.spec())
+
+    def stop_source(self) -> None:
+        if self.session is not None:
+            self.session.stop()
+            self.old_sessions.append(self.session)
+            self.session = None
+
+    def toggle_pause(self) -> None:
+        if self.session is None:
+            return
+        if self.session.state == "paused":
+            self.session.resume()
+        else:
+            self.session.pause()
+
+    def apply_config(self, config: RunConfig) -> None:
+        self.config = config
+        self._layout_panels(config.names)
+        restarted = []
+        if self.session is not None:
+            restarted = self.session.apply(config)
+            for name in restarted:
+                self._requested.pop(name, None)
+        self.statusBar().showMessage(f"Applied; restarted: {', '.join(restarted) or 'none'}", 5000)
+
+    # ----- the timer ---------------------------------------------------------------------
+    def refresh(self) -> None:
+        now = time.monotonic()
+        session = self.session
+        snap = None if session is None else session.snapshot()
+        self.source_panel.show_state(snap)
+        guarantees = dict(self.params.preview) if snap is None else {}
+        if snap is not None:
+            stale = []
+            for lane in snap.lanes:
+                panel = self.panels.get(lane.name)
+                a = lane.algorithm
+                truth = None
+                if a is not None:
+                    if a.latest is not None and self._requested.get(lane.name) is not a.latest:
+                        s = lane.settings
+                        session.truth.request(lane.name, a.latest, lane.origin, s.k, s.gamma, s.epoch_seconds)
+                        self._requested[lane.name] = a.latest
+                    truth = session.truth.result(lane.name)
+                    if a.private:
+                        guarantees[lane.name] = a.guarantee
+                        self.utility.add(now, lane.name, truth)
+                if panel is not None:
+                    panel.update_text(lane, truth)
+                    if panel.needs_redraw(lane, truth):
+                        stale.append((panel.redrawn_at, panel, lane, truth))
+            # tables and charts: a bounded number per tick, the longest-waiting first
+            for _, panel, lane, truth in sorted(stale, key=lambda x: x[0])[:REDRAWS_PER_TICK]:
+                panel.redraw(lane, truth)
+            if now - self._last_throughput >= THROUGHPUT_EVERY:
+                self._last_throughput = now
+                self.throughput.sample(snap)
+                self.utility.redraw()
+        self.budget.update_from(guarantees)
+        self.tuning.poll()
+        self.redraws.append(now)
+        self.fps.setText(f"{self.redraw_rate():.0f} redraws/s")
+
+    def redraw_rate(self, seconds: float = 2.0) -> float:
+        """Timer redraws per second over the last ``seconds``."""
+        if len(self.redraws) < 2:
+            return 0.0
+        end = self.redraws[-1]
+        recent = [t for t in self.redraws if t >= end - seconds]
+        span = recent[-1] - recent[0]
+        return (len(recent) - 1) / span if span > 0 else 0.0
+
+    # ----- export ------------------------------------------------------------------------
+    def private_releases(self) -> dict:
+        """Every private release published so far, per algorithm (what export writes)."""
+        if self.session is None:
+            return {}
+        return {n: self.session.releases(n) for n in self.session.lanes if registry.get(n).private}
+
+    def export_to(self, base: Path) -> tuple[Path, Path]:
+        releases = self.private_releases()
+        csv_path, json_path = base.with_suffix(".csv"), base.with_suffix(".json")
+        export_csv(csv_path, releases)
+        export_json(json_path, releases)
+        return csv_path, json_path
+
+    def export_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export private releases (CSV + JSON)", "dptop-releases.csv",
+                                              "CSV (*.csv)")
+        if path:
+            csv_path, json_path = self.export_to(Path(path))
+            self.statusBar().showMessage(f"Wrote {csv_path} and {json_path}", 5000)
+
+    def save_plot_dialog(self, widget) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save plot as PNG", "dptop-plot.png", "PNG (*.png)")
+        if path:
+            save_png(widget, path)
+
+    # ----- drag and drop -----------------------------------------------------------------
+    def dragEnterEvent(self, event):
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event):
+        urls = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if urls:
+            self.source_panel.set_file(urls[0])
+            self.open_source(self.source_panel.spec())
+
+    # ----- persistence and shutdown ------------------------------------------------------
+    def _saved_config(self) -> RunConfig | None:
+        text = self.store.value("config")
+        if not text:
+            return None
+        try:
+            return config_from_json(str(text))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def _restore(self) -> None:
+        geometry, state = self.store.value("geometry"), self.store.value("windowState")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1500, 950)
+        if state is not None:
+            self.restoreState(state)
+        sp = self.source_panel
+        sp.path.setText(str(self.store.value("source/path", "") or ""))
+        sp.speed.setCurrentIndex(int(self.store.value("source/speed", 4)))
+        sp.loop.setChecked(str(self.store.value("source/loop", "false")).lower() == "true")
+
+    def _save(self) -> None:
+        self.store.setValue("geometry", self.saveGeometry())
+        self.store.setValue("windowState", self.saveState())
+        self.store.setValue("config", config_to_json(self.params.current))
+        sp = self.source_panel
+        self.store.setValue("source/path", sp.path.text())
+        self.store.setValue("source/speed", sp.speed.currentIndex())
+        self.store.setValue("source/loop", sp.loop.isChecked())
+        self.store.sync()
+
+    def shutdown(self, timeout: float = 1.0) -> list[str]:
+        """Stop every thread (sessions, sweeps) within ``timeout``; returns threads still alive."""
+        self.timer.stop()
+        self.stop_source()
+        self.tuning.cancel()
+        deadline = time.monotonic() + timeout
+        alive = []
+        for session in self.old_sessions:
+            alive += session.close(max(0.0, deadline - time.monotonic()))
+        alive += self.tuning.join(max(0.0, deadline - time.monotonic()))
+        self.old_sessions = []
+        return alive
+
+    def closeEvent(self, event):
+        self._save()
+        self.shutdown()
+        super().closeEvent(event)
+
+
+def run_gui(path: str | None = None) -> int:
+    """Open the window; replay ``path`` if given (the bundled demo capture loops at 2x)."""
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("dptop")
+    app.setOrganizationName("dptop")
+    demo = path is not None and Path(path).resolve() == DEMO_CAPTURE
+    window = MainWindow(config=default_config() if demo else None)
+    window.show()
+    if path:
+        if demo:
+            window.open_file(path, speed=2.0, loop=True)
+        else:
+            window.open_file(path, speed=None, loop=window.source_panel.loop.isChecked())
+    return app.exec()

@@ -1,0 +1,253 @@
+"""One algorithm's panel: its guarantee in words and numbers, its threshold, a sortable table of
+the released items next to the true counts, and a bar chart with the threshold drawn on it.
+
+Everything shown comes from the lane's snapshot (the latest ``Release`` and the public
+``status``) and from the truth thread's answer for that release; the panel never labels a
+source that is not in the release.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractItemView, QFrame, QHeaderView, QLabel, QSplitter, QTableView, QVBoxLayout
+
+from app.gui.help import TIPS
+from app.gui.models import ReleaseTableModel, rows_of, sorting_proxy
+
+CHART_ROWS = 12  # bars drawn (the table has every released item)
+
+
+def _set_text(label: QLabel, text: str) -> None:
+    if label.text() != text:
+        label.setText(text)
+
+
+def _fmt_rate(x: float) -> str:
+    return f"{x / 1e6:.2f} M/s" if x >= 1e5 else f"{x / 1e3:.1f} k/s"
+
+
+def threshold_of(view) -> float | None:
+    """The current suppression threshold: the latest release's, else the live status's."""
+    a = view.algorithm
+    if a is None:
+        return None
+    if a.latest is not None and a.latest.threshold is not None:
+        return float(a.latest.threshold)
+    for key in ("threshold", "tau"):
+        if a.status.get(key) is not None:
+            return float(a.status[key])
+    return None
+
+
+def reason_text(view) -> str:
+    """Why the panel is empty (or a caveat about what it shows); '' when there is nothing to say."""
+    if view.error:
+        return f"Cannot run with these settings: {view.error}"
+    a = view.algorithm
+    if a is None:
+        return "Not started."
+    if a.error:
+        return f"Stopped by an error: {a.error}"
+    if not a.ready:
+        return "Compiling kernels…"
+    rel, st = a.latest, a.status
+    if rel is not None and rel.status.get("suppressed"):
+        return str(rel.status["suppressed"])
+    empty = rel is None or not rel.items
+    if st.get("horizon_reached"):
+        return (f"Horizon T = {st.get('horizon'):,} reached: the last output stays published; "
+                f"{st.get('packets_after_horizon', 0):,} later packets ignored (enable restart).")
+    need = st.get("packets_until_release")
+    if empty and need:
+        return (f"Nothing can be released yet: {int(need):,} more packets needed in this epoch "
+                "before any source can pass the threshold.")
+    if empty and st.get("note"):
+        return str(st["note"])
+    if rel is None:
+        if a.private and a.family == "single-release":
+            return f"Waiting for epoch {st.get('epoch', 0)} to close ({st.get('epoch_mode', '')} epochs)."
+        return "Waiting for the first release."
+    if empty:
+        thr = threshold_of(view)
+        if thr is not None:
+            return f"No source above the threshold τ = {thr:,.0f} in this release."
+        return "The release is empty."
+    return ""
+
+
+def status_text(view, truth) -> str:
+    a = view.algorithm
+    if a is None:
+        return ""
+    parts = []
+    thr = threshold_of(view)
+    if thr is not None:
+        parts.append(f"τ = {thr:,.1f}")
+    rel = a.latest
+    if rel is not None:
+        sp = rel.span
+        where = f"{sp.kind} {sp.index}" if sp.kind in ("epoch", "horizon") else sp.kind
+        parts.append(f"{where}: {max(0, sp.end - sp.start):,} pkts")
+    parts.append(f"{a.releases} releases")
+    parts.append(_fmt_rate(a.updates_per_second))
+    if a.drops:
+        parts.append(f"{a.drops:,} dropped")
+    if truth is not None and a.private and truth.release is rel and not truth.note:
+        u = truth.utility
+        parts.append(f"recall {u.recall:.2f} · precision {u.precision:.2f} · ARE {u.are:.1%}")
+    return "  ·  ".join(parts)
+
+
+class BarChart(pg.PlotWidget):
+    """Horizontal bars: private estimate (colour) and true count (grey) per released item; the
+    threshold τ as a dashed vertical line."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setMinimumHeight(140)
+        self.setMenuEnabled(False)
+        self.hideButtons()
+        self.setMouseEnabled(x=False, y=False)
+        self.getViewBox().invertY(True)
+        self.showGrid(x=True, y=False, alpha=0.2)
+        self.estimates = pg.BarGraphItem(x0=[0], y=[0], height=[0.38], width=[0], brush=pg.mkBrush(52, 120, 220))
+        self.truth = pg.BarGraphItem(x0=[0], y=[0], height=[0.38], width=[0], brush=pg.mkBrush(150, 150, 150, 170))
+        self.addItem(self.truth)
+        self.addItem(self.estimates)
+        self.tau = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((220, 60, 60), width=2, style=Qt.PenStyle.DashLine),
+                                   label="τ", labelOpts={"position": 0.05, "color": (220, 60, 60)})
+        self.addItem(self.tau)
+        self.tau.hide()
+        self.getAxis("left").setStyle(tickTextWidth=110, autoExpandTextSpace=False)
+        self._ticks, self._tau, self._view = None, None, None
+        self.setToolTip("Blue: estimate as released. Grey: true count over the same span. Red dashed: threshold τ.")
+
+    def show_rows(self, rows, threshold: float | None) -> None:
+        rows = rows[:CHART_ROWS]
+        n = len(rows)
+        ranks = np.arange(1, n + 1, dtype=float)
+        est = np.array([r.estimate for r in rows], dtype=float)
+        true = np.array([r.true if r.true is not None else 0 for r in rows], dtype=float)
+        self.estimates.setOpts(x0=np.zeros(n), y=ranks - 0.2, height=0.38, width=est)
+        self.truth.setOpts(x0=np.zeros(n), y=ranks + 0.2, height=0.38, width=true)
+        ticks = [(i + 1.0, r.address[:18]) for i, r in enumerate(rows)]
+        if ticks != self._ticks:  # setTicks is costly: only when the labels change
+            self._ticks = ticks
+            self.getAxis("left").setTicks([ticks])
+        top = max([1.0, *est.tolist(), *true.tolist()])
+        if threshold is not None and threshold > 0:
+            if threshold != self._tau:
+                self.tau.setValue(threshold)
+            self.tau.show()
+            top = max(top, threshold)
+        else:
+            self.tau.hide()
+        self._tau = threshold
+        view = (top * 1.08, max(n, 3) + 0.6)
+        if self._view is None or not (0.75 * self._view[0] <= view[0] <= self._view[0]) or view[1] != self._view[1]:
+            self._view = (top * 1.2, view[1])  # headroom, so a growing count does not rescale every time
+            self.setXRange(0, self._view[0], padding=0)
+            self.setYRange(0.4, view[1], padding=0)
+
+
+class AlgorithmPanel(QFrame):
+    def __init__(self, name: str, private: bool, parent=None):
+        super().__init__(parent)
+        self.name = name
+        self.private = private
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setObjectName(f"panel-{name}")
+        self.title = QLabel(f"<b>{name}</b>")
+        self.guarantee = QLabel()
+        self.guarantee.setWordWrap(True)
+        self.status = QLabel()
+        self.status.setToolTip(TIPS["threshold"])
+        self.reason = QLabel()
+        self.reason.setWordWrap(True)
+        self.reason.setStyleSheet("color: #d07a00;")
+        self.model = ReleaseTableModel(private)
+        self.proxy = sorting_proxy(self.model, self)
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.chart = BarChart()
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.table)
+        split.addWidget(self.chart)
+        split.setSizes([300, 300])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.setSpacing(2)
+        for w in (self.title, self.guarantee, self.status, self.reason):
+            layout.addWidget(w)
+        layout.addWidget(split, 1)
+        self.setMinimumHeight(260)
+        self._shown = None  # (release, truth counts, generation) last drawn
+        self.redrawn_at = 0.0
+        self.generation = None
+
+    def set_frozen(self, frozen: bool) -> None:
+        self.model.set_frozen(frozen)
+        if not frozen:
+            self._shown = None  # redraw the chart with the latest data
+
+    def update_text(self, view, truth) -> None:
+        """The cheap part, every tick: header, status line and reason."""
+        self._header(view)
+        _set_text(self.status, status_text(view, truth))
+        reason = reason_text(view)
+        _set_text(self.reason, reason)
+        self.reason.setVisible(bool(reason))
+
+    def data_key(self, view, truth):
+        a = view.algorithm
+        release = None if a is None else a.latest
+        counts = truth.counts if truth is not None and truth.release is release else None
+        return release, counts, view.generation
+
+    def needs_redraw(self, view, truth) -> bool:
+        return not self.model.frozen and self.data_key(view, truth) != self._shown
+
+    def redraw(self, view, truth) -> None:
+        """The costly part (table rows, bars): the window spreads these over its ticks."""
+        if self.model.frozen:
+            return
+        key = self.data_key(view, truth)
+        self._shown = key
+        self.redrawn_at = time.monotonic()
+        rows = rows_of(key[0], key[1])
+        self.model.set_rows(rows)
+        self.chart.show_rows(rows, threshold_of(view))
+
+    def update_view(self, view, truth) -> None:
+        """Everything at once (tests and the first draw)."""
+        self.update_text(view, truth)
+        if self.needs_redraw(view, truth):
+            self.redraw(view, truth)
+
+    def _header(self, view) -> None:
+        a = view.algorithm
+        if self.generation == view.generation and a is not None and self._g is a.guarantee:
+            return
+        self.generation = view.generation
+        self._g = None if a is None else a.guarantee
+        kind = "private" if self.private else "non-private baseline"
+        family = "" if a is None else f" — {a.family}"
+        self.title.setText(f"<b>{self.name}</b> <span style='color:gray'>({kind}{family})</span>")
+        g = self._g
+        if g is None:
+            self.guarantee.setText("No privacy guarantee: exact or approximate counts, shown for comparison only.")
+            self.guarantee.setToolTip("")
+        else:
+            self.guarantee.setText(f"{g.describe()}; unit: {g.unit}; noise: {g.noise}")
+            self.guarantee.setToolTip("\n".join(g.notes) or g.describe())
+
+    _g = None

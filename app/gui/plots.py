@@ -1,0 +1,198 @@
+"""Time plots redrawn with ``setData`` on preallocated ring buffers (pyqtgraph's pattern):
+throughput (updates/s per algorithm, capture packets/s, drops) and utility over time
+(recall / precision / ARE of each private algorithm against the exact answer)."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from app.gui.help import TIPS
+
+HISTORY = 600  # points kept per curve
+
+
+class RingBuffer:
+    """Fixed-size (x, y) history; ``view()`` returns the points in order without reallocating
+    on append."""
+
+    def __init__(self, capacity: int = HISTORY):
+        self.x = np.zeros(2 * capacity)
+        self.y = np.zeros(2 * capacity)
+        self.capacity = capacity
+        self.n = 0  # points held
+        self.start = 0
+
+    def append(self, x: float, y: float) -> None:
+        end = self.start + self.n
+        if end == len(self.x):  # slide the window back to the front (once every `capacity` appends)
+            self.x[:self.n] = self.x[self.start:end]
+            self.y[:self.n] = self.y[self.start:end]
+            self.start, end = 0, self.n
+        self.x[end], self.y[end] = x, y
+        if self.n < self.capacity:
+            self.n += 1
+        else:
+            self.start += 1
+
+    def view(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.x[self.start:self.start + self.n], self.y[self.start:self.start + self.n]
+
+
+PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75),
+           (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207), (57, 59, 121), (99, 121, 57),
+           (140, 109, 49), (132, 60, 57), (123, 65, 115)]
+
+
+def color(i: int):
+    return PALETTE[i % len(PALETTE)]
+
+
+class _Curves:
+    """Named curves on one plot, each with its ring buffer."""
+
+    def __init__(self, plot: pg.PlotItem):
+        self.plot = plot
+        self.curves: dict[str, tuple[pg.PlotDataItem, RingBuffer]] = {}
+
+    def add(self, name: str, x: float, y: float, **pen) -> None:
+        if name not in self.curves:
+            i = len(self.curves)
+            item = self.plot.plot(name=name, pen=pg.mkPen(pen.pop("color", color(i)), width=2, **pen))
+            self.curves[name] = (item, RingBuffer())
+        self.curves[name][1].append(x, y)
+
+    def redraw(self) -> None:
+        for item, buf in self.curves.values():
+            item.setData(*buf.view())
+
+    def clear(self) -> None:
+        for item, _ in self.curves.values():
+            self.plot.removeItem(item)
+        self.curves.clear()
+
+
+class ThroughputPlot(QWidget):
+    """Busy-time updates/s of every algorithm over the last sample period (their capacity, log
+    scale) and the capture's packets/s; queue drops in the title."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.widget = pg.PlotWidget()
+        self.widget.setLogMode(x=False, y=True)
+        self.widget.addLegend(offset=(6, 6))
+        self.widget.setLabel("left", "updates / s")
+        self.widget.setLabel("bottom", "time", units="s")
+        self.widget.showGrid(x=True, y=True, alpha=0.2)
+        self.curves = _Curves(self.widget.getPlotItem())
+        self.info = QLabel()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.info)
+        layout.addWidget(self.widget, 1)
+        self._last: dict[str, tuple[float, float]] = {}  # name -> (packets, busy seconds)
+        self._t0 = None
+        self._src = None
+
+    def sample(self, snap) -> None:
+        """Add one point per curve from a ``SessionSnapshot``."""
+        t = snap.time
+        if self._t0 is None:
+            self._t0 = t
+        x = t - self._t0
+        for lane in snap.lanes:
+            a = lane.algorithm
+            if a is None or a.updates_per_second <= 0:
+                continue
+            key = f"{lane.name}#{lane.generation}"
+            busy = a.packets / a.updates_per_second
+            prev = self._last.get(key)
+            self._last[key] = (a.packets, busy)
+            if prev is None or busy - prev[1] <= 1e-6:
+                continue
+            rate = (a.packets - prev[0]) / (busy - prev[1])
+            style = {} if a.private else {"style": pg.QtCore.Qt.PenStyle.DashLine}
+            self.curves.add(lane.name, x, max(rate, 1.0), **style)
+        src = snap.source
+        if src is not None:
+            if self._src is not None and t > self._src[0]:
+                pps = (src.ip_packets - self._src[1]) / (t - self._src[0])
+                self.curves.add("capture pkts/s", x, max(pps, 1.0), color=(230, 230, 230) if self._dark() else (0, 0, 0),
+                                style=pg.QtCore.Qt.PenStyle.DotLine)
+            self._src = (t, src.ip_packets)
+            drops = src.queue_drops + src.kernel_drops + sum(
+                lane.algorithm.drops for lane in snap.lanes if lane.algorithm is not None)
+            self.info.setText(f"capture: {src.ip_packets:,} IP packets · drops: {drops:,} "
+                              f"(kernel {src.kernel_drops:,}, queues {drops - src.kernel_drops:,})")
+        self.curves.redraw()
+
+    def _dark(self) -> bool:
+        return self.palette().window().color().lightness() < 128
+
+    def reset(self) -> None:
+        self.curves.clear()
+        self._last.clear()
+        self._t0 = self._src = None
+
+
+class UtilityPlot(QWidget):
+    """Recall, precision or ARE of each private algorithm's releases, over time: one curve per
+    algorithm, one ring buffer per (algorithm, metric); the combo picks the metric shown."""
+
+    METRICS = ("recall", "precision", "are")
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.widget = pg.PlotWidget()
+        self.widget.addLegend(offset=(6, 6))
+        self.widget.setLabel("bottom", "time", units="s")
+        self.widget.showGrid(x=True, y=True, alpha=0.2)
+        self.metric_box = QComboBox()
+        self.metric_box.addItems(["recall", "precision", "ARE"])
+        for i, m in enumerate(self.METRICS):
+            self.metric_box.setItemData(i, TIPS[m], pg.QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.metric_box.currentIndexChanged.connect(self._switch)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Private releases vs the exact answer over the same span:"))
+        row.addWidget(self.metric_box)
+        row.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addLayout(row)
+        layout.addWidget(self.widget, 1)
+        self.curves: dict[str, pg.PlotDataItem] = {}
+        self.buffers: dict[tuple[str, str], RingBuffer] = {}
+        self._seen: dict[str, object] = {}
+        self._t0 = None
+        self._switch(0)
+
+    def _switch(self, index: int) -> None:
+        self.widget.setLabel("left", self.metric_box.currentText())
+        self.redraw()
+
+    def add(self, t: float, name: str, truth) -> None:
+        """One point per new truth result (a new release compared with the exact answer)."""
+        if truth is None or truth.note or self._seen.get(name) is truth:
+            return
+        self._seen[name] = truth
+        if self._t0 is None:
+            self._t0 = t
+        if name not in self.curves:
+            self.curves[name] = self.widget.plot(name=name, pen=pg.mkPen(color(len(self.curves)), width=2))
+        for m in self.METRICS:
+            if (name, m) not in self.buffers:
+                self.buffers[(name, m)] = RingBuffer()
+            self.buffers[(name, m)].append(t - self._t0, getattr(truth.utility, m))
+
+    def redraw(self) -> None:
+        metric = self.METRICS[self.metric_box.currentIndex()]
+        for name, item in self.curves.items():
+            item.setData(*self.buffers[(name, metric)].view())
+
+    def reset(self) -> None:
+        for item in self.curves.values():
+            self.widget.removeItem(item)
+        self.curves.clear()
+        self.buffers.clear()
+        self._seen.clear()
+        self._t0 = None

@@ -1,0 +1,156 @@
+"""Source bar: a capture file, a live interface (with a BPF filter) or a synthetic Zipf stream;
+start, pause, stop; replay speed and loop; progress, packets/s and drops always visible."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
+                               QProgressBar, QPushButton, QSpinBox, QStackedWidget, QWidget)
+
+from app.gui.help import TIPS
+from app.gui.session import SourceSpec
+
+SPEEDS = (("1×", 1.0), ("2×", 2.0), ("10×", 10.0), ("100×", 100.0), ("max", None))
+KINDS = ("Capture file", "Interface", "Synthetic")
+
+
+def _interfaces() -> list[str]:
+    try:
+        from capture.live import list_interfaces
+
+        return list_interfaces()
+    except OSError:
+        return []
+
+
+class SourcePanel(QWidget):
+    start_requested = Signal(object)  # SourceSpec
+    pause_toggled = Signal()
+    stop_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.kind = QComboBox()
+        self.kind.addItems(KINDS)
+        self.path = QLineEdit()
+        self.path.setPlaceholderText("pcap / pcapng file (or drop one on the window)")
+        self.browse = QPushButton("Open…")
+        self.iface = QComboBox()
+        self.iface.addItems(_interfaces())
+        self.bpf = QLineEdit()
+        self.bpf.setPlaceholderText("BPF filter")
+        self.bpf.setToolTip(TIPS["bpf"])
+        self.skew = QDoubleSpinBox()
+        self.skew.setRange(0.1, 5.0)
+        self.skew.setSingleStep(0.1)
+        self.skew.setValue(1.1)
+        self.skew.setPrefix("skew ")
+        self.domain = QSpinBox()
+        self.domain.setRange(1, 1 << 30)
+        self.domain.setValue(1 << 16)
+        self.domain.setPrefix("sources ")
+        self.length = QSpinBox()
+        self.length.setRange(1, 1 << 26)
+        self.length.setValue(1 << 18)
+        self.length.setPrefix("packets ")
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 1 << 30)
+        self.seed.setValue(1)
+        self.seed.setPrefix("seed ")
+
+        self.stack = QStackedWidget()
+        for widgets in ((self.path, self.browse), (self.iface, self.bpf), (self.skew, self.domain, self.length, self.seed)):
+            page = QWidget()
+            row = QHBoxLayout(page)
+            row.setContentsMargins(0, 0, 0, 0)
+            for w in widgets:
+                row.addWidget(w, 1 if isinstance(w, QLineEdit) else 0)
+            self.stack.addWidget(page)
+        self.kind.currentIndexChanged.connect(self.stack.setCurrentIndex)
+
+        self.speed = QComboBox()
+        for label, _ in SPEEDS:
+            self.speed.addItem(label)
+        self.speed.setToolTip(TIPS["speed"])
+        self.loop = QCheckBox("loop")
+        self.loop.setToolTip("Start the file over at its end (time keeps increasing)")
+        self.start = QPushButton("Start")
+        self.start.setToolTip("Start (or restart) reading the source (Ctrl+R)")
+        self.pause = QPushButton("Pause")
+        self.pause.setToolTip("Pause / resume (P)")
+        self.stop = QPushButton("Stop")
+        self.stop.setToolTip("Stop reading (Ctrl+.)")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setMaximumWidth(140)
+        self.progress.setTextVisible(True)
+        self.stats = QLabel("idle")
+        self.stats.setMinimumWidth(260)
+
+        row = QHBoxLayout(self)
+        row.setContentsMargins(4, 2, 4, 2)
+        for w in (self.kind, self.stack, self.speed, self.loop, self.start, self.pause, self.stop, self.progress,
+                  self.stats):
+            row.addWidget(w, 2 if w is self.stack else 0)
+        self.browse.clicked.connect(self.choose_file)
+        self.start.clicked.connect(lambda: self.start_requested.emit(self.spec()))
+        self.pause.clicked.connect(self.pause_toggled.emit)
+        self.stop.clicked.connect(self.stop_requested.emit)
+        self._last = None
+
+    def choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a capture", self.path.text(),
+                                              "Captures (*.pcap *.pcapng *.cap *.gz);;All files (*)")
+        if path:
+            self.set_file(path)
+            self.start_requested.emit(self.spec())
+
+    def set_file(self, path: str) -> None:
+        self.kind.setCurrentIndex(0)
+        self.path.setText(path)
+
+    def set_speed(self, speed: float | None) -> None:
+        for i, (_, v) in enumerate(SPEEDS):
+            if v == speed:
+                self.speed.setCurrentIndex(i)
+
+    def spec(self) -> SourceSpec:
+        speed = SPEEDS[self.speed.currentIndex()][1]
+        kind = ("file", "live", "synth")[self.kind.currentIndex()]
+        return SourceSpec(kind, path=self.path.text().strip() or None, speed=speed, loop=self.loop.isChecked(),
+                          iface=self.iface.currentText() or None, bpf=self.bpf.text().strip() or None,
+                          skew=self.skew.value(), domain=self.domain.value(), length=self.length.value(),
+                          seed=self.seed.value())
+
+    def show_state(self, snap) -> None:
+        """Progress, packets/s and drops from a ``SessionSnapshot`` (or None: no session)."""
+        if snap is None:
+            self.stats.setText("idle — open a capture, pick an interface or a synthetic stream")
+            self.progress.setValue(0)
+            return
+        src = snap.source
+        self.pause.setText("Resume" if snap.state == "paused" else "Pause")
+        if src is None:
+            self.stats.setText(snap.error or snap.state + "…")
+            return
+        pps = 0.0
+        if self._last is not None and snap.time > self._last[0]:
+            pps = (src.ip_packets - self._last[1]) / (snap.time - self._last[0])
+        if self._last is None or snap.time - self._last[0] >= 0.5:
+            self._last = (snap.time, src.ip_packets)
+            self._pps = pps
+        drops = src.queue_drops + src.kernel_drops + sum(
+            lane.algorithm.drops for lane in snap.lanes if lane.algorithm is not None)
+        if src.fraction is not None:
+            self.progress.setValue(int(1000 * src.fraction))
+            self.progress.setFormat(f"{src.fraction:.0%}")
+        else:
+            self.progress.setRange(0, 0) if snap.state == "running" else self.progress.setRange(0, 1000)
+        text = f"{snap.state} · {src.ip_packets:,} pkts · {getattr(self, '_pps', 0.0):,.0f} pkts/s · drops {drops:,}"
+        if snap.error:
+            text += f" · {snap.error}"
+        self.stats.setText(text)
+        self.stats.setToolTip(text)
+
+    def reset_rate(self) -> None:
+        self._last = None
+        self._pps = 0.0

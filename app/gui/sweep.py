@@ -1,0 +1,123 @@
+"""What-if sweeps on recorded traffic (headless; runs on its own thread).
+
+For each value of one parameter (ε, k~ as a multiple of k, or the window w) and each repetition,
+a fresh instance of the algorithm reads the recorded packets; every release is compared with the
+exact answer over its own span (``truth.resolve_span`` / ``slice_truth``, the live panels' rules)
+and recall, precision and ARE are averaged. The instances never touch the live run; their
+outputs are for tuning and are not published anywhere.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine import registry
+from engine.keys import KeyBatch
+from engine.settings import Settings
+
+from app.gui.truth import Recording, resolve_span, slice_truth, utility_of
+
+PARAMETERS = {"epsilon": "ε", "k_tilde": "k~ / k", "window": "window w"}
+DEFAULT_VALUES = {"epsilon": "0.1, 0.25, 0.5, 0.75, 0.9", "k_tilde": "1.5, 2, 4, 8", "window": "1000, 4000, 16000"}
+BATCH = 1 << 14
+EVALUATED = 10  # releases per run compared with the truth (the most recent ones)
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    value: float
+    recall: float
+    precision: float
+    are: float
+    releases: int
+
+
+def settings_for(base: Settings, parameter: str, value: float) -> Settings:
+    if parameter == "epsilon":
+        return base.with_(epsilon=float(value))
+    if parameter == "k_tilde":
+        return base.with_(k_tilde=max(base.k + 1, int(round(value * base.k))))
+    if parameter == "window":
+        return base.with_(window=int(value))
+    raise ValueError(f"parameter ({parameter!r}) must be one of {', '.join(PARAMETERS)}")
+
+
+def parse_values(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.replace(";", ",").split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"values ({text!r}) must be numbers separated by commas") from None
+    if not values:
+        raise ValueError("values: give at least one number")
+    return values
+
+
+class Sweep:
+    def __init__(self, name: str, base: Settings, parameter: str, values, keys: np.ndarray, ts: np.ndarray,
+                 repetitions: int = 3):
+        if len(keys) == 0:
+            raise ValueError("no recorded packets yet: start a source first")
+        for v in values:  # fail now, with the algorithm's own message, not in the thread
+            registry.make(name, settings_for(base, parameter, v).with_(stream_length=len(keys)))
+        self.name, self.base, self.parameter, self.values = name, base, parameter, list(values)
+        self.keys, self.ts, self.repetitions = keys, ts, int(repetitions)
+        self.rec = Recording(len(keys))
+        self.rec.append(KeyBatch(keys, ts))
+        self._cancel = threading.Event()
+        self._lock = threading.Lock()
+        self.points: list[SweepPoint] = []
+        self.progress = 0.0
+        self.error: str | None = None
+        self.done = False
+        self.thread = threading.Thread(target=self._run, name="dptop-sweep", daemon=True)
+
+    def start(self) -> "Sweep":
+        self.thread.start()
+        return self
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def result(self) -> tuple[list[SweepPoint], float, bool, str | None]:
+        with self._lock:
+            return list(self.points), self.progress, self.done, self.error
+
+    def _run(self) -> None:
+        try:
+            total = len(self.values) * self.repetitions
+            for i, value in enumerate(self.values):
+                settings = settings_for(self.base, self.parameter, value).with_(stream_length=len(self.keys))
+                utilities = []
+                for r in range(self.repetitions):
+                    releases = self._one_run(settings)
+                    if releases is None:
+                        return
+                    utilities += [self._evaluate(rel, settings) for rel in releases[-EVALUATED:]]
+                    with self._lock:
+                        self.progress = (i * self.repetitions + r + 1) / total
+                if utilities:
+                    point = SweepPoint(value, *(float(np.mean([getattr(u, m) for u in utilities]))
+                                                for m in ("recall", "precision", "are")), len(utilities))
+                    with self._lock:
+                        self.points.append(point)
+        except Exception as exc:  # noqa: BLE001 - shown in the tuning panel
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.done = True
+
+    def _one_run(self, settings: Settings):
+        algorithm = registry.make(self.name, settings)
+        releases = []
+        for start in range(0, len(self.keys), BATCH):
+            if self._cancel.is_set():
+                return None
+            releases += algorithm.consume(KeyBatch(self.keys[start:start + BATCH], self.ts[start:start + BATCH]))
+        releases += algorithm.finish()
+        return [r for r in releases if r.span.end > r.span.start or r.span.t_start is not None]
+
+    def _evaluate(self, release, settings: Settings):
+        a, b = resolve_span(release, 0, settings.epoch_seconds, self.rec, finished=True)
+        counts, heavy, _ = slice_truth(release, self.keys[a:b], settings.k, settings.gamma)
+        return utility_of(release, counts, heavy)

@@ -1,0 +1,147 @@
+"""Tuning panel: what-if sweeps (recall / precision / ARE versus ε, k~/k or w) on the last N
+recorded packets, run by ``app.gui.sweep`` on a background thread with a progress bar; the chosen
+value can be applied to the live run."""
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSpinBox,
+                               QVBoxLayout, QWidget)
+
+from app.gui.help import TIPS
+from app.gui.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, parse_values
+from engine import registry
+
+
+class TuningPanel(QWidget):
+    def __init__(self, window, parent=None):
+        super().__init__(parent)
+        self.main = window
+        self.sweep: Sweep | None = None
+        self.old: list[Sweep] = []
+        self.algorithm = QComboBox()
+        self.algorithm.addItems([n for n in registry.names() if registry.get(n).private])
+        self.parameter = QComboBox()
+        for key, label in PARAMETERS.items():
+            self.parameter.addItem(label, key)
+        self.values = QLineEdit(DEFAULT_VALUES["epsilon"])
+        self.parameter.currentIndexChanged.connect(
+            lambda i: self.values.setText(DEFAULT_VALUES[self.parameter.itemData(i)]))
+        self.reps = QSpinBox()
+        self.reps.setRange(1, 50)
+        self.reps.setValue(3)
+        self.reps.setPrefix("runs ")
+        self.record = QSpinBox()
+        self.record.setRange(1000, 1 << 24)
+        self.record.setSingleStep(100_000)
+        self.record.setValue(window.record_packets)
+        self.record.setPrefix("last ")
+        self.record.setSuffix(" packets")
+        self.record.setToolTip(TIPS["record"] + " A larger recording takes effect at the next start.")
+        self.record.valueChanged.connect(lambda v: setattr(window, "record_packets", v))
+        self.run = QPushButton("Run sweep")
+        self.stop = QPushButton("Cancel")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.choice = QComboBox()
+        self.apply = QPushButton("Apply to live run")
+        self.apply.setEnabled(False)
+
+        self.plot = pg.PlotWidget()
+        self.plot.addLegend(offset=(6, 6))
+        self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.plot.setLabel("left", "recall / precision / ARE")
+        self.curves = {m: self.plot.plot(name=m, pen=pg.mkPen(c, width=2), symbol="o", symbolBrush=c)
+                       for m, c in (("recall", (44, 160, 44)), ("precision", (31, 119, 180)), ("ARE", (214, 39, 40)))}
+
+        row1 = QHBoxLayout()
+        for w in (QLabel("Algorithm"), self.algorithm, QLabel("vary"), self.parameter, self.values, self.reps,
+                  self.record, self.run, self.stop):
+            row1.addWidget(w, 1 if w is self.values else 0)
+        row2 = QHBoxLayout()
+        for w in (self.progress, self.message, QLabel("Chosen value"), self.choice, self.apply):
+            row2.addWidget(w, 1 if w is self.message else 0)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addLayout(row1)
+        layout.addLayout(row2)
+        layout.addWidget(self.plot, 1)
+        self.run.clicked.connect(self.start)
+        self.stop.clicked.connect(self.cancel)
+        self.apply.clicked.connect(self.apply_choice)
+        self._shown = None
+
+    def start(self) -> bool:
+        """Start a sweep on the recorded packets (the copy is taken here; the work runs on a thread)."""
+        self.cancel()
+        session = self.main.session
+        try:
+            if session is None:
+                raise ValueError("no recorded packets yet: start a source first")
+            values = parse_values(self.values.text())
+            keys, ts = session.truth.recording(self.record.value())
+            base = self.main.config.settings_for(self.algorithm.currentText())
+            self.sweep = Sweep(self.algorithm.currentText(), base, self.parameter.currentData(), values, keys, ts,
+                               self.reps.value()).start()
+        except ValueError as exc:
+            self.message.setText(str(exc))
+            return False
+        self.message.setText(f"sweeping {len(values)} values × {self.reps.value()} runs on {len(keys):,} packets…")
+        self.progress.setValue(0)
+        self.apply.setEnabled(False)
+        return True
+
+    def cancel(self) -> None:
+        if self.sweep is not None:
+            self.sweep.cancel()
+            self.old.append(self.sweep)
+            self.sweep = None
+
+    def join(self, timeout: float) -> list[str]:
+        import time
+
+        deadline = time.monotonic() + timeout
+        for sweep in self.old:
+            sweep.thread.join(max(0.0, deadline - time.monotonic()))
+        alive = [s.thread.name for s in self.old if s.thread.is_alive()]
+        self.old = [s for s in self.old if s.thread.is_alive()]
+        return alive
+
+    def poll(self) -> None:
+        """Called by the window's timer: show progress and the points computed so far."""
+        if self.sweep is None:
+            return
+        points, progress, done, error = self.sweep.result()
+        self.progress.setValue(int(1000 * progress))
+        key = (len(points), done, error)
+        if key == self._shown:
+            return
+        self._shown = key
+        xs = [p.value for p in points]
+        self.curves["recall"].setData(xs, [p.recall for p in points])
+        self.curves["precision"].setData(xs, [p.precision for p in points])
+        self.curves["ARE"].setData(xs, [p.are for p in points])
+        self.plot.setLabel("bottom", self.parameter.currentText())
+        if error:
+            self.message.setText(f"sweep failed: {error}")
+        elif done:
+            self.message.setText(f"done: {len(points)} values; pick one and apply it to the live run")
+            self.choice.clear()
+            for p in points:
+                self.choice.addItem(f"{p.value:g}  (recall {p.recall:.2f}, precision {p.precision:.2f}, "
+                                    f"ARE {p.are:.1%})", p.value)
+            self.apply.setEnabled(bool(points))
+
+    def apply_choice(self) -> None:
+        if self.sweep is None or self.choice.currentIndex() < 0:
+            return
+        value, parameter = self.choice.currentData(), self.sweep.parameter
+        params = self.main.params
+        if parameter == "k_tilde":
+            params.set_value("k_tilde", max(params.current.settings.k + 1, int(round(value * params.current.settings.k))))
+        elif parameter == "window":
+            params.set_value("window", int(value))
+        else:
+            params.set_value(parameter, float(value))
+        params.apply()

@@ -1,0 +1,119 @@
+"""capture.live.LiveCapture on the loopback interface (root only) and its error messages."""
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+
+import pytest
+
+from capture.live import CapturePermissionError, LiveCapture, list_interfaces
+from capture.pcap import CaptureError
+from engine.keys import addresses_from_keys
+
+root = pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root (CAP_NET_RAW)")
+PORT = 40404
+SOURCES = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "10.99.0.1"]
+
+
+def send(n: int, port: int = PORT, inter: float = 0.0005):
+    from scapy.all import IP, UDP, Ether, sendp
+    pkts = [Ether() / IP(src=SOURCES[i % len(SOURCES)], dst="127.0.0.1") / UDP(sport=5000, dport=port)
+            for i in range(n)]
+    sendp(pkts, iface="lo", verbose=False, inter=inter)
+    return Counter(SOURCES[i % len(SOURCES)] for i in range(n))
+
+
+def wait_for(cond, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return cond()
+
+
+@pytest.mark.live
+@root
+@pytest.mark.parametrize("mode", ["ring", "recv"])
+def test_sees_exactly_the_packets_sent(mode):
+    got = []
+    cap = LiveCapture("lo", lambda b: got.append(b) or True, bpf=f"udp dst port {PORT}", mode=mode)
+    assert cap.mode == mode and cap.linktype == 1
+    cap.start()
+    time.sleep(0.1)
+    sent = send(300)
+    assert wait_for(lambda: cap.stats().ip_packets >= 300)
+    time.sleep(0.2)  # nothing more arrives (no duplicates of loopback's outgoing copies)
+    t0 = time.monotonic()
+    cap.stop()
+    cap.join(2)
+    assert time.monotonic() - t0 < 0.5
+    seen = Counter(a for b in got for a in addresses_from_keys(b.keys))
+    assert seen == sent
+    s = cap.stats()
+    assert (s.packets, s.ip_packets, s.kernel_drops, s.queue_drops, s.finished) == (300, 300, 0, 0, True)
+    assert s.fraction is None and s.error is None
+    ts = [t for b in got for t in b.ts_ns.tolist()]
+    assert ts == sorted(ts) and abs(ts[-1] / 1e9 - time.time()) < 60
+
+
+@pytest.mark.live
+@root
+def test_count_and_duration_stop_the_capture():
+    got = []
+    cap = LiveCapture("lo", lambda b: got.append(b) or True, bpf=f"udp dst port {PORT}", count=25)
+    cap.start()
+    time.sleep(0.1)
+    send(60)
+    cap.join(5)
+    assert not cap.is_alive() and sum(map(len, got)) == 25
+    cap = LiveCapture("lo", lambda b: True, duration=0.3)
+    t0 = time.monotonic()
+    cap.start()
+    cap.join(3)
+    assert not cap.is_alive() and 0.25 <= time.monotonic() - t0 < 1.5
+
+
+@pytest.mark.live
+@root
+def test_stop_wakes_idle_worker_and_lifecycle():
+    cap = LiveCapture("lo", lambda b: True, bpf="udp dst port 9")
+    cap.start()
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    cap.stop()
+    cap.join(2)
+    assert time.monotonic() - t0 < 0.2 and not cap.is_alive()
+    cap.stop()
+    never = LiveCapture("lo", lambda b: True)
+    never.stop()  # before start: closes the socket, start does nothing
+    never.start()
+    never.join(1)
+    assert never.stats().finished
+
+
+@pytest.mark.live
+@root
+def test_bad_bpf_is_a_clear_error():
+    with pytest.raises(CaptureError, match="BPF filter 'udp port banana'"):
+        LiveCapture("lo", lambda b: True, bpf="udp port banana")
+
+
+def test_unknown_interface_and_parameters():
+    assert "lo" in list_interfaces()
+    with pytest.raises(CaptureError, match="no network interface 'nosuch0'; interfaces: .*lo"):
+        LiveCapture("nosuch0", lambda b: True)
+    with pytest.raises(ValueError, match=r"count \(0\) must be None or an integer >= 1"):
+        LiveCapture("lo", lambda b: True, count=0)
+    with pytest.raises(ValueError, match=r"mode \('mmap'\) must be 'ring' or 'recv'"):
+        LiveCapture("lo", lambda b: True, mode="mmap")
+
+
+def test_permission_error_says_what_to_do(monkeypatch):
+    from scapy.config import conf
+
+    def refuse(**kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(conf, "L2listen", refuse)
+    with pytest.raises(CapturePermissionError, match="run dptop as root.*setcap cap_net_raw,cap_net_admin=eip"):
+        LiveCapture("lo", lambda b: True)

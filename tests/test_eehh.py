@@ -1,0 +1,173 @@
+"""Error-envelope heavy hitters over DP CountMin / CountSketch (dpss-eehh.md §6; T12, T14, T17)."""
+import math
+
+import numpy as np
+import pytest
+
+from engine.eehh import CountMinEEHH, CountSketchEEHH, EEState, query_batch, tracked, update_batch
+from engine import hashtable as ht
+from engine.keys import KeyBatch
+from engine.settings import Settings
+
+BASE = 0xFFFF_0000_0000
+M64 = (1 << 64) - 1
+
+
+def _keys(stream):
+    keys = np.zeros((len(stream), 2), dtype=np.uint64)
+    keys[:, 1] = BASE + np.asarray(stream, dtype=np.uint64)
+    return keys
+
+
+def _settings(**kw):
+    base = dict(k=4, epsilon=1.0, delta=1e-6, seed=3, extra={"t_max": 100_000})
+    base.update(kw)
+    return Settings(**base)
+
+
+def _clone(st: EEState, zero_noise=False) -> EEState:
+    """Same hash seeds (and noise unless zeroed), fresh tracking table."""
+    cells = np.zeros_like(st.cells) if zero_noise else st.cells.copy()
+    kt = len(st.slot_val)
+    return st._replace(cells=cells, slot_hi=st.slot_hi.copy(), slot_lo=st.slot_lo.copy(),
+                       slot_val=st.slot_val.copy(), meta=st.meta.copy(), scratch=st.scratch.copy(),
+                       tab=ht.make_table(4 * kt))
+
+
+def ref_query(st: EEState, hi: int, lo: int, signed: bool) -> int:
+    """Plain-Python final estimate: vector multiply-shift hashes, min (CMS) or median (CS)."""
+    shift = int(st.shift[0])
+    chunks = (hi >> 32, hi & 0xFFFF_FFFF, lo >> 32, lo & 0xFFFF_FFFF)
+
+    def h(seed):
+        return (sum(int(a) * c for a, c in zip(seed[:4], chunks)) + int(seed[4])) & M64
+
+    vals = []
+    for r in range(st.cells.shape[0]):
+        g = -1 if signed and h(st.sseed[r]) >> 63 else 1
+        vals.append(g * int(st.cells[r, h(st.hseed[r]) >> shift]))
+    return sorted(vals)[len(vals) // 2] if signed else min(vals)
+
+
+@pytest.mark.parametrize("cls", [CountMinEEHH, CountSketchEEHH])
+def test_query_matches_reference(cls):
+    alg = cls(_settings())
+    st = alg._new_state()
+    stream = [1] * 300 + [2] * 100 + list(range(10, 200))
+    update_batch(st, _keys(stream), cls.signed)
+    probe = _keys([1, 2, 15, 999])
+    got = query_batch(st, probe, cls.signed)
+    want = [ref_query(st, int(h), int(l), cls.signed) for h, l in probe.tolist()]
+    assert got.tolist() == want
+
+
+@pytest.mark.parametrize("cls", [CountMinEEHH, CountSketchEEHH])
+def test_add_remove_changes_exactly_d_cells_by_one(cls):
+    """T12: noise-free tables of neighbouring streams differ in exactly d cells, each by 1 (±1)."""
+    alg = cls(_settings())
+    a = _clone(alg._new_state(), zero_noise=True)
+    b = _clone(a)
+    rng = np.random.default_rng(4)
+    stream = rng.integers(0, 50, 2000).tolist()
+    update_batch(a, _keys(stream), cls.signed)
+    update_batch(b, _keys(stream[:700] + stream[701:]), cls.signed)
+    diff = a.cells - b.cells
+    assert np.count_nonzero(diff) == alg.depth
+    assert set(np.abs(diff[diff != 0]).tolist()) == {1}
+    if cls is CountMinEEHH:
+        assert (diff >= 0).all()
+
+
+@pytest.mark.parametrize("cls", [CountMinEEHH, CountSketchEEHH])
+def test_tracking_invariants(cls):
+    """After every batch: the minimum slot is an argmin of the recorded values, the table maps each
+    tracked label to its slot, and each recorded value is the label's estimate at its last arrival
+    (checked against a replay of the sketch, the reference of §6.1)."""
+    alg = cls(_settings())
+    st = alg._new_state()
+    shadow = _clone(st)  # same hashes and noise: replays the estimates
+    rng = np.random.default_rng(5)
+    stream = (rng.zipf(1.3, 3000) % 500).tolist()
+    keys = _keys(stream)
+    for start in range(0, len(stream), 300):
+        update_batch(st, keys[start:start + 300], cls.signed)
+        size = int(st.meta[0])
+        assert size == min(alg.k_tilde, len(set(stream[:start + 300])))
+        assert st.slot_val[st.meta[2]] == st.slot_val[:size].min()
+        for s, (h, l) in enumerate(tracked(st).tolist()):
+            p = ht.probe(st.tab.hi, st.tab.lo, st.tab.hashing, np.uint64(h), np.uint64(l))
+            assert st.tab.val[p] == s
+    last = {}
+    for t, x in enumerate(stream):  # the estimate right after each arrival, by a separate query
+        update_batch(shadow, keys[t:t + 1], cls.signed)
+        last[x] = int(query_batch(shadow, keys[t:t + 1], cls.signed)[0])
+    for s, (_, l) in enumerate(tracked(st).tolist()):
+        assert st.slot_val[s] == last[int(l) - BASE]
+
+
+def test_release_decides_on_final_values():
+    """T14: stale heap values neither admit nor block a label; only the final query counts."""
+    alg = CountMinEEHH(_settings(k=2))
+    st = _clone(alg._new_state(), zero_noise=True)
+    update_batch(st, _keys([1] * 40_000 + [2] * 30 + list(range(100, 140))), False)
+    slot = {int(l) - BASE: s for s, (_, l) in enumerate(tracked(st).tolist())}
+    st.slot_val[slot[1]] = 0  # stale value says "light"
+    st.slot_val[slot[2]] = 10**9  # stale value says "heavy"
+    items, tau, _, _ = alg._publish(st)
+    assert {it.lo - BASE for it in items} == {1}
+    assert items[0].estimate == 40_000 and tau < 40_000
+
+
+@pytest.mark.parametrize("cls,k", [(CountMinEEHH, 4), (CountSketchEEHH, 64)])
+def test_heavy_released_flat_suppressed(cls, k):
+    # CountSketch: F2_up >= 2·f_max², so 3·E_cs >= 12·sqrt(2/w)·f_max and nothing can pass
+    # unless w > 288 (k~ >= 128): the envelope of §6.4 is that conservative.
+    alg = cls(Settings(k=k, epsilon=1.0, delta=1e-6))  # OS CSPRNG, default t_max
+    heavy = alg.consume(KeyBatch(_keys([7] * 60_000 + list(range(1000, 21_000)))))
+    rel = alg.finish()[0]
+    assert heavy == [] and rel.items and rel.items[0].lo - BASE == 7
+    assert all(it.estimate > rel.threshold for it in rel.items)
+    flat = cls(Settings(k=k, epsilon=1.0, delta=1e-6))
+    flat.consume(KeyBatch(_keys(list(range(50_000)))))
+    assert flat.finish()[0].items == ()
+
+
+def test_epoch_too_long_releases_nothing():
+    alg = CountMinEEHH(_settings(extra={"t_max": 1000}))
+    alg.update(_keys([1] * 5000))
+    rel = alg.finish()[0]
+    assert rel.items == () and "epoch too long" in rel.status["suppressed"]
+
+
+def test_sizes_guarantees_and_fresh_seeds():
+    cms, cs = CountMinEEHH(_settings()), CountSketchEEHH(_settings())
+    assert cms.k_tilde == 16 and cms.width == 32 and cs.width == 64 and cs.depth % 2 == 1
+    assert not any("EXPERIMENTAL" in n for n in cms.guarantee().notes)
+    assert any("EXPERIMENTAL" in n for n in cs.guarantee().notes)
+    g = cms.guarantee()
+    assert (g.epsilon, g.delta) == (pytest.approx(1.0), pytest.approx(1e-6))
+    a, b = cms._new_state(), cms._new_state()
+    assert not np.array_equal(a.hseed, b.hseed) and not np.array_equal(a.cells, b.cells)
+    # Epoch default T_max covers the epoch plus the noisy-length slack.
+    ep = CountMinEEHH(Settings(k=4, epoch_packets=500))
+    assert ep.t_max >= 500 + ep.slack + 1
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(k_tilde=4), r"k~ \(4\) must be > k \(4\)"),
+    (dict(extra={"t_max": 0}), r"t_max \(0\) must be >= 1"),
+    (dict(epsilon=-1.0), r"epsilon \(-1\) must be > 0"),
+])
+def test_invalid_parameters(kw, match):
+    with pytest.raises(ValueError, match=match):
+        CountMinEEHH(_settings(**kw))
+
+
+def test_cell_noise_scale():
+    """Cell noise of a fresh sketch is DLap with scale 2d/ε_S (variance 2α/(1−α)²)."""
+    alg = CountMinEEHH(_settings(k=8))
+    cells = alg._new_state().cells.ravel()
+    a = math.exp(-1 / alg.scale)
+    sd = math.sqrt(2 * a) / (1 - a)
+    assert abs(cells.mean()) < 5 * sd / math.sqrt(cells.size)
+    assert cells.std() == pytest.approx(sd, rel=0.1)
