@@ -200,19 +200,11 @@ def cmd_capture(args) -> int:
     names = algorithm_names(args.algorithms)
     runner, exact_name = build_runner(names, settings, args.top if args.top is not None else max(args.k, 10))
     runner.start()
-    live = LiveCapture(args.iface, runner.offer, bpf=args.bpf)
-    deadline = None if args.duration is None else time.monotonic() + args.duration
+    live = LiveCapture(args.iface, runner.offer, bpf=args.bpf, count=args.count, duration=args.duration)
     try:
         live.start()
-        while True:
-            st = live.stats()
-            if st.error or st.finished:
-                break
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            if args.count is not None and st.ip_packets >= args.count:
-                break
-            time.sleep(0.02)
+        while not live.stats().finished:
+            time.sleep(0.05)
     except KeyboardInterrupt:
         pass
     finally:
@@ -248,6 +240,59 @@ def cmd_list(args) -> int:
         cls = registry.get(name)
         print(f"{name:16s} {'private' if cls.private else 'non-private':12s} {cls.family:10s} {(cls.__doc__ or '').strip().splitlines()[0]}")
     return 0
+
+
+def cmd_audit(args) -> int:
+    """Empirical privacy audit of one release mechanism (engine.audit, issue 8)."""
+    from engine import audit_cases
+
+    if args.mechanism == "list":
+        for name, cls in audit_cases.TARGETS.items():
+            print(f"{name:20s} {'broken' if cls.broken else 'real':7s} {cls.description}")
+        return 0
+    if args.json_out == "-":
+        report = None
+    else:
+        def report(pair):
+            verdict = "VIOLATION" if pair.violation else "no violation"
+            print(f"  {pair.pair}: {verdict}, ε lower bound {pair.epsilon_lower_bound:.3f}", flush=True)
+    result = audit_cases.run(args.mechanism, args.runs, args.confidence, args.seed, args.events, report)
+    if args.json_out:
+        _write_json(result.to_json(), args.json_out)
+    if args.json_out != "-":
+        print(result.summary())
+    return 0
+
+
+# --- issue 5: LazyHH sweep (owned by the continual-observation helper) -----------------------------
+def cmd_sweep_lazyhh(args) -> int:
+    """Recall/precision of LazyHH over ε × k~/k on a Zipf 1.1 stream (engine.bench_lazy.sweep)."""
+    from engine.bench_lazy import sweep
+
+    eps = [float(x) for x in args.epsilons.split(",")]
+    ratios = [int(x) for x in args.ratios.split(",")]
+    quiet = args.json_out == "-"
+    show = None if quiet else (lambda r: print(
+        f"eps={r['epsilon']:<5g} k~/k={r['k_tilde_over_k']} (k~={r['k_tilde']}): recall {r['recall']} "
+        f"precision {r['precision']} ({r['released']} released / {r['true_hh']} true, τ={r['threshold']}) "
+        f"{r['note']}", flush=True))
+    rows = sweep(length=args.length, k=args.k, epsilons=eps, ratios=ratios, delta=args.delta, progress=show)
+    if args.json_out:
+        _write_json({"sweep": "lazyhh", "length": args.length, "k": args.k, "delta": args.delta, "rows": rows},
+                    args.json_out)
+    return 0
+
+
+def _add_sweep_lazyhh(sub) -> None:
+    p = sub.add_parser("sweep-lazyhh", help="LazyHH recall/precision over epsilon x k~/k (Zipf 1.1)")
+    p.add_argument("--length", type=int, default=1 << 24, help="stream length = horizon (default 2^24)")
+    p.add_argument("--k", type=int, default=128)
+    p.add_argument("--delta", type=float, default=1e-3)
+    p.add_argument("--epsilons", default="0.1,0.2,0.32,0.5,0.9")
+    p.add_argument("--ratios", default="1,2,4,8", help="k~/k values; 1 runs k~ = k + 1 (k~ > k is required)")
+    p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-")
+    p.set_defaults(func=cmd_sweep_lazyhh)
+# --- end issue 5 ------------------------------------------------------------------------------------
 
 
 def has_display() -> bool:
@@ -302,6 +347,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", default=None, help="comma-separated bench names")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("audit", help="empirical privacy audit of a release mechanism on neighbouring streams")
+    p.add_argument("--mechanism", required=True, help="mechanism to audit, or 'list' to list them")
+    p.add_argument("--runs", type=int, default=2000, help="runs per neighbouring stream (default 2000)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence of the violation statement (default 0.95)")
+    p.add_argument("--events", type=int, default=3, help="events tested per neighbour pair (default 3)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed every run's noise (reproducible; default: the OS CSPRNG)")
+    p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
+    p.set_defaults(func=cmd_audit)
+
+    _add_sweep_lazyhh(sub)
 
     p = sub.add_parser("list", help="list the algorithms")
     p.set_defaults(func=cmd_list)

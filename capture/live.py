@@ -13,14 +13,17 @@ BPF filter compiled by libpcap, bound to the interface). Two ways to read it:
 The link type comes from the socket's hardware type (ARPHRD). On a loopback interface the
 kernel shows every packet twice (once going out, once coming in); outgoing copies are ignored
 there, as libpcap does. Kernel drops come from ``PACKET_STATISTICS``; ``stop()`` wakes the
-worker at once through a self-pipe.
+worker at once through a self-pipe. While paused the worker keeps draining the socket and
+counts what it discards as skipped "captured while paused" (not as kernel drops).
 """
 from __future__ import annotations
 
+import logging
 import os
 import select
 import socket
 import struct
+import threading
 import time
 from typing import Callable
 
@@ -81,8 +84,10 @@ class LiveCapture(Source):
         self.flush_interval, self.count, self.duration = flush_interval, count, duration
         self._packets = 0
         self._kernel_drops = 0
+        self._while_paused = 0
         self._counts = np.zeros(N_REASONS, np.int64)
         self._closed = False
+        self._fd_lock = threading.Lock()
         self._sock = _open_socket(iface, bpf)
         self._fd = self._sock.ins.fileno()
         hatype = self._sock.ins.getsockname()[3]
@@ -100,33 +105,29 @@ class LiveCapture(Source):
         self.mode = "ring" if self._ring is not None else "recv"
         _warm_up()
 
-
     # ----- Source hooks ----------------------------------------------------------------
     def _counters(self) -> dict:
         skipped = {REASON_NAMES[r]: int(c) for r, c in enumerate(self._counts) if c and r != UNSUPPORTED}
+        if self._while_paused:
+            skipped["captured while paused"] = self._while_paused
         if self._counts[UNSUPPORTED]:
             skipped[f"unsupported link type (ARPHRD {self._hatype})"] = int(self._counts[UNSUPPORTED])
         return {"packets": self._packets, "ip_packets": self._fed, "skipped": skipped,
                 "kernel_drops": self._kernel_drops}
 
     def _interrupt(self) -> None:
-        if not self._closed:
-            try:
+        with self._fd_lock:  # never write to a closed (and maybe reused) descriptor
+            if not self._closed:
                 os.write(self._wake_w, b"x")
-            except OSError:
-                pass
-        if self._thread is None or self._thread.ident is None:
-            self._close()
 
     def _close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._ring is not None:
-            self._ring.close()
-        self._sock.close()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        with self._fd_lock:
+            self._closed = True
+            if self._ring is not None:
+                self._ring.close()
+            self._sock.close()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
 
     def _run(self) -> None:
         self._deadline = None if self.duration is None else time.monotonic() + self.duration
@@ -137,9 +138,7 @@ class LiveCapture(Source):
 
     # ----- worker ----------------------------------------------------------------------
     def _wait(self, timeout: float) -> bool:
-        """Wait for packets or a stop (or pause) for up to ``timeout``; False when stopping."""
-        if not self._hold():
-            return False
+        """Wait for packets or a stop for up to ``timeout``; False when stopping."""
         if self._deadline is not None:
             timeout = max(0.0, min(timeout, self._deadline - time.monotonic()))
         ready, _, _ = select.select([self._fd, self._wake_r], [], [], timeout)
@@ -152,7 +151,9 @@ class LiveCapture(Source):
     def _hand_over(self, keys: np.ndarray, ts: np.ndarray, n: int) -> None:
         if self.count is not None:
             n = min(n, self.count - self._fed)
-        if n > 0:
+        if n > 0 and self._paused:  # keep draining the socket, so pausing is not a kernel drop
+            self._while_paused += n
+        elif n > 0:
             self._emit(KeyBatch(keys[:n], ts[:n]))
         self._kernel_drops += _kernel_drops(self._sock.ins)
 
@@ -216,6 +217,9 @@ def _open_socket(iface: str, bpf: str | None):
     import scapy.arch  # noqa: F401  (sets conf.L2listen for this platform)
     from scapy.config import conf
     from scapy.error import Scapy_Exception
+    log = logging.getLogger("scapy.runtime")
+    level = log.level
+    log.setLevel(logging.ERROR)  # scapy warns it cannot name lo's layer (ARPHRD 772); we map it
     try:
         return conf.L2listen(iface=iface, filter=bpf)
     except PermissionError as exc:
@@ -224,6 +228,8 @@ def _open_socket(iface: str, bpf: str | None):
         raise CaptureError(f"cannot capture on {iface!r} with BPF filter {bpf!r}: {exc}") from exc
     except OSError as exc:
         raise CaptureError(f"cannot capture on {iface!r}: {exc}") from exc
+    finally:
+        log.setLevel(level)
 
 
 def _ignore_outgoing(sock: socket.socket) -> None:

@@ -52,6 +52,7 @@ class Source(ABC):
         self._stopping = False
         self._paused = False
         self._finished = False
+        self._released = False
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._fed = 0
@@ -71,11 +72,15 @@ class Source(ABC):
         self._thread.start()
 
     def stop(self) -> None:
-        """Ask the worker to end and wake it at once (harmless before start and when repeated)."""
+        """Ask the worker to end and wake it at once (harmless before start and when repeated).
+        Before start it releases the source's resources (file, socket) itself."""
         with self._cv:
             self._stopping = True
             self._cv.notify_all()
+            started = self._thread is not None and self._thread.ident is not None
         self._interrupt()
+        if not started:
+            self._release()
 
     def join(self, timeout: float | None = None) -> None:
         """Wait for the worker to end; re-raise its exception."""
@@ -118,7 +123,7 @@ class Source(ABC):
         """Wake a worker blocked outside ``_sleep``/``_hold`` (e.g. close a socket)."""
 
     def _close(self) -> None:
-        """Release resources; runs in the worker when it ends."""
+        """Release resources; runs once, in the worker when it ends (or in ``stop()`` before start)."""
 
     def _emit(self, batch: KeyBatch) -> bool:
         """Hand ``batch`` to the sink; count it as a queue drop if refused."""
@@ -148,6 +153,13 @@ class Source(ABC):
     def stopping(self) -> bool:
         return self._stopping
 
+    def _release(self) -> None:
+        with self._cv:
+            if self._released:
+                return
+            self._released = True
+        self._close()
+
     def _main(self) -> None:
         try:
             if not self._stopping:
@@ -156,6 +168,6 @@ class Source(ABC):
             self._error = exc
         finally:
             try:
-                self._close()
+                self._release()
             finally:
                 self._finished = True

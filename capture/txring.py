@@ -58,7 +58,7 @@ def send(iface: str, count: int, n_frames: int = 1 << 14, chunk: int = 1 << 11) 
     while sent < count:
         k = min(chunk, count - sent, n_frames - slot)
         while status[slot:slot + k].any():  # wait until the kernel has sent these slots
-            sock.send(b"", socket.MSG_DONTWAIT) if False else time.sleep(0)
+            time.sleep(0)
         ring[slot:slot + k, DATA:DATA + 34] = data[sent:sent + k]
         length[slot:slot + k] = 34
         status[slot:slot + k] = 1  # TP_STATUS_SEND_REQUEST

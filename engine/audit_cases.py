@@ -104,6 +104,9 @@ class WeakNoise(NoiseSource):
     def discrete_laplace(self, scale) -> int:
         return super().discrete_laplace(Fraction(scale) / self.factor)
 
+    def discrete_laplace_array(self, scale, size: int):
+        return super().discrete_laplace_array(Fraction(scale) / self.factor, size)
+
 
 class ExactLengthDPSS(DPSpaceSaving):
     """Broken DPSS: τ = max(n/k − γ, n/k~ + 1 + γ) with the exact n (000's Alg 3; §4.5 gap)."""
@@ -380,12 +383,14 @@ class LazyHHTarget(Target):
         g = LazyHH(self.settings()).guarantee()
         return g.epsilon, g.delta
 
-    def pairs(self):
+    def __init__(self):
         k_tilde = LazyHH(self.settings()).params.k_tilde
+        self.boundary = k_tilde * (self.horizon // (2 * k_tilde))  # an output step t = k~·j
+
+    def pairs(self):
         n = self.horizon
         x = blocks({1: int(0.85 * n), **{10 + i: (n - int(0.85 * n)) // 16 for i in range(16)}}, seed=6)
         x = (x + [1] * n)[:n]
-        self.boundary = k_tilde * (n // (2 * k_tilde))  # an output step
         x_new = list(x)
         x_new[self.boundary - 1] = 500  # a never-seen label arriving exactly at the output step
         sub = list(x)
@@ -416,24 +421,28 @@ class LazyHHTarget(Target):
 class DPSWTarget(Target):
     name = "dpsw"
     description = ("DPSW-Sketch window estimates (dpsw-sketch.md §4), w=64, L=16, width 64, depth 3, "
-                   "ε=1, δ=1e-6; queried inside a substream, at its edge and just after")
+                   "ε=1, δ=1e-6, scale off (raw window sums: the public rescaling is post-processing); "
+                   "queried inside a substream, at its edge and just after")
     cls = DPSWHeavyHitters
     window, length = 64, 16
 
     def settings(self, seed=None):
         return Settings(k=4, epsilon=1.0, delta=1e-6, window=self.window, seed=seed,
                         extra={"substream_length": self.length, "width": 64, "depth": 3,
-                               "domain_scan": 1})
+                               "domain_scan": 1, "scale": "off"})
 
     def claimed(self):
         g = self.cls(self.settings()).guarantee()
         return g.epsilon, g.delta
 
-    def pairs(self):
+    def __init__(self):
         L = self.length
-        n = 4 * L + 8
+        self.n = 4 * L + 8
+        self.times = (2 * L + 4, 3 * L - 2, 3 * L, 3 * L + 1, self.n)  # query times (public)
+
+    def pairs(self):
+        L, n = self.length, self.n
         x = [1 if i % 2 == 0 else 2 + (i % 7) for i in range(n)]
-        self.times = (2 * L + 4, 3 * L - 2, 3 * L, 3 * L + 1, n)
         sub = list(x)
         sub[2 * L + 8] = 50  # a packet of label 1 between the two queries inside substream 3
         edge = list(x)

@@ -124,6 +124,7 @@ class Epoched(Algorithm):
         self._grid = None  # grid cell of the open epoch (epoch_seconds mode)
         self._offset = 0  # released noisy length so far (span positions)
         self._epoch = _Epoch(Budget(self.cost()))
+        self._epoch.state = self._new_state()  # built now so the first packets do not wait for it
 
     def update(self, keys: np.ndarray) -> None:
         """Feed the open epoch (no boundary handling; ``consume`` is the epoch-aware path)."""
@@ -190,7 +191,7 @@ class Epoched(Algorithm):
             rule = f"epochs of {self.epoch_seconds:g} s of packet time"
             if span is None or span.t_start is None:
                 return f"one release per epoch ({rule})"
-            return f"epoch {span.index}: packet time [{span.t_start:.9g}, {span.t_end:.9g}) s ({rule})"
+            return f"epoch {span.index}: packet time [{span.t_start:.3f}, {span.t_end:.3f}) s ({rule})"
         return "whole stream: one release at its end"
 
     def _close(self) -> Release:

@@ -329,17 +329,21 @@ class LazyHH(ContinualAlgorithm):
         )
 
     def status(self) -> dict:
+        """Public facts: horizon, packets seen, τ at the current t and when τ1 = t/k takes over.
+        All are functions of t and the parameters (never of the candidates, P2)."""
         p = self.params
         st = self.horizon_status()
         binds = p.tau1_binds_after()
+        tau = p.threshold(self.t)
         st.update({
-            "threshold": p.threshold(self.t),
-            "packets_until_output": p.k_tilde - self.t % p.k_tilde,
+            "threshold": tau,
+            "packets_until_output": None if self.exhausted else p.k_tilde - self.t % p.k_tilde,
             "tau1_binds_after": binds,
             "k": p.k, "k_tilde": p.k_tilde, "depth": p.depth, "width": p.width,
             "sigma": p.sigma, "gamma": p.gamma, "delta_tilde": p.delta_tilde,
         })
-        if self.t < p.horizon and (binds is None or self.t < binds):
-            st["note"] = (f"cold start: an item needs an estimate above {p.threshold(self.t):.0f} "
-                          f"packets at t = {self.t} to be released")
+        if binds is None or self.t < binds:
+            st["note"] = (f"suppression: an item is released only once its estimate exceeds τ = {tau:.0f} "
+                          f"packets (at t = {self.t}); τ falls to t/k only after t = "
+                          + ("never within this horizon" if binds is None or binds > p.horizon else f"{binds:.0f}"))
         return st

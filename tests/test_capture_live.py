@@ -117,3 +117,21 @@ def test_permission_error_says_what_to_do(monkeypatch):
     monkeypatch.setattr(conf, "L2listen", refuse)
     with pytest.raises(CapturePermissionError, match="run dptop as root.*setcap cap_net_raw,cap_net_admin=eip"):
         LiveCapture("lo", lambda b: True)
+
+
+@pytest.mark.live
+@root
+def test_pause_discards_and_counts():
+    got = []
+    cap = LiveCapture("lo", lambda b: got.append(b) or True, bpf=f"udp dst port {PORT}")
+    cap.start()
+    cap.pause()
+    time.sleep(0.1)
+    send(40)
+    assert wait_for(lambda: cap.stats().skipped.get("captured while paused") == 40)
+    cap.resume()
+    send(10)
+    assert wait_for(lambda: cap.stats().ip_packets == 10)
+    cap.stop()
+    cap.join(2)
+    assert sum(map(len, got)) == 10 and cap.stats().kernel_drops == 0

@@ -61,10 +61,14 @@ def test_gzip_of_pcap_and_pcapng(tmp_path):
 def test_gzip_chunk_boundaries(tmp_path, monkeypatch):
     """Records cut by every possible decompression chunk boundary are still read whole."""
     import capture.filebytes as fb
-    raw = pcap(FRAMES * 50)
     monkeypatch.setattr(fb, "CHUNK", 37)
+    raw = pcap(FRAMES * 50)
     got, _, stats = addrs(write(tmp_path, "c.pcap.gz", gzip.compress(raw)))
     assert got == EXPECTED * 50 and stats.warnings == []
+    ng = shb() + idb(1) + b"".join(epb(0, i, f) for i, f in enumerate(FRAMES * 20)) + shb(big=True) + idb(1, big=True)
+    ng += b"".join(epb(0, i, f, big=True) for i, f in enumerate(FRAMES * 20))
+    got, _, stats = addrs(write(tmp_path, "c.pcapng.gz", gzip.compress(ng)))
+    assert got == EXPECTED * 40 and stats.warnings == [] and stats.packets == 160
 
 
 LINK_CASES = [

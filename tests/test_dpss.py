@@ -131,7 +131,7 @@ def test_time_epochs_release_empty_cells_and_use_the_grid():
     assert out[1].items == () and out[1].span.t_start == pytest.approx(1_700_000_001.0)
     assert {it.lo - BASE for it in out[0].items} == {1}
     assert out[0].span.end - out[0].span.start == max(out[0].status["noisy_length"], 0)
-    assert "packet time [1.7e+09, 1.7e+09" in out[0].guarantee.scope
+    assert "epoch 0: packet time [1700000000.000, 1700000001.000) s" in out[0].guarantee.scope
     assert out[0].guarantee.neighbouring == NEIGHBOUR_ADD_REMOVE
     status = alg.status()
     assert (status["epoch"], status["packets_in_epoch"], status["epoch_mode"]) == (2, 10, "seconds")

@@ -37,8 +37,11 @@ SWITCH_INTERVAL = 0.001
 of a plot item) needs the GIL, and with busy worker threads the default 5 ms wait per
 acquisition would cut the redraw rate; 1 ms keeps it >= 10 Hz with every algorithm on."""
 REFRESH_MS = 50  # 20 redraws per second when the machine keeps up (>= 10 required)
-REDRAWS_PER_TICK = 2  # panels whose table and chart are redrawn per tick (bounded work per tick)
-THROUGHPUT_EVERY = 0.5  # seconds between throughput samples
+LANES_PER_TICK = 4  # runner snapshots taken per tick (each lane is refreshed every few ticks)
+REDRAWS_PER_TICK = 1  # panels whose table and chart are redrawn per tick (bounded work per tick)
+PANEL_PERIOD = 0.5  # a panel's table and chart change at most this often (s): rows a person can read
+TEXT_PERIOD = 0.5  # status lines (rates, thresholds) are rewritten at most this often (s)
+THROUGHPUT_EVERY = 1.0  # seconds between throughput samples
 DEMO_CAPTURE = Path(__file__).resolve().parents[2] / "resources" / "demo.pcap"
 PREFERRED = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving")
 
@@ -159,6 +162,8 @@ class MainWindow(QMainWindow):
             view.addAction(dock.toggleViewAction())
         help_menu = self.menuBar().addMenu("&Help")
         help_menu.addAction("Shortcuts and terms", self.overlay.toggle, QKeySequence("F1"))
+        for menu in (file, run, view, help_menu):  # shortcuts work wherever the focus is in the window
+            self.addActions(menu.actions())
 
     def _shortcuts(self) -> None:
         for keys, slot in (("Space", lambda: self.act_freeze.toggle()), ("?", self.overlay.toggle),
@@ -238,7 +243,7 @@ class MainWindow(QMainWindow):
     def refresh(self) -> None:
         now = time.monotonic()
         session = self.session
-        snap = None if session is None else session.snapshot()
+        snap = None if session is None else session.snapshot(lanes=LANES_PER_TICK)
         self.source_panel.show_state(snap)
         guarantees = dict(self.params.preview) if snap is None else {}
         if snap is not None:
@@ -257,8 +262,10 @@ class MainWindow(QMainWindow):
                         guarantees[lane.name] = a.guarantee
                         self.utility.add(now, lane.name, truth)
                 if panel is not None:
-                    panel.update_text(lane, truth)
-                    if panel.needs_redraw(lane, truth):
+                    if now - panel.texted_at >= TEXT_PERIOD or panel.generation != lane.generation:
+                        panel.texted_at = now
+                        panel.update_text(lane, truth)
+                    if now - panel.redrawn_at >= PANEL_PERIOD and panel.needs_redraw(lane, truth):
                         stale.append((panel.redrawn_at, panel, lane, truth))
             # tables and charts: a bounded number per tick, the longest-waiting first
             for _, panel, lane, truth in sorted(stale, key=lambda x: x[0])[:REDRAWS_PER_TICK]:

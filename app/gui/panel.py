@@ -12,7 +12,8 @@ import time
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractItemView, QFrame, QHeaderView, QLabel, QSplitter, QTableView, QVBoxLayout
+from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHeaderView, QLabel, QSizePolicy, QSplitter, QTableView,
+                               QVBoxLayout)
 
 from app.gui.help import TIPS
 from app.gui.models import ReleaseTableModel, rows_of, sorting_proxy
@@ -122,6 +123,8 @@ class BarChart(pg.PlotWidget):
         self.addItem(self.tau)
         self.tau.hide()
         self.getAxis("left").setStyle(tickTextWidth=110, autoExpandTextSpace=False)
+        self.getAxis("left").setWidth(118)
+        self.hideAxis("bottom")  # the numbers are in the table; axis text is the costliest thing to paint
         self._ticks, self._tau, self._view = None, None, None
         self.setToolTip("Blue: estimate as released. Grey: true count over the same span. Red dashed: threshold τ.")
 
@@ -167,6 +170,8 @@ class AlgorithmPanel(QFrame):
         self.status.setToolTip(TIPS["threshold"])
         self.reason = QLabel()
         self.reason.setWordWrap(True)
+        self.reason.setFixedHeight(2 * self.reason.fontMetrics().lineSpacing() + 2)
+        self.guarantee.setFixedHeight(2 * self.guarantee.fontMetrics().lineSpacing() + 2)
         self.reason.setStyleSheet("color: #d07a00;")
         self.model = ReleaseTableModel(private)
         self.proxy = sorting_proxy(self.model, self)
@@ -176,8 +181,11 @@ class AlgorithmPanel(QFrame):
         self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.verticalHeader().hide()
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        header = self.table.horizontalHeader()  # fixed widths: ResizeToContents re-measures every cell per update
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        for col, width in ((0, 30), (2, 90), (3, 80), (4, 64)):
+            header.resizeSection(col, width)
         self.chart = BarChart()
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
@@ -187,11 +195,15 @@ class AlgorithmPanel(QFrame):
         layout.setContentsMargins(6, 4, 6, 4)
         layout.setSpacing(2)
         for w in (self.title, self.guarantee, self.status, self.reason):
+            # text changes must not resize the panel (a re-layout would resize every chart)
+            w.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+            w.setMinimumWidth(1)
             layout.addWidget(w)
         layout.addWidget(split, 1)
         self.setMinimumHeight(260)
         self._shown = None  # (release, truth counts, generation) last drawn
         self.redrawn_at = 0.0
+        self.texted_at = 0.0
         self.generation = None
 
     def set_frozen(self, frozen: bool) -> None:
@@ -203,9 +215,7 @@ class AlgorithmPanel(QFrame):
         """The cheap part, every tick: header, status line and reason."""
         self._header(view)
         _set_text(self.status, status_text(view, truth))
-        reason = reason_text(view)
-        _set_text(self.reason, reason)
-        self.reason.setVisible(bool(reason))
+        _set_text(self.reason, reason_text(view))  # always laid out: showing/hiding would re-layout every chart
 
     def data_key(self, view, truth):
         a = view.algorithm

@@ -82,6 +82,7 @@ class ThroughputPlot(QWidget):
         self.widget.setLogMode(x=False, y=True)
         self.widget.addLegend(offset=(6, 6))
         self.widget.setLabel("left", "updates / s")
+        self.widget.getAxis("left").setWidth(70)  # fixed: changing tick text must not re-layout the plot
         self.widget.setLabel("bottom", "time", units="s")
         self.widget.showGrid(x=True, y=True, alpha=0.2)
         self.curves = _Curves(self.widget.getPlotItem())

@@ -1,0 +1,213 @@
+"""The monitor window (pytest-qt, offscreen) on the bundled real capture resources/demo.pcap
+(a copy of ../shared/pcaps/main/amp.dns.RRSIG.fragmented.pcap, see resources/SOURCES.md)."""
+import os
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+import csv
+import json
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from app.gui.main import MainWindow, config_from_json, default_config
+from app.gui.session import RunConfig
+from capture.pcap import read_keys
+from engine import registry
+from engine.keys import decode_key
+from engine.settings import Settings
+
+DEMO = Path(__file__).resolve().parents[1] / "resources" / "demo.pcap"
+WARM = 180_000  # ms: the first run on a clean clone compiles every kernel
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path):
+    def make(names=None, store=None, **changes):
+        settings = Settings(k=8, epsilon=0.5, delta=1e-6, epoch_seconds=2.0, restart=True).with_(**changes)
+        config = RunConfig(tuple(names or default_config().names), settings)
+        store = store or QSettings(str(tmp_path / "dptop.ini"), QSettings.Format.IniFormat)
+        window = MainWindow(config, settings=store)
+        qtbot.addWidget(window)
+        window.show()
+        window.activateWindow()
+        qtbot.waitUntil(window.isActiveWindow, timeout=5000)  # shortcuts act on the active window
+        return window
+    return make
+
+
+def replay(qtbot, window, loop=False):
+    window.open_file(str(DEMO), speed=None, loop=loop)
+    if not loop:
+        qtbot.waitUntil(lambda: window.session.state == "finished", timeout=WARM)
+
+
+def all_running(window) -> bool:
+    """Every enabled algorithm has compiled and processed packets."""
+    snap = window.session.snapshot()
+    return bool(snap.lanes) and all(lane.error is not None or (lane.algorithm is not None and lane.algorithm.ready
+                                                                and lane.algorithm.packets > 0) for lane in snap.lanes)
+
+
+def lanes(window):
+    return {lane.name: lane for lane in window.session.snapshot().lanes}
+
+
+def test_replay_fills_every_panel_or_says_why(qtbot, make_window):
+    window = make_window()
+    replay(qtbot, window)
+    keys, _, _ = read_keys(DEMO)
+    counts = Counter(map(tuple, keys.tolist()))  # ties ordered by key, as engine.release.sorted_items
+    top8 = [(decode_key(h, l), c) for (h, l), c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:8]]
+
+    def settled():
+        for name, panel in window.panels.items():
+            lane = lanes(window)[name]
+            rel = lane.algorithm.latest
+            rows = panel.model.rows()
+            if rel is None or [r.address for r in rows] != [it.address for it in rel.items]:
+                return False
+            if rows and any(r.true is None for r in rows):
+                return False
+            if not rows and not panel.reason.text():
+                return False
+        return True
+
+    qtbot.waitUntil(settled, timeout=30_000)
+    exact = window.panels["exact"].model.rows()
+    assert [(r.address, int(r.estimate)) for r in exact] == top8
+    assert all(r.true == r.estimate for r in exact)  # the truth thread agrees with the exact baseline
+    for name, panel in window.panels.items():
+        rel = lanes(window)[name].algorithm.latest
+        # a panel shows exactly the release's items, never another label
+        assert {r.address for r in panel.model.rows()} == {it.address for it in rel.items}
+        if rel.guarantee is not None:
+            assert f"ε={rel.guarantee.epsilon:g}" in panel.guarantee.text()
+            assert ("τ = " in panel.status.text()) or panel.reason.text()
+    # the budget lists every private algorithm and the sequential total
+    budget = window.budget.model.rows()
+    private = [n for n in window.panels if registry.get(n).private]
+    assert [r.name for r in budget[:-1]] == private
+    assert budget[-1].name.startswith("Total")
+
+
+def test_models_pass_qtmodeltester(qtbot, qtmodeltester, make_window):
+    window = make_window(names=("dpss", "exact", "spacesaving"))
+    replay(qtbot, window)
+    qtbot.waitUntil(lambda: window.panels["exact"].model.rowCount() == 8, timeout=30_000)
+    for panel in window.panels.values():
+        qtmodeltester.check(panel.model)
+        qtmodeltester.check(panel.proxy)
+    qtmodeltester.check(window.budget.model)
+
+
+def test_parameters_validate_as_you_type_and_apply_restarts(qtbot, make_window, tmp_path):
+    window = make_window(names=("dpss", "spacesaving"))
+    params = window.params
+    params.epsilon.setText("-1")
+    qtbot.waitUntil(lambda: "epsilon (-1) must be > 0" in params.error.text(), timeout=5000)
+    assert not params.apply_button.isEnabled() and params.apply() is False
+    params.epsilon.setText("abc")
+    qtbot.waitUntil(lambda: "epsilon ('abc') must be a number" in params.error.text(), timeout=5000)
+    params.epsilon.setText("0.5")
+    params.k_tilde.setText("4")  # k~ must exceed k = 8 for DPSS: the algorithm's own message
+    qtbot.waitUntil(lambda: "dpss: k~ (4) must be > k (8)" in params.error.text(), timeout=5000)
+    params.k_tilde.setText("")
+    qtbot.waitUntil(lambda: params.apply_button.isEnabled(), timeout=5000)
+
+    replay(qtbot, window, loop=True)
+    qtbot.waitUntil(lambda: all_running(window), timeout=WARM)
+    before = {n: l for n, l in window.session.lanes.items()}
+    params.epsilon.setText("0.25")
+    qtbot.waitUntil(lambda: params.apply_button.isEnabled(), timeout=5000)
+    assert params.apply() is True
+    after = window.session.lanes
+    assert after["dpss"] is not before["dpss"] and after["dpss"].generation > before["dpss"].generation
+    assert after["spacesaving"] is before["spacesaving"]  # non-private: epsilon does not concern it
+    qtbot.waitUntil(lambda: not any(w.thread.is_alive() for w in before["dpss"].runner.workers), timeout=2000)
+    qtbot.waitUntil(lambda: "ε=0.25" in window.panels["dpss"].guarantee.text(), timeout=10_000)
+    qtbot.waitUntil(lambda: lanes(window)["dpss"].algorithm.packets > 0, timeout=WARM)
+    # the applied settings are remembered
+    window.close()
+    store = QSettings(str(tmp_path / "dptop.ini"), QSettings.Format.IniFormat)
+    assert config_from_json(store.value("config")).settings.epsilon == 0.25
+
+
+def test_freeze_stops_rows_moving_but_sorting_works(qtbot, make_window):
+    window = make_window(names=("exact", "spacesaving"))
+    replay(qtbot, window, loop=True)
+    panel = window.panels["spacesaving"]
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 8, timeout=WARM)
+    qtbot.keyClick(window, Qt.Key.Key_Space)
+    assert window.frozen and panel.model.frozen
+    frozen_rows = panel.model.rows()
+    seen = lanes(window)["spacesaving"].algorithm.latest
+    qtbot.waitUntil(lambda: lanes(window)["spacesaving"].algorithm.latest is not seen, timeout=10_000)
+    qtbot.wait(300)
+    assert panel.model.rows() == frozen_rows
+    panel.table.sortByColumn(2, Qt.SortOrder.AscendingOrder)  # sorting still works while frozen
+    first = panel.proxy.index(0, 2).data(Qt.ItemDataRole.UserRole + 1)
+    assert first == min(r.estimate for r in frozen_rows)
+    assert panel.model.rows() == frozen_rows
+    qtbot.keyClick(window, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: panel.model.rows() != frozen_rows, timeout=10_000)
+
+
+def test_export_writes_the_private_releases_only(qtbot, make_window, tmp_path):
+    window = make_window(names=("dpss", "exact"))
+    replay(qtbot, window)
+    csv_path, json_path = window.export_to(tmp_path / "releases")
+    data = json.loads(json_path.read_text())
+    assert set(data["algorithms"]) == {"dpss"}  # non-private baselines are never exported
+    releases = window.session.releases("dpss")
+    last = releases[-1]
+    assert last is lanes(window)["dpss"].algorithm.latest
+    exported = data["algorithms"]["dpss"]
+    assert exported["releases"][-1] == json.loads(json.dumps(last.to_json()))
+    assert exported["guarantee"]["epsilon"] == last.guarantee.epsilon
+    with open(csv_path) as fh:
+        rows = [r for r in csv.DictReader(fh) if int(r["release"]) == len(releases) - 1]
+    want = [(it.address, it.estimate) for it in last.items] or [("", "")]
+    assert [(r["address"], float(r["estimate"]) if r["estimate"] else "") for r in rows] == want
+    assert all(float(r["epsilon"]) == last.guarantee.epsilon for r in rows)
+    png = tmp_path / "throughput.png"
+    from app.gui.export import save_png
+
+    assert save_png(window.throughput.widget, png) and png.stat().st_size > 1000
+
+
+def test_help_overlay_toggles(qtbot, make_window):
+    window = make_window(names=("exact",))
+    qtbot.keyClick(window, Qt.Key.Key_F1)
+    assert window.overlay.isVisible() and "Space" in window.overlay.findChild(type(window.fps)).text()
+    qtbot.keyClick(window, Qt.Key.Key_Escape)
+    assert not window.overlay.isVisible()
+
+
+def test_redraw_rate_and_close_latency_with_every_algorithm(qtbot, make_window, record_property):
+    """Replay as fast as possible with every registered algorithm: the timer keeps >= 10 redraws
+    per second, and closing the window stops every thread within a second."""
+    window = make_window(names=tuple(registry.names()))
+    replay(qtbot, window, loop=True)
+    qtbot.waitUntil(lambda: all_running(window), timeout=WARM)
+    start, count = time.monotonic(), len(window.redraws)
+    qtbot.wait(3000)
+    rate = (len(window.redraws) - count) / (time.monotonic() - start)
+    fed = window.session.snapshot().truth_packets
+    record_property("redraws_per_second", rate)
+    print(f"\nredraws/s with {len(window.panels)} algorithms replaying at max speed: {rate:.1f} "
+          f"(packets so far {fed:,}; load average {os.getloadavg()[0]:.1f})")
+    assert rate >= 10, f"redraw rate {rate:.1f}/s < 10/s"
+    threads = window.session.threads()
+    t0 = time.monotonic()
+    window.close()
+    latency = time.monotonic() - t0
+    record_property("close_seconds", latency)
+    print(f"close latency: {latency:.3f} s; threads still alive: {[t.name for t in threads if t.is_alive()]}")
+    assert not [t.name for t in threads if t.is_alive()]
+    assert latency < 1.0
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("dptop")]

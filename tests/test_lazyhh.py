@@ -1,0 +1,244 @@
+"""LazyHH (spec lazyhh §6–7, tests L5, L8–L13) and its horizon handling."""
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+from capture.synth import zipf_keys
+from engine import registry
+from engine.exact import ExactCounter
+from engine.gaussbm import HorizonExceeded
+from engine.horizon import DEFAULT_HORIZON
+from engine.keys import KeyBatch
+from engine.lazyhh import LazyHHInstance, LazyHHParams, delta_for, delta_tilde
+from engine.settings import Settings
+from tests.naive_lazy import RefLazyHH
+
+SEED = 6
+
+
+def small_params(**kw):
+    base = dict(k=4, k_tilde=16, epsilon=0.5, delta=1e-3, beta=5e-4, horizon=2**12)
+    base.update(kw)
+    return LazyHHParams.build(**base)
+
+
+def test_delta_tilde_and_inverse():
+    """L5: δ~ = 2δ(3/2 + e^ε + δ) ≈ 0.0063 at (0.5, 0.001); the inverse round-trips."""
+    assert delta_tilde(0.5, 1e-3) == pytest.approx(0.0062994, rel=1e-4)
+    for eps, dt in ((0.1, 1e-6), (0.5, 0.0063), (0.9, 1e-3)):
+        assert delta_tilde(eps, delta_for(eps, dt)) == pytest.approx(dt, rel=1e-9)
+
+
+def test_parameters_reproduce_spec_worked_example():
+    """L5: spec §6.9, option A at 001's CAIDA point (T = 26.6e6, k = 128, k~ = 512, ε = 0.5, δ = 1e-3, β = δ/2)."""
+    p = LazyHHParams.build(128, 512, 0.5, 1e-3, 5e-4, 26_600_000)
+    assert (p.depth, p.width, p.height) == (27, 1392, 15)
+    assert p.sigma == pytest.approx(215.0, abs=0.05)
+    assert p.gamma == pytest.approx(6490, rel=5e-4)
+    tau2 = 26.6e6 / 512 + (p.gamma + p.width) + 2 * (math.e * 26.6e6 / p.width + p.gamma)
+    assert tau2 == pytest.approx(176_720, rel=5e-4)
+    assert p.threshold(26_600_000) == pytest.approx(26.6e6 / 128 + 1)  # τ1 binds at the end
+    b = LazyHHParams.build(128, 512, 0.5, 1e-3, 5e-4, 26_600_000, option="B")
+    assert (b.width, b.height) == (512, 16) and b.gamma == pytest.approx(6807, rel=5e-4)
+    assert p.tau1_binds_after() < 26.6e6 and b.tau1_binds_after() is None
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(k_tilde=4), r"k~ \(4\) must be > k \(4\)"),
+    (dict(epsilon=1.0), r"epsilon \(1\) must be in \(0, 1\)"),
+    (dict(epsilon=0.0), r"epsilon \(0\) must be in \(0, 1\)"),
+    (dict(delta=0.5), r"delta \(0.5\) must be in \(0, 0.5\)"),
+    (dict(beta=1e-3), r"beta \(0.001\) must be in \(0, delta"),
+    (dict(beta=0.0), r"beta \(0\) must be in \(0, delta"),
+    (dict(horizon=15), r"horizon \(15\) must be >= k~ \(16\)"),
+    (dict(option="C"), r"option \('C'\) must be"),
+])
+def test_validation(kw, match):
+    """L13: clear errors naming the parameter, its value and the rule."""
+    with pytest.raises(ValueError, match=match):
+        small_params(**kw)
+
+
+def test_algorithm_validation_through_settings():
+    with pytest.raises(ValueError, match=r"k~ \(8\) must be > k \(8\)"):
+        registry.make("lazyhh", Settings(k=8, k_tilde=8, epsilon=0.5, delta=1e-3))
+    with pytest.raises(ValueError, match=r"horizon \(10\) must be >= 16"):
+        registry.make("lazyhh", Settings(k=4, epsilon=0.5, delta=1e-3, horizon=10))
+    with pytest.raises(ValueError, match=r"epsilon \(1\) must be in \(0, 1\)"):
+        registry.make("lazyhh", Settings(k=4, epsilon=1.0, delta=1e-3))
+
+
+def test_kernel_matches_plain_python_alg6_noiseless():
+    """Against the reference (noiseless LazyCMS cells): identical candidate sets after every pruning and
+    identical outputs (labels, estimates, τ) at every output time. γ is lowered so items pass τ."""
+    n = 150 * 16
+    p = dataclasses.replace(small_params(horizon=n), gamma=1.0)
+    inst = LazyHHInstance(p, seed=SEED, noiseless=True)
+    keys = zipf_keys(1.3, 300, n, SEED)
+    buckets = {tuple(k): tuple(bb) for k, bb in zip(keys.tolist(), inst.sketch.buckets(keys)[0].tolist())}
+    ref = RefLazyHH(p.k, p.k_tilde, p.width, p.depth, p.gamma, lambda key: buckets[key])
+    released_any = False
+    for t0 in range(0, n, p.k_tilde):
+        chunk = keys[t0:t0 + p.k_tilde]
+        inst.update(chunk)
+        for key in chunk.tolist():
+            ref.update(tuple(key))
+        out_keys, vals, tau, t_out = inst.output()
+        assert t_out == ref.t and tau == pytest.approx(ref.tau)
+        got = sorted(((tuple(k), v) for k, v in zip(out_keys.tolist(), vals)), key=lambda r: (-r[1], r[0]))
+        assert got == [(k, float(v)) for k, v in ref.output]
+        assert [tuple(k) for k in inst._candidates().tolist()] == ref.cands
+        released_any |= bool(got)
+    assert released_any
+
+
+def test_schedule_and_candidate_invariants():
+    """L8: H changes only at t ≡ 0 (mod k~); |C| <= 2k~ always and <= k~ right after pruning; H ⊆ C at
+    output time; every released v > τ(t); releases are sorted by estimate then key."""
+    p = dataclasses.replace(small_params(horizon=2000), gamma=2.0)
+    inst = LazyHHInstance(p, seed=SEED)
+    keys = zipf_keys(1.2, 400, 2000, SEED + 1)
+    last = inst.output()
+    for t in range(2000):
+        before = {tuple(k) for k in inst._candidates().tolist()} | {tuple(keys[t])}
+        inst.update(keys[t:t + 1])
+        n_cand = len(inst._candidates())
+        out = inst.output()
+        assert n_cand <= 2 * p.k_tilde
+        if (t + 1) % p.k_tilde:
+            assert out[3] == last[3] and np.array_equal(out[0], last[0])
+        else:
+            assert out[3] == t + 1 and n_cand <= p.k_tilde
+            assert {tuple(k) for k in out[0].tolist()} <= before
+            assert np.all(out[1] > out[2]) and out[2] == pytest.approx(p.threshold(t + 1))
+        last = out
+    alg = registry.make("lazyhh", Settings(k=4, k_tilde=16, epsilon=0.5, delta=1e-3, horizon=2000, seed=SEED))
+    rel = alg.consume(KeyBatch(keys))[-1]
+    est = [it.estimate for it in rel.items]
+    assert est == sorted(est, reverse=True)
+
+
+@pytest.mark.parametrize("noiseless", [True, False])
+def test_lemma10_non_candidates_are_light_whenever_event_B_holds(noiseless):
+    """L9: at each output time, if every candidate's estimate is within [f - λ1, f + λ2] (event B),
+    then every non-candidate y has f_t(y) <= t/k~ + λ1 + λ2. Must never fail. The noiseless run uses
+    γ = 0, so the bound is tight enough to catch a wrong pruning rule; the noisy run uses the real γ."""
+    for seed, skew in ((SEED, 1.1), (SEED + 1, 0.6), (SEED + 2, 1.5)):
+        p = small_params(k=8, k_tilde=32, horizon=2**14)
+        if noiseless:
+            p = dataclasses.replace(p, gamma=0.0)
+        inst = LazyHHInstance(p, seed=seed, noiseless=noiseless)
+        keys = zipf_keys(skew, 3000, 2**14, seed)
+        exact = ExactCounter()
+        checked = 0
+        for t0 in range(0, 2**14, p.k_tilde):
+            chunk = keys[t0:t0 + p.k_tilde]
+            inst.update(chunk)
+            exact.add(chunk)
+            t = inst.t
+            lam1 = p.gamma + p.width
+            lam2 = math.e * t / p.width + p.gamma
+            cands = inst._candidates()
+            vals = inst.state.cand_val[:len(cands)]
+            f = np.array([exact.count_of(h, l) for h, l in cands.tolist()])
+            if np.all(vals >= f - lam1) and np.all(vals <= f + lam2):
+                cset = {tuple(c) for c in cands.tolist()}
+                all_keys, counts = exact.items()
+                heavy_outside = [c for k, c in zip(all_keys.tolist(), counts) if tuple(k) not in cset]
+                assert max(heavy_outside, default=0) <= t / p.k_tilde + lam1 + lam2
+                checked += 1
+        assert checked > 0
+
+
+def test_fixed_horizon_stops_visibly_and_update_past_it_raises():
+    """L12 / §7.2: at T the instance stops; later packets are counted, not processed; the last output
+    stays published with horizon_reached; update() past T raises HorizonExceeded."""
+    s = Settings(k=4, k_tilde=16, epsilon=0.5, delta=1e-3, horizon=100)
+    alg = registry.make("lazyhh", s)
+    keys = zipf_keys(1.1, 50, 150, SEED)
+    rels = alg.consume(KeyBatch(keys))
+    assert rels[-1].span.end == 96  # last output step t = 96 (multiple of k~ = 16)
+    st = alg.live().status
+    assert st["horizon_reached"] and st["packets_seen"] == 100 and st["packets_after_horizon"] == 50
+    assert st["packets_until_horizon"] == 0 and st["mode"] == "fixed horizon"
+    assert alg.consume(KeyBatch(keys[:10])) == [] and alg.status()["packets_after_horizon"] == 60
+    fresh = registry.make("lazyhh", s)
+    fresh.update(keys[:100])
+    with pytest.raises(HorizonExceeded, match="fixed horizon T = 100 reached"):
+        fresh.update(keys[100:101])
+
+
+def test_restart_uses_a_fresh_instance_per_horizon():
+    """L12 / §7.3: restart rolls over at exactly T arrivals to a new instance (new hash seeds, t = 0);
+    spans carry the epoch index; the guarantee scope says so."""
+    s = Settings(k=4, k_tilde=16, epsilon=0.5, delta=1e-3, horizon=64, restart=True)
+    alg = registry.make("lazyhh", s)
+    seeds0 = alg.instance.sketch.state.seeds.copy()
+    rels = alg.consume(KeyBatch(zipf_keys(1.1, 50, 150, SEED)))
+    assert [r.span.index for r in rels] == [0, 1, 2]  # latest output of each epoch in this batch
+    assert rels[0].span.end == 64 and rels[1].span.start == 64 and rels[1].span.end == 128
+    assert (rels[2].span.start, rels[2].span.end) == (128, 144)  # t = 16 in epoch 2
+    assert alg.epoch == 2 and alg.t == 150 - 128
+    assert not np.array_equal(seeds0, alg.instance.sketch.state.seeds)
+    assert "each epoch" in alg.guarantee().scope and alg.status()["mode"] == "restart per horizon"
+
+
+def test_horizon_defaults():
+    """T = the file's packet count for a replay (raised to k~ if shorter), else the default."""
+    mk = lambda **kw: registry.make("lazyhh", Settings(k=4, epsilon=0.5, delta=1e-3, **kw))  # noqa: E731
+    assert mk(stream_length=5000).horizon == 5000
+    assert mk(stream_length=3).horizon == 16
+    assert mk().horizon == DEFAULT_HORIZON
+    assert mk(horizon=777, stream_length=5000).horizon == 777
+
+
+def test_guarantee_reports_delta_tilde_and_substitution():
+    alg = registry.make("lazyhh", Settings(k=4, epsilon=0.5, delta=1e-3, horizon=1000))
+    g = alg.guarantee()
+    assert g.delta == pytest.approx(delta_tilde(0.5, 1e-3)) and g.epsilon == 0.5  # P10: δ~, not δ
+    assert g.neighbouring == "substitution of one packet's source" and g.model == "continual observation"
+    assert "os.urandom" in g.noise
+    seeded = registry.make("lazyhh", Settings(k=4, epsilon=0.5, delta=1e-3, horizon=1000, seed=1))
+    assert "NOT private" in seeded.guarantee().noise
+
+
+def test_cli_replay_short_capture_releases_nothing_and_reports_threshold(capsys, data_dir):
+    """`dptop replay CAPTURE --algorithms lazyhh,lazy-cms --epsilon 0.5 --json -` on a real 896-packet
+    capture: nothing is released, and the status shows the threshold and the packets seen."""
+    from app.cli import main
+
+    path = data_dir / "amp.TCP.syn.optionallyACK.optionallysamePort.pcapng"
+    assert main(["replay", str(path), "--algorithms", "lazyhh,lazy-cms", "--epsilon", "0.5", "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    hh = out["algorithms"]["lazyhh"]
+    assert hh["releases"] and all(r["items"] == [] for r in hh["releases"])
+    last = hh["releases"][-1]
+    assert last["status"]["packets_seen"] == 896 and last["status"]["horizon"] == 896
+    assert last["threshold"] > 896 and last["status"]["threshold"] > 896
+    assert "suppression" in last["status"]["note"]
+    cms = out["algorithms"]["lazy-cms"]
+    assert cms["releases"][-1]["items"] == [] and cms["releases"][-1]["status"]["packets_seen"] == 896
+
+
+@pytest.mark.slow
+def test_utility_zipf_2_24():
+    """Acceptance: Zipf 1.1 (domain 2^24), 2^24 arrivals, k = 128, k~ = 4k, ε = 0.5, δ = 1e-3, T = 2^24:
+    at the end recall >= 0.9 and precision = 1.0 against the exact heavy hitters (count > t/k)."""
+    n = 2**24
+    keys = zipf_keys(1.1, 2**24, n, SEED)
+    alg = registry.make("lazyhh", Settings(k=128, k_tilde=512, epsilon=0.5, delta=1e-3, horizon=n))
+    for i in range(0, n, 1 << 16):
+        alg.consume(KeyBatch(keys[i:i + (1 << 16)]))
+    rel = alg.finish()[-1]
+    exact = ExactCounter()
+    exact.add(keys)
+    all_keys, counts = exact.items()
+    truth = {tuple(k) for k, c in zip(all_keys.tolist(), counts) if c > n / 128}
+    got = {(it.hi, it.lo) for it in rel.items}
+    recall = len(truth & got) / len(truth)
+    precision = len(truth & got) / max(1, len(got))
+    assert recall >= 0.9, f"recall {recall:.3f} < 0.9 (threshold t/k = {n / 128:.0f}, τ = {rel.threshold:.0f})"
+    assert precision == 1.0, f"precision {precision:.3f} < 1 (threshold t/k = {n / 128:.0f})"
