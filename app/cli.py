@@ -44,7 +44,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "'dptop list' shows them")
     p.add_argument("--k", type=int, default=16, help="heavy hitters: report items above n/k (default 16)")
     p.add_argument("--k-tilde", type=int, default=None, help="tracked counters/candidates k~ (default per algorithm)")
-    p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget epsilon per packet (default 1)")
+    p.add_argument("--epsilon", type=float, default=0.5,
+                   help="privacy budget epsilon per packet and algorithm (default 0.5; continual observation needs < 1)")
     p.add_argument("--delta", type=float, default=1e-6, help="privacy budget delta (default 1e-6)")
     p.add_argument("--seed", type=int, default=None,
                    help="seed the noise for a reproducible run (the output is then NOT private)")

@@ -319,14 +319,20 @@ class PairAudit:
     note: str
     runs: int
     findings: list[Finding] = field(default_factory=list)
+    structural: list[str] = field(default_factory=list)
+    """White-box findings: the proof's premise fails on this pair (engine.audit_structure)."""
 
     @property
     def epsilon_lower_bound(self) -> float:
         return max([0.0] + [f.epsilon_lower_bound for f in self.findings if math.isfinite(f.epsilon_lower_bound)])
 
     @property
-    def violation(self) -> bool:
+    def statistical_violation(self) -> bool:
         return any(f.violation for f in self.findings)
+
+    @property
+    def violation(self) -> bool:
+        return self.statistical_violation or bool(self.structural)
 
 
 def audit_pair(runs_x: list[dict], runs_xp: list[dict], epsilon: float, delta: float, alpha: float,
@@ -409,19 +415,31 @@ class AuditResult:
     def violation(self) -> bool:
         return any(p.violation for p in self.pairs)
 
+    @property
+    def statistical_violation(self) -> bool:
+        return any(p.statistical_violation for p in self.pairs)
+
+    @property
+    def structural(self) -> list[str]:
+        return [f"{p.pair}: {v}" for p in self.pairs for v in p.structural]
+
     def summary(self) -> str:
         verdict = "VIOLATION" if self.violation else "no violation"
-        return (f"{self.mechanism}: {verdict} of (ε={self.epsilon:g}, δ={self.delta:.3g}) at confidence "
+        text = (f"{self.mechanism}: {verdict} of (ε={self.epsilon:g}, δ={self.delta:.3g}) at confidence "
                 f"{self.confidence:g} over {self.runs} runs per side; measured ε lower bound "
                 f"{self.epsilon_lower_bound:.3f}")
+        if self.structural:
+            text += "; proof premise broken (white-box): " + "; ".join(self.structural)
+        return text
 
     def to_json(self) -> dict:
         return {
             "mechanism": self.mechanism, "broken": self.broken, "description": self.description,
             "epsilon": self.epsilon, "delta": self.delta, "confidence": self.confidence,
             "runs_per_side": self.runs, "violation": self.violation,
+            "statistical_violation": self.statistical_violation, "structural_violations": self.structural,
             "epsilon_lower_bound": self.epsilon_lower_bound, "seconds": round(self.seconds, 3),
-            "pairs": [{"pair": p.pair, "note": p.note, "violation": p.violation,
+            "pairs": [{"pair": p.pair, "note": p.note, "violation": p.violation, "structural": p.structural,
                        "epsilon_lower_bound": p.epsilon_lower_bound,
                        "findings": [_finite(asdict(f)) for f in p.findings]} for p in self.pairs],
         }

@@ -23,6 +23,7 @@ A ``seed`` makes the whole audit reproducible (seeded generators: same distribut
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -30,6 +31,7 @@ import numpy as np
 
 from engine.accounting import dpss_threshold
 from engine.audit import AuditResult, PairAudit, audit_pair, features_of
+from engine.audit_structure import corollary1_violations
 from engine.dpmg import DPMisraGries
 from engine.dpss import DPSpaceSaving
 from engine.dpsw import WHOLE, DPSWSketch, Plan, PlanEntry
@@ -39,7 +41,7 @@ from engine.keys import IPV4_MAPPED, KeyBatch, decode_key
 from engine.lazyhh import LazyHH
 from engine.noise import NoiseSource
 from engine.settings import Settings
-from engine.spacesaving import make_state, update_batch
+from engine.spacesaving import make_state, snapshot, update_batch
 
 NOISE_FACTOR = 4
 """How much too small the noise of the ``*-small-noise`` variants is (scale / NOISE_FACTOR)."""
@@ -216,6 +218,10 @@ class Target:
     def sample(self, keys: np.ndarray, runs: int, seed: int | None) -> list[dict]:
         raise NotImplementedError
 
+    def structure(self, pair: Pair) -> list[str]:
+        """White-box check of the proof's premise on ``pair`` (none by default)."""
+        return []
+
 
 class EpochedTarget(Target):
     """A single-release mechanism (DPSS, DP-MG, EEHH): one whole-stream epoch per run."""
@@ -261,7 +267,19 @@ class DPSSTarget(EpochedTarget):
 
     def pairs(self):
         mech = self.cls(self.settings())
-        return [self._boundary_pair(mech), self._isolated_pair(mech), _frozen_tie_pair()]
+        return [self._boundary_pair(mech), self._isolated_pair(mech), frozen_tie_pair()]
+
+    def structure(self, pair):
+        """Corollary 1 of seed 000 on the two final summaries (engine.audit_structure)."""
+        mech = self.cls(self.settings())
+        sides = []
+        for keys in (pair.x, pair.x_prime):
+            state = mech._new_state()
+            mech._feed(state, keys)
+            st = state.as_state() if isinstance(state, EntryTimeSpaceSaving) else state
+            tracked, counts, _ = snapshot(st)
+            sides.append({tuple(k): int(c) for k, c in zip(tracked.tolist(), counts)})
+        return corollary1_violations(sides[0], sides[1], mech.k_tilde, len(pair.x))
 
     @staticmethod
     def _boundary_pair(mech) -> Pair:
@@ -290,7 +308,7 @@ class DPSSTarget(EpochedTarget):
                     "dpss-eehh.md §2.4 S2: isolated labels have counters <= min C + 1")
 
 
-def _frozen_tie_pair() -> Pair:
+def frozen_tie_pair() -> Pair:
     """dpss-eehh.md §2.5 frozen regression (K = 5): X' = X without its first element."""
     x = [11, 10, 12, 8, 3, 2, 4, 8, 12, 11, 5, 9, 7]
     return Pair("frozen eviction ties (§2.5, K=5)", stream(x), stream(x[1:]),
@@ -390,7 +408,7 @@ class LazyHHTarget(Target):
     def pairs(self):
         n = self.horizon
         x = blocks({1: int(0.85 * n), **{10 + i: (n - int(0.85 * n)) // 16 for i in range(16)}}, seed=6)
-        x = (x + [1] * n)[:n]
+        x = (x + [1] * n)[:n]  # exactly the horizon: 85 % label 1, the rest 16 background labels
         x_new = list(x)
         x_new[self.boundary - 1] = 500  # a never-seen label arriving exactly at the output step
         sub = list(x)
@@ -443,10 +461,11 @@ class DPSWTarget(Target):
     def pairs(self):
         L, n = self.length, self.n
         x = [1 if i % 2 == 0 else 2 + (i % 7) for i in range(n)]
+        x[3 * L - 1] = 1  # the last packet of substream 3 is the probed label's
         sub = list(x)
         sub[2 * L + 8] = 50  # a packet of label 1 between the two queries inside substream 3
         edge = list(x)
-        edge[3 * L - 1] = 50  # the last packet of substream 3 (window edge at t = 3L)
+        edge[3 * L - 1] = 50  # ... substituted: the window edge, substream 3 freezes at t = 3L
         return [
             Pair("substitution inside the open substream", stream(x), stream(sub),
                  "dpsw-sketch.md §9 P1: consecutive reads of a growing sketch differ by exact counts"),
@@ -523,7 +542,6 @@ def run(name: str, runs: int, confidence: float = 0.95, seed: int | None = None,
         events: int = 3, progress=None) -> AuditResult:
     """Audit one target over all its pairs with ``runs`` runs per side. The error probability
     1 − confidence is split evenly over the pairs (and, inside ``audit_pair``, over the events)."""
-    import time
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence ({confidence!r}) must be in (0, 1)")
     if runs < 4:
@@ -540,6 +558,7 @@ def run(name: str, runs: int, confidence: float = 0.95, seed: int | None = None,
         rx = tgt.sample(pair.x, runs, sx)
         rxp = tgt.sample(pair.x_prime, runs, sxp)
         audits.append(audit_pair(rx, rxp, eps, delta, alpha, events, pair.name, pair.note))
+        audits[-1].structural = tgt.structure(pair)
         if progress:
             progress(audits[-1])
     return AuditResult(name, tgt.broken, eps, delta, confidence, runs, audits,

@@ -16,7 +16,7 @@ from capture.synth import zipf_keys
 from engine import registry
 from engine.settings import Settings
 
-EXTRA_BENCHES: tuple[str, ...] = ("capture.bench", "engine.bench_window")
+EXTRA_BENCHES: tuple[str, ...] = ("capture.bench", "engine.bench_single", "engine.bench_lazy", "engine.bench_window")
 SKIP_IN_CORE = {"punctual-cms", "punctual-cs"}
 """Algorithms too slow for 2^24 updates by design; their own bench measures them."""
 

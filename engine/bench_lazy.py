@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from capture.synth import zipf_keys
 from engine.exact import ExactCounter
 from engine.keys import KeyBatch
@@ -63,7 +61,7 @@ def lazyhh_row(length: int) -> dict:
     p = alg.params
     return {"sketch": "LazyHH k=128 k~=512", "width": p.width, "depth": p.depth, "arrivals": length,
             "arrivals_per_s": round(wall), "arrivals_per_cpu_s": round(cpu),
-            "us_per_arrival": round(1e6 / wall, 3), "sketch_MB": round(p.depth * p.width * (16 * p.height + 24) / 2**20, 1)}
+            "us_per_arrival": round(1e6 / wall, 3), "sketch_MB": round(LazySketch.memory_bytes(p.depth, p.width, p.height) / 2**20, 1)}
 
 
 def sweep(length: int = 1 << 24, k: int = 128, epsilons=SWEEP_EPSILONS, ratios=SWEEP_RATIOS,

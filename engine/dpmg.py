@@ -12,10 +12,11 @@ smallest-key replacement rule, so Mode A's threshold applies. Two release modes
   post-processing of both), with ε_n = 0.1ε.
 * **Pure** (§6–§7.2): Alg 3 (subtract γ = Σc/(K+1), keep c > γ), then noise on **every** universe
   element. Discrete form: the integer vector (K+1)c − Σc has ℓ1 sensitivity <= 2K+1, so it gets
-  discrete Laplace with α = exp(−ε/(2K+1)), and values are divided by K+1. The k largest of the
-  ~2^128 never-stored elements' noise are drawn by order statistics (exponential spacings, then
-  the exact inverse tail of the discrete law), each given a fresh uniformly random non-multicast
-  128-bit label. ε-DP; the output may contain never-seen addresses (inherent, §7.2).
+  discrete Laplace with α = exp(−ε/(2K+1)) (exact sampler), and values are divided by K+1. The k
+  largest of the ~2^128 other elements' noise are drawn by order statistics in floating point
+  (exponential spacings, then the inverse tail of the discrete law; these values carry no data),
+  each given a fresh uniformly random non-multicast 128-bit label. ε-DP; the output may contain
+  never-seen addresses (inherent, §7.2).
 
 Noise is drawn in key order and the output is ordered by noisy value then key (P7, T13).
 """

@@ -25,8 +25,8 @@ from engine.jit import inner, kernel
 from engine.settings import check_positive_int
 
 NOISE_OS = (
-    "GaussBM node noise: Gaussian, from xoshiro256** (engine.bulknoise) seeded from os.urandom; "
-    "one fresh draw per completed tree node"
+    "GaussBM node noise: Gaussian (ziggurat) from xoshiro256** (engine.bulknoise) seeded from os.urandom, "
+    "a fast non-cryptographic generator for bulk per-update noise; one fresh draw per completed tree node"
 )
 NOISE_SEEDED = "seeded generator (Settings.seed): reproducible, NOT private"
 

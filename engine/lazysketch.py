@@ -17,6 +17,7 @@ when the two sources share a bucket with opposite signs, so m = 4d (spec §5.5, 
 from __future__ import annotations
 
 import math
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -145,7 +146,7 @@ def _punctual_batch(st, signed, keys, sigma, rng):
 def hash_seeds(depth: int, seed: int | None) -> np.ndarray:
     """Secret row seeds from the OS, or (tests, NOT private) derived from ``seed``."""
     if seed is None:
-        return np.frombuffer(__import__("os").urandom(8 * depth), dtype=np.uint64).copy()
+        return np.frombuffer(os.urandom(8 * depth), dtype=np.uint64).copy()
     return np.random.SeedSequence((int(seed), 0x5EED)).generate_state(depth, dtype=np.uint64)
 
 
@@ -154,8 +155,6 @@ class PrivateSketch:
 
     ``kind`` is ``"cms"`` or ``"cs"``; ``noiseless=True`` is a test-only mode (σ = 0, NOT
     private) that exposes the bookkeeping."""
-
-    lazy: bool
 
     def __init__(self, horizon: int, epsilon: float, delta: float, width: int, depth: int,
                  kind: str = "cms", seed: int | None = None, noiseless: bool = False):
@@ -172,9 +171,9 @@ class PrivateSketch:
         self.m = (4 if self.signed else 2) * self.depth
         self.cell_updates = self.cell_horizon(self.horizon, self.width)
         self.height = tree_height(self.cell_updates)
-        size = self.depth * self.width * (16 * self.height + 16)
+        size = self.memory_bytes(self.depth, self.width, self.height)
         if size > MAX_SKETCH_BYTES:
-            raise ValueError(f"sketch memory d*w*(16H+16) = {size} bytes exceeds {MAX_SKETCH_BYTES} "
+            raise ValueError(f"sketch memory d*w*(16H+24) = {size} bytes exceeds {MAX_SKETCH_BYTES} "
                              f"(depth {self.depth}, width {self.width}, H {self.height})")
         self.sigma = gaussbm_sigma(self.height, self.epsilon, self.delta, self.m)
         self.noiseless, self.seed = bool(noiseless), seed
@@ -187,7 +186,13 @@ class PrivateSketch:
 
     @staticmethod
     def cell_horizon(horizon: int, width: int) -> int:
+        """Updates each GaussBM cell receives over a horizon of ``horizon`` arrivals."""
         raise NotImplementedError
+
+    @staticmethod
+    def memory_bytes(depth: int, width: int, height: int) -> int:
+        """ex (8H) + suffix sums (8(H+1)) + release (8) + P (8) bytes per cell."""
+        return depth * width * (16 * height + 24)
 
     @property
     def noise_sigma(self) -> float:
@@ -241,7 +246,6 @@ def _buckets(seeds, width, keys, out_b, out_g):
 class LazySketch(PrivateSketch):
     """LazyCMS / LazyCS (001 Alg 5): d pushes per arrival, cells GaussBM(⌈T/w⌉, ε, δ, m)."""
 
-    lazy = True
     _batch = staticmethod(_lazy_batch)
 
     @staticmethod
@@ -256,7 +260,6 @@ class LazySketch(PrivateSketch):
 class PunctualSketch(PrivateSketch):
     """PunctualCMS / PunctualCS (001 Alg 3): d·w pushes per arrival, cells GaussBM(T, ε, δ, m)."""
 
-    lazy = False
     _batch = staticmethod(_punctual_batch)
 
     @staticmethod

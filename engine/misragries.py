@@ -66,67 +66,89 @@ def make_state(capacity: int) -> MGState:
 
 
 @inner
-def _sort_zero_queue(st, length):
-    """Order ``zq[:length]`` by key (hi, lo) ascending (two stable passes)."""
-    sub = st.zq[:length].copy()
-    sub = sub[np.argsort(st.key_lo[sub], kind="mergesort")]
-    sub = sub[np.argsort(st.key_hi[sub], kind="mergesort")]
-    st.zq[:length] = sub
-
-
-@kernel
-def _decrement_all(st):
-    """Branch 2: every counter −1; rebuild the zero queue in key order."""
-    st.meta[ALPHA] += 1
-    length = 0
-    for j in range(len(st.cnt)):
-        st.cnt[j] -= 1
-        if st.cnt[j] == 0:
-            st.zq[length] = j
-            length += 1
-    _sort_zero_queue(st, length)
-    st.meta[ZQ_LEN] = length
-    st.meta[ZQ_POS] = 0
-    st.meta[NZERO] = length
+def _key_less(key_hi, key_lo, a, b):
+    return key_hi[a] < key_hi[b] or (key_hi[a] == key_hi[b] and key_lo[a] < key_lo[b])
 
 
 @inner
-def update_one(st, hi, lo):
-    """UPDATE(x) of dp-misra-gries.md §3.3."""
-    tab = st.tab
-    st.meta[N] += 1
-    p = probe(tab.hi, tab.lo, tab.hashing, hi, lo)
-    if found(tab.hi, tab.lo, p, hi, lo):
-        s = tab.val[p]
-        if st.cnt[s] == 0:
-            st.meta[NZERO] -= 1
-        st.cnt[s] += 1
+def _sift_down(zq, key_hi, key_lo, root, end):
+    while True:
+        child = 2 * root + 1
+        if child >= end:
+            return
+        if child + 1 < end and _key_less(key_hi, key_lo, zq[child], zq[child + 1]):
+            child += 1
+        if not _key_less(key_hi, key_lo, zq[root], zq[child]):
+            return
+        zq[root], zq[child] = zq[child], zq[root]
+        root = child
+
+
+@inner
+def _sort_by_key(zq, length, key_hi, key_lo):
+    """Heapsort of slot indices zq[:length] by key (hi, lo), in place (no allocation)."""
+    for start in range(length // 2 - 1, -1, -1):
+        _sift_down(zq, key_hi, key_lo, start, length)
+    for end in range(length - 1, 0, -1):
+        zq[0], zq[end] = zq[end], zq[0]
+        _sift_down(zq, key_hi, key_lo, 0, end)
+
+
+@inner
+def _decrement_all(key_hi, key_lo, cnt, zq, meta):
+    """Branch 2: every counter −1; rebuild the zero queue in key order. At most n/(K+1) times."""
+    meta[ALPHA] += 1
+    length = 0
+    for j in range(len(cnt)):
+        cnt[j] -= 1
+        if cnt[j] == 0:
+            zq[length] = j
+            length += 1
+    _sort_by_key(zq, length, key_hi, key_lo)
+    meta[ZQ_LEN] = length
+    meta[ZQ_POS] = 0
+    meta[NZERO] = length
+
+
+@inner
+def _update(key_hi, key_lo, cnt, zq, meta, tab_hi, tab_lo, tab_val, hashing, hi, lo):
+    """UPDATE(x) of dp-misra-gries.md §3.3 (arrays passed one by one: per-packet helpers that
+    take the state tuple run several times slower)."""
+    meta[N] += 1
+    p = probe(tab_hi, tab_lo, hashing, hi, lo)
+    if found(tab_hi, tab_lo, p, hi, lo):  # Branch 1
+        s = tab_val[p]
+        if cnt[s] == 0:
+            meta[NZERO] -= 1
+        cnt[s] += 1
         return
-    if st.meta[NZERO] == 0:
-        _decrement_all(st)
+    if meta[NZERO] == 0:  # Branch 2
+        _decrement_all(key_hi, key_lo, cnt, zq, meta)
         return
-    pos = st.meta[ZQ_POS]
-    y = st.zq[pos]
-    while st.cnt[y] != 0:  # skipped slots left the zero set through Branch 1
+    pos = meta[ZQ_POS]  # Branch 3: the smallest-key zero slot
+    y = zq[pos]
+    while cnt[y] != 0:  # skipped slots left the zero set through Branch 1
         pos += 1
-        y = st.zq[pos]
-    st.meta[ZQ_POS] = pos + 1
-    old = probe(tab.hi, tab.lo, tab.hashing, st.key_hi[y], st.key_lo[y])
-    delete_at(tab.hi, tab.lo, tab.val, tab.hashing, old)
-    p = probe(tab.hi, tab.lo, tab.hashing, hi, lo)
-    tab.hi[p] = hi
-    tab.lo[p] = lo
-    tab.val[p] = y
-    st.key_hi[y] = hi
-    st.key_lo[y] = lo
-    st.cnt[y] = 1
-    st.meta[NZERO] -= 1
+        y = zq[pos]
+    meta[ZQ_POS] = pos + 1
+    old = probe(tab_hi, tab_lo, hashing, key_hi[y], key_lo[y])
+    delete_at(tab_hi, tab_lo, tab_val, hashing, old)
+    p = probe(tab_hi, tab_lo, hashing, hi, lo)
+    tab_hi[p] = hi
+    tab_lo[p] = lo
+    tab_val[p] = y
+    key_hi[y] = hi
+    key_lo[y] = lo
+    cnt[y] = 1
+    meta[NZERO] -= 1
 
 
 @kernel
 def update_batch(st, keys):
+    key_hi, key_lo, cnt, zq, meta = st.key_hi, st.key_lo, st.cnt, st.zq, st.meta
+    tab_hi, tab_lo, tab_val, hashing = st.tab
     for i in range(len(keys)):
-        update_one(st, keys[i, 0], keys[i, 1])
+        _update(key_hi, key_lo, cnt, zq, meta, tab_hi, tab_lo, tab_val, hashing, keys[i, 0], keys[i, 1])
 
 
 def is_dummy(keys: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ class Settings:
     """Heavy-hitter target: report items above n/k (at most k of them)."""
     k_tilde: int | None = None
     """Tracked counters / candidates k~ (default per algorithm, e.g. 2k for DPSS)."""
-    epsilon: float = 1.0
+    epsilon: float = 0.5
     delta: float = 1e-6
     seed: int | None = None
     """Seed for reproducible runs: switches noise to a seeded generator (NOT private)."""

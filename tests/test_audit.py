@@ -113,7 +113,7 @@ def test_audit_of_the_known_answer_mechanism():
 def test_entry_time_spacesaving_breaks_corollary_1_on_the_frozen_pair():
     """The broken tie rule really is broken: dpss-eehh.md §2.5 ends with 3 isolated labels per
     side (the paper rule's bound is 2)."""
-    pair = ac._frozen_tie_pair()
+    pair = ac.frozen_tie_pair()
     a, b = ac.EntryTimeSpaceSaving(5), ac.EntryTimeSpaceSaving(5)
     a.update(pair.x)
     b.update(pair.x_prime)
@@ -147,9 +147,10 @@ def _check(name: str, runs: int, seed: int):
     if name == "dpss-wrong-tie":
         # The entry-time rule leaves a third isolated label at the minimum counter; DPSS's strict δ
         # accounting (dpss-eehh.md §4.4) bounds each isolated label's release by δ_A/(2(1+e^ε_A)),
-        # so three of them stay below δ: the leak is real in the summary (test above) but not
-        # visible at the output level. If this ever reports a violation, read it as a finding.
-        assert not result.violation and result.epsilon_lower_bound <= result.epsilon, result.summary()
+        # so three of them stay below δ: the leak is not visible at the output level, and the
+        # audit flags it white-box, on the summaries of the frozen §2.5 pair (I1).
+        assert result.violation and not result.statistical_violation, result.summary()
+        assert any("I1: 3 / 3 isolated labels" in v for v in result.structural), result.summary()
     elif result.broken:
         assert result.violation, result.summary()
         assert result.epsilon_lower_bound > result.epsilon, result.summary()
@@ -183,3 +184,14 @@ def test_cli_audit_list_and_json(tmp_path, capsys):
     assert data["runs_per_side"] == 2000 and data["confidence"] == 0.95
     assert data["pairs"][0]["findings"][0]["runs"] == 1000
     assert main(["audit", "--mechanism", "nope", "--runs", "10"]) == 2
+
+
+def test_boundary_pair_puts_a_value_in_the_exact_n_gap():
+    """dpss-eehh.md §4.5: the boundary label's count c lies in (τ(n−1), τ(n)] of the exact-n rule,
+    so the value c is releasable on X' only; the real DPSS's threshold never sees n."""
+    mech = ac.ExactLengthDPSS(ac.DPSSTarget().settings())
+    pair = ac.DPSSTarget._boundary_pair(mech)
+    n = len(pair.x)
+    assert len(pair.x_prime) == n - 1
+    c = int(np.sum(pair.x[:, 1] == ac.stream([1])[0, 1]))
+    assert mech.threshold(n - 1) < c <= mech.threshold(n)

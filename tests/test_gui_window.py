@@ -69,7 +69,7 @@ def test_replay_fills_every_panel_or_says_why(qtbot, make_window):
             lane = lanes(window)[name]
             rel = lane.algorithm.latest
             rows = panel.model.rows()
-            if rel is None or [r.address for r in rows] != [it.address for it in rel.items]:
+            if rel is None or [(r.address, r.estimate) for r in rows] != [(it.address, it.estimate) for it in rel.items]:
                 return False
             if rows and any(r.true is None for r in rows):
                 return False
@@ -86,7 +86,7 @@ def test_replay_fills_every_panel_or_says_why(qtbot, make_window):
         # a panel shows exactly the release's items, never another label
         assert {r.address for r in panel.model.rows()} == {it.address for it in rel.items}
         if rel.guarantee is not None:
-            assert f"ε={rel.guarantee.epsilon:g}" in panel.guarantee.text()
+            assert f"ε = {rel.guarantee.epsilon:g}" in panel.guarantee.text()
             assert ("τ = " in panel.status.text()) or panel.reason.text()
     # the budget lists every private algorithm and the sequential total
     budget = window.budget.model.rows()
@@ -129,7 +129,7 @@ def test_parameters_validate_as_you_type_and_apply_restarts(qtbot, make_window, 
     assert after["dpss"] is not before["dpss"] and after["dpss"].generation > before["dpss"].generation
     assert after["spacesaving"] is before["spacesaving"]  # non-private: epsilon does not concern it
     qtbot.waitUntil(lambda: not any(w.thread.is_alive() for w in before["dpss"].runner.workers), timeout=2000)
-    qtbot.waitUntil(lambda: "ε=0.25" in window.panels["dpss"].guarantee.text(), timeout=10_000)
+    qtbot.waitUntil(lambda: "ε = 0.25" in window.panels["dpss"].guarantee.text(), timeout=10_000)
     qtbot.waitUntil(lambda: lanes(window)["dpss"].algorithm.packets > 0, timeout=WARM)
     # the applied settings are remembered
     window.close()
@@ -211,3 +211,40 @@ def test_redraw_rate_and_close_latency_with_every_algorithm(qtbot, make_window, 
     assert not [t.name for t in threads if t.is_alive()]
     assert latency < 1.0
     assert not [t.name for t in threading.enumerate() if t.name.startswith("dptop")]
+
+
+def test_tuning_sweep_runs_in_the_background_and_applies(qtbot, make_window):
+    window = make_window(names=("dpss", "exact"))
+    replay(qtbot, window)
+    tuning = window.tuning
+    tuning.algorithm.setCurrentText("dpss")
+    tuning.parameter.setCurrentIndex(0)  # epsilon
+    tuning.values.setText("0.3, 1.5")
+    tuning.reps.setValue(1)
+    assert tuning.start()
+    assert tuning.sweep.thread.is_alive() or tuning.sweep.done  # the work is on its own thread
+    qtbot.waitUntil(lambda: tuning.apply.isEnabled(), timeout=60_000)
+    assert [tuning.choice.itemData(i) for i in range(tuning.choice.count())] == [0.3, 1.5]
+    assert tuning.progress.value() == 1000
+    tuning.choice.setCurrentIndex(1)
+    before = window.session.lanes["dpss"]
+    tuning.apply_choice()
+    assert window.params.current.settings.epsilon == 1.5
+    assert window.session.lanes["dpss"] is not before  # applied to the live run: dpss restarted
+    tuning.values.setText("0.3, x")
+    assert not tuning.start() and "numbers" in tuning.message.text()
+
+
+def test_dropping_a_capture_file_replays_it(qtbot, make_window):
+    from PySide6.QtCore import QMimeData, QPointF, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    window = make_window(names=("exact",))
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(DEMO))])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
+                       Qt.KeyboardModifier.NoModifier)
+    window.dropEvent(event)
+    assert window.source_panel.path.text() == str(DEMO)
+    qtbot.waitUntil(lambda: window.session.state == "finished", timeout=WARM)
+    qtbot.waitUntil(lambda: window.panels["exact"].model.rowCount() == 8, timeout=10_000)

@@ -242,3 +242,61 @@ def test_utility_zipf_2_24():
     precision = len(truth & got) / max(1, len(got))
     assert recall >= 0.9, f"recall {recall:.3f} < 0.9 (threshold t/k = {n / 128:.0f}, τ = {rel.threshold:.0f})"
     assert precision == 1.0, f"precision {precision:.3f} < 1 (threshold t/k = {n / 128:.0f})"
+
+
+def _coupled_run(p, keys, seed, noiseless, gamma_b):
+    """Outputs, candidate sets and event B (with γ = gamma_b, against exact counts) at every output time."""
+    inst = LazyHHInstance(p, seed=seed, noiseless=noiseless)
+    exact = ExactCounter()
+    steps = []
+    for t0 in range(0, len(keys), p.k_tilde):
+        chunk = keys[t0:t0 + p.k_tilde]
+        exact.add(chunk)
+        # candidates before pruning = what OUTPUT queried: C_t
+        inst.update(chunk[:-1])
+        before = {tuple(c) for c in inst._candidates().tolist()} | {tuple(chunk[-1])}
+        inst.update(chunk[-1:])
+        t = inst.t
+        lam1, lam2 = gamma_b + p.width, math.e * t / p.width + gamma_b
+        cands = inst._candidates()
+        vals = inst.state.cand_val[:len(cands)]
+        f = np.array([exact.count_of(h, l) for h, l in cands.tolist()])
+        b_holds = bool(np.all(vals >= f - lam1) and np.all(vals <= f + lam2))
+        released = {tuple(k) for k in inst.output()[0].tolist()}
+        steps.append((before, released, b_holds))
+    return steps
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("control", [False, True])
+def test_suppression_with_coupled_neighbours(control):
+    """L10: X and X' differ at one position (x_l replaced by a fresh label); both runs share hash seeds and
+    noise. Wherever B and B' hold, no label of C_t Δ C'_t is released on either side (Lem 10–11; must never
+    fail). Negative control (noiseless, B checked with γ = 0): with τ ≈ 1 (test hook: k = 1e12 and
+    γ = -1e12 in the threshold), the same harness must see such releases."""
+    base = small_params(k=4, k_tilde=16, horizon=2**12)
+    p = dataclasses.replace(base, k=1e12, gamma=-1e12) if control else base
+    gamma_b = 0.0 if control else base.gamma
+    rng = np.random.default_rng(SEED)
+    seen = bad_events = runs = 0
+    for r in range(60 if control else 200):
+        keys = zipf_keys(1.2, 400, 2**12, SEED + r)
+        other = keys.copy()
+        pos = int(rng.integers(2**11, 2**12 - 16))
+        other[pos] = np.array([0, 0xFFFF_C000_0201 + r], dtype=np.uint64)  # fresh label (::ffff:192.0.2.x)
+        a = _coupled_run(p, keys, SEED + r, control, gamma_b)
+        b = _coupled_run(p, other, SEED + r, control, gamma_b)
+        runs += 1
+        bad_events += not all(s[2] for s in a + b)
+        for (ca, ra, ba), (cb, rb, bb) in zip(a, b):
+            if ba and bb:
+                leaked = (ca ^ cb) & (ra | rb)
+                seen += bool(leaked)
+                if not control:
+                    assert not leaked, f"run {r}: released set-difference labels {leaked}"
+    if control:
+        assert seen > 0, "negative control: the harness never saw a released C Δ C' label"
+    else:
+        beta = base.beta
+        from scipy import stats
+        assert stats.binomtest(bad_events, runs, 2 * beta, alternative="greater").pvalue > 1e-3

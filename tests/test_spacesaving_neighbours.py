@@ -11,6 +11,7 @@ import random
 import numpy as np
 import pytest
 
+from engine.audit_structure import corollary1_violations
 from engine.spacesaving import make_state, snapshot, update_batch
 from tests import naive
 
@@ -43,26 +44,6 @@ class RefSS:
             self.entry[x] = self.t
         self.last[x] = self.t  # the paper rule refreshes this on every arrival (§2.2)
         self.t += 1
-
-
-def corollary1_violations(C: dict, Cp: dict, K: int, t: int) -> list[str]:
-    """(I1)–(I5) of dpss-eehh.md §2.6 for C = SS(X[:t]) and Cp = SS(X'[:t−1])."""
-    bad = []
-    mn = min(C.values()) if len(C) == K else 0
-    mnp = min(Cp.values()) if len(Cp) == K else 0
-    only, only_p = set(C) - set(Cp), set(Cp) - set(C)
-    if len(only) > 2 or len(only_p) > 2:
-        bad.append(f"I1: {len(only)} / {len(only_p)} isolated labels")
-    if any(C[a] > mn + 1 for a in only):
-        bad.append("I2: isolated label of X above min C + 1")
-    if any(Cp[a] > mnp for a in only_p):
-        bad.append("I3: isolated label of X' above min C'")
-    diffs = [C[a] - Cp[a] for a in set(C) & set(Cp)]
-    if any(d not in (0, 1) for d in diffs) or sum(diffs) > 1:
-        bad.append(f"I4: shared differences {sorted(set(diffs))}, {sum(diffs)} of them 1")
-    if sum(C.values()) != t or sum(Cp.values()) != t - 1:
-        bad.append("I5: counter sums")
-    return bad
 
 
 def check_pair(stream, i, K, rule="paper") -> list[str]:

@@ -13,10 +13,9 @@ from collections import deque
 from dataclasses import asdict
 from pathlib import Path
 
-import pyqtgraph as pg
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayout, QLabel, QMainWindow, QMessageBox,
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayout, QLabel, QMainWindow,
                                QScrollArea, QToolBar, QWidget)
 
 from app.gui.budget import BudgetPanel
@@ -67,6 +66,7 @@ class MainWindow(QMainWindow):
     def __init__(self, config: RunConfig | None = None, settings: QSettings | None = None,
                  record_packets: int = 1 << 20):
         super().__init__()
+        self._switch_interval = sys.getswitchinterval()  # restored by shutdown()
         sys.setswitchinterval(SWITCH_INTERVAL)
         self.setWindowTitle("dptop — private top talkers")
         self.setAcceptDrops(True)
@@ -105,8 +105,8 @@ class MainWindow(QMainWindow):
         self.docks = {}
         for key, title, widget, area in (
                 ("params", "Parameters", self.params, Qt.DockWidgetArea.LeftDockWidgetArea),
-                ("budget", "Privacy budget", self.budget, Qt.DockWidgetArea.LeftDockWidgetArea),
                 ("throughput", "Throughput", self.throughput, Qt.DockWidgetArea.BottomDockWidgetArea),
+                ("budget", "Privacy budget", self.budget, Qt.DockWidgetArea.BottomDockWidgetArea),
                 ("utility", "Utility over time", self.utility, Qt.DockWidgetArea.BottomDockWidgetArea),
                 ("tuning", "Tuning (what-if sweeps)", self.tuning, Qt.DockWidgetArea.BottomDockWidgetArea)):
             dock = QDockWidget(title, self)
@@ -114,9 +114,12 @@ class MainWindow(QMainWindow):
             dock.setWidget(widget)
             self.addDockWidget(area, dock)
             self.docks[key] = dock
-        self.tabifyDockWidget(self.docks["throughput"], self.docks["utility"])
+        self.tabifyDockWidget(self.docks["throughput"], self.docks["budget"])
+        self.tabifyDockWidget(self.docks["budget"], self.docks["utility"])
         self.tabifyDockWidget(self.docks["utility"], self.docks["tuning"])
         self.docks["throughput"].raise_()
+        self.resizeDocks([self.docks["params"]], [290], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["throughput"]], [260], Qt.Orientation.Vertical)
 
         self.fps = QLabel()
         self.freeze_label = QLabel()
@@ -265,7 +268,8 @@ class MainWindow(QMainWindow):
                     if now - panel.texted_at >= TEXT_PERIOD or panel.generation != lane.generation:
                         panel.texted_at = now
                         panel.update_text(lane, truth)
-                    if now - panel.redrawn_at >= PANEL_PERIOD and panel.needs_redraw(lane, truth):
+                    if panel.needs_redraw(lane, truth) and (now - panel.redrawn_at >= PANEL_PERIOD
+                                                            or panel.only_truth_arrived(lane, truth)):
                         stale.append((panel.redrawn_at, panel, lane, truth))
             # tables and charts: a bounded number per tick, the longest-waiting first
             for _, panel, lane, truth in sorted(stale, key=lambda x: x[0])[:REDRAWS_PER_TICK]:
@@ -369,12 +373,34 @@ class MainWindow(QMainWindow):
             alive += session.close(max(0.0, deadline - time.monotonic()))
         alive += self.tuning.join(max(0.0, deadline - time.monotonic()))
         self.old_sessions = []
+        sys.setswitchinterval(self._switch_interval)
         return alive
 
     def closeEvent(self, event):
         self._save()
         self.shutdown()
         super().closeEvent(event)
+
+
+def screenshot(out: str, path: str = str(DEMO_CAPTURE), seconds: float = 8.0, size=(1500, 950)) -> int:
+    """Open the window on ``path`` (demo settings, fresh preferences), replay for ``seconds`` and
+    save ``QWidget.grab()`` of the window to ``out`` (the README screenshot and its test)."""
+    import tempfile
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    with tempfile.TemporaryDirectory() as tmp:
+        window = MainWindow(config=default_config(), settings=QSettings(str(Path(tmp) / "dptop.ini"),
+                                                                         QSettings.Format.IniFormat))
+        window.resize(*size)
+        window.show()
+        window.open_file(path, speed=2.0, loop=True)
+
+        def grab():
+            window.grab().save(out, "PNG")
+            window.close()
+
+        QTimer.singleShot(int(seconds * 1000), grab)
+        return app.exec()
 
 
 def run_gui(path: str | None = None) -> int:
@@ -384,6 +410,9 @@ def run_gui(path: str | None = None) -> int:
     app.setOrganizationName("dptop")
     demo = path is not None and Path(path).resolve() == DEMO_CAPTURE
     window = MainWindow(config=default_config() if demo else None)
+    import signal
+
+    signal.signal(signal.SIGINT, lambda *_: window.close())  # Ctrl+C in the terminal closes cleanly
     window.show()
     if path:
         if demo:
@@ -391,3 +420,16 @@ def run_gui(path: str | None = None) -> int:
         else:
             window.open_file(path, speed=None, loop=window.source_panel.loop.isChecked())
     return app.exec()
+
+
+if __name__ == "__main__":  # python -m app.gui.main --screenshot OUT [--seconds S] [PATH]
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m app.gui.main")
+    parser.add_argument("path", nargs="?", default=None)
+    parser.add_argument("--screenshot", default=None, metavar="PNG")
+    parser.add_argument("--seconds", type=float, default=8.0)
+    args = parser.parse_args()
+    if args.screenshot:
+        sys.exit(screenshot(args.screenshot, args.path or str(DEMO_CAPTURE), args.seconds))
+    sys.exit(run_gui(args.path))

@@ -98,7 +98,7 @@ class ReleaseTableModel(QAbstractTableModel):
             return None
         if role == Qt.ItemDataRole.DisplayRole:
             if section == 2:
-                return "Private estimate" if self.private else "Estimate"
+                return "DP estimate" if self.private else "Estimate"
             return self.HEADERS[section]
         if role == Qt.ItemDataRole.ToolTipRole:
             return self.TOOLTIPS[section]

@@ -30,6 +30,18 @@ def _fmt_rate(x: float) -> str:
     return f"{x / 1e6:.2f} M/s" if x >= 1e5 else f"{x / 1e3:.1f} k/s"
 
 
+def guarantee_text(g) -> str:
+    """Three short lines: the numbers, the relation and unit, the scope (details in the tooltip)."""
+    numbers = [f"ε = {g.epsilon:g}"]
+    if g.delta is not None:
+        numbers.append(f"δ = {g.delta:.3g}")
+    if g.rho is not None:
+        numbers.append(f"ρ = {g.rho:.3g}")
+    seeded = " · <b>seeded: NOT private</b>" if "NOT private" in g.noise else ""
+    return (f"<b>{', '.join(numbers)}</b> · {g.measure} · {g.model}{seeded}<br>"
+            f"protects: {g.neighbouring} (unit: {g.unit})<br>{g.scope}")
+
+
 def threshold_of(view) -> float | None:
     """The current suppression threshold: the latest release's, else the live status's."""
     a = view.algorithm
@@ -96,10 +108,14 @@ def status_text(view, truth) -> str:
     parts.append(_fmt_rate(a.updates_per_second))
     if a.drops:
         parts.append(f"{a.drops:,} dropped")
-    if truth is not None and a.private and truth.release is rel and not truth.note:
+    line = "  ·  ".join(parts)
+    if truth is not None and a.private:
+        if truth.note:
+            return f"{line}\nexact answer: {truth.note}"
         u = truth.utility
-        parts.append(f"recall {u.recall:.2f} · precision {u.precision:.2f} · ARE {u.are:.1%}")
-    return "  ·  ".join(parts)
+        return (f"{line}\nvs exact over the same {truth.packets:,} packets: recall {u.recall:.2f} · "
+                f"precision {u.precision:.2f} · ARE {u.are:.1%}")
+    return line
 
 
 class BarChart(pg.PlotWidget):
@@ -122,11 +138,12 @@ class BarChart(pg.PlotWidget):
                                    label="τ", labelOpts={"position": 0.05, "color": (220, 60, 60)})
         self.addItem(self.tau)
         self.tau.hide()
-        self.getAxis("left").setStyle(tickTextWidth=110, autoExpandTextSpace=False)
-        self.getAxis("left").setWidth(118)
+        self.getAxis("left").setStyle(tickTextWidth=26, autoExpandTextSpace=False)
+        self.getAxis("left").setWidth(30)
         self.hideAxis("bottom")  # the numbers are in the table; axis text is the costliest thing to paint
         self._ticks, self._tau, self._view = None, None, None
-        self.setToolTip("Blue: estimate as released. Grey: true count over the same span. Red dashed: threshold τ.")
+        self.setToolTip("Rows #1.. as in the table. Blue: estimate as released. Grey: true count over the same "
+                        "span. Red dashed: threshold τ.")
 
     def show_rows(self, rows, threshold: float | None) -> None:
         rows = rows[:CHART_ROWS]
@@ -136,7 +153,7 @@ class BarChart(pg.PlotWidget):
         true = np.array([r.true if r.true is not None else 0 for r in rows], dtype=float)
         self.estimates.setOpts(x0=np.zeros(n), y=ranks - 0.2, height=0.38, width=est)
         self.truth.setOpts(x0=np.zeros(n), y=ranks + 0.2, height=0.38, width=true)
-        ticks = [(i + 1.0, r.address[:18]) for i, r in enumerate(rows)]
+        ticks = [(i + 1.0, f"#{i + 1}") for i in range(n)]
         if ticks != self._ticks:  # setTicks is costly: only when the labels change
             self._ticks = ticks
             self.getAxis("left").setTicks([ticks])
@@ -165,13 +182,14 @@ class AlgorithmPanel(QFrame):
         self.setObjectName(f"panel-{name}")
         self.title = QLabel(f"<b>{name}</b>")
         self.guarantee = QLabel()
-        self.guarantee.setWordWrap(True)
+        self.guarantee.setWordWrap(False)  # three fixed lines, clipped; the tooltip has it all
         self.status = QLabel()
         self.status.setToolTip(TIPS["threshold"])
         self.reason = QLabel()
         self.reason.setWordWrap(True)
         self.reason.setFixedHeight(2 * self.reason.fontMetrics().lineSpacing() + 2)
-        self.guarantee.setFixedHeight(2 * self.guarantee.fontMetrics().lineSpacing() + 2)
+        self.guarantee.setFixedHeight(3 * self.guarantee.fontMetrics().lineSpacing() + 2)
+        self.status.setFixedHeight(2 * self.status.fontMetrics().lineSpacing() + 2)
         self.reason.setStyleSheet("color: #d07a00;")
         self.model = ReleaseTableModel(private)
         self.proxy = sorting_proxy(self.model, self)
@@ -183,14 +201,17 @@ class AlgorithmPanel(QFrame):
         self.table.verticalHeader().hide()
         header = self.table.horizontalHeader()  # fixed widths: ResizeToContents re-measures every cell per update
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        for col, width in ((0, 30), (2, 90), (3, 80), (4, 64)):
+        header.setStretchLastSection(True)
+        for col, width in ((0, 28), (1, 118), (2, 64), (3, 64), (4, 50)):
             header.resizeSection(col, width)
+        self.table.setMinimumWidth(300)
         self.chart = BarChart()
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
         split.addWidget(self.chart)
-        split.setSizes([300, 300])
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setSizes([340, 220])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
         layout.setSpacing(2)
@@ -205,6 +226,7 @@ class AlgorithmPanel(QFrame):
         self.redrawn_at = 0.0
         self.texted_at = 0.0
         self.generation = None
+        self._g = None  # the guarantee shown in the header
 
     def set_frozen(self, frozen: bool) -> None:
         self.model.set_frozen(frozen)
@@ -218,13 +240,23 @@ class AlgorithmPanel(QFrame):
         _set_text(self.reason, reason_text(view))  # always laid out: showing/hiding would re-layout every chart
 
     def data_key(self, view, truth):
+        """(release to draw, its true counts or None, generation). Live re-releases arrive faster
+        than their exact counts; the newest release whose counts are known is drawn then, so the
+        table never stays at "…" (every release shown was published)."""
         a = view.algorithm
         release = None if a is None else a.latest
+        if truth is not None and not truth.note and release is not None and truth.release is not release:
+            release = truth.release
         counts = truth.counts if truth is not None and truth.release is release else None
         return release, counts, view.generation
 
     def needs_redraw(self, view, truth) -> bool:
         return not self.model.frozen and self.data_key(view, truth) != self._shown
+
+    def only_truth_arrived(self, view, truth) -> bool:
+        """Same release as drawn, its true counts just arrived (worth drawing at once)."""
+        key = self.data_key(view, truth)
+        return self._shown is not None and key[0] is self._shown[0] and key[2] == self._shown[2]
 
     def redraw(self, view, truth) -> None:
         """The costly part (table rows, bars): the window spreads these over its ticks."""
@@ -235,7 +267,8 @@ class AlgorithmPanel(QFrame):
         self.redrawn_at = time.monotonic()
         rows = rows_of(key[0], key[1])
         self.model.set_rows(rows)
-        self.chart.show_rows(rows, threshold_of(view))
+        threshold = key[0].threshold if key[0] is not None and key[0].threshold is not None else threshold_of(view)
+        self.chart.show_rows(rows, threshold)
 
     def update_view(self, view, truth) -> None:
         """Everything at once (tests and the first draw)."""
@@ -249,15 +282,13 @@ class AlgorithmPanel(QFrame):
             return
         self.generation = view.generation
         self._g = None if a is None else a.guarantee
-        kind = "private" if self.private else "non-private baseline"
-        family = "" if a is None else f" — {a.family}"
+        kind = "private" if self.private else "non-private"
+        family = "" if a is None else f" · {a.family}"
         self.title.setText(f"<b>{self.name}</b> <span style='color:gray'>({kind}{family})</span>")
         g = self._g
         if g is None:
             self.guarantee.setText("No privacy guarantee: exact or approximate counts, shown for comparison only.")
             self.guarantee.setToolTip("")
         else:
-            self.guarantee.setText(f"{g.describe()}; unit: {g.unit}; noise: {g.noise}")
-            self.guarantee.setToolTip("\n".join(g.notes) or g.describe())
-
-    _g = None
+            self.guarantee.setText(guarantee_text(g))
+            self.guarantee.setToolTip("\n".join((g.describe(), f"noise: {g.noise}", *g.notes)))

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QListWidget,
                                QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
-from PySide6.QtCore import Qt
 
 from app.cli import _param
 from app.gui.help import TIPS

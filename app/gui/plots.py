@@ -79,8 +79,8 @@ class ThroughputPlot(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.widget = pg.PlotWidget()
+        self.widget.addLegend(offset=(-10, 6), colCount=2)
         self.widget.setLogMode(x=False, y=True)
-        self.widget.addLegend(offset=(6, 6))
         self.widget.setLabel("left", "updates / s")
         self.widget.getAxis("left").setWidth(70)  # fixed: changing tick text must not re-layout the plot
         self.widget.setLabel("bottom", "time", units="s")

@@ -2,7 +2,7 @@
 start, pause, stop; replay speed and loop; progress, packets/s and drops always visible."""
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
                                QProgressBar, QPushButton, QSpinBox, QStackedWidget, QWidget)
 

@@ -42,9 +42,11 @@ class TuningPanel(QWidget):
         self.stop = QPushButton("Cancel")
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
-        self.message = QLabel()
+        self.message = QLabel("Sweeps compare fresh runs on the recorded packets with their exact counts; "
+                              "their results are for tuning and are not private.")
         self.message.setWordWrap(True)
         self.choice = QComboBox()
+        self.choice.setMinimumContentsLength(40)
         self.apply = QPushButton("Apply to live run")
         self.apply.setEnabled(False)
 
@@ -52,6 +54,7 @@ class TuningPanel(QWidget):
         self.plot.addLegend(offset=(6, 6))
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.setLabel("left", "recall / precision / ARE")
+        self.plot.getAxis("bottom").enableAutoSIPrefix(False)  # ε values as typed, not "(x0.001)"
         self.curves = {m: self.plot.plot(name=m, pen=pg.mkPen(c, width=2), symbol="o", symbolBrush=c)
                        for m, c in (("recall", (44, 160, 44)), ("precision", (31, 119, 180)), ("ARE", (214, 39, 40)))}
 

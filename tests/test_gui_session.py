@@ -1,0 +1,72 @@
+"""The GUI's headless session (app/gui/session.py): synthetic and live sources, restarts, shutdown."""
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import socket
+import time
+
+import pytest
+
+from app.gui.session import RunConfig, Session, SourceSpec
+from engine.settings import Settings
+
+
+def wait(predicate, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_synthetic_stream_reaches_every_lane_and_apply_restarts_only_what_changed():
+    session = Session(RunConfig(("exact", "spacesaving", "dpss"), Settings(k=8, epsilon=0.5)))
+    try:
+        session.open(SourceSpec("synth", skew=1.2, domain=1000, length=20_000, seed=3, speed=None))
+        assert wait(lambda: session.state == "finished"), session.error
+        lanes = {l.name: l for l in session.snapshot().lanes}
+        assert all(l.algorithm.packets == 20_000 for l in lanes.values())
+        assert lanes["dpss"].algorithm.latest.guarantee.epsilon == 0.5
+        old = dict(session.lanes)
+        restarted = session.apply(RunConfig(("exact", "spacesaving", "dpss"), Settings(k=8, epsilon=0.25)))
+        assert restarted == ["dpss"]
+        assert session.lanes["exact"] is old["exact"] and session.lanes["dpss"] is not old["dpss"]
+        restarted = session.apply(RunConfig(("exact",), Settings(k=4, epsilon=0.25)))
+        assert restarted == ["exact"] and list(session.lanes) == ["exact"]
+    finally:
+        assert session.close(1.0) == []
+
+
+def test_a_bad_capture_file_is_reported_not_raised(tmp_path):
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(b"not a capture")
+    session = Session(RunConfig(("exact",)))
+    session.open(SourceSpec("file", str(bad)))
+    assert wait(lambda: session.state == "failed", 30)
+    assert "bad.pcap" in session.snapshot().error
+    assert session.close(1.0) == []
+
+
+@pytest.mark.live
+@pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root")
+def test_live_capture_on_loopback_feeds_the_lanes():
+    session = Session(RunConfig(("exact",), Settings(k=4)))
+    session.open(SourceSpec("live", iface="lo", bpf="udp and port 47999"))
+    assert wait(lambda: session.state == "running" and session.source is not None, 60), session.error
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        def sent_and_seen():
+            for _ in range(20):
+                sock.sendto(b"x", ("127.0.0.1", 47999))
+            lane = session.snapshot().lanes[0]
+            return lane.algorithm is not None and lane.algorithm.packets >= 100
+        assert wait(sent_and_seen, 60)
+        top = session.snapshot().lanes[0].algorithm.latest
+        assert top is not None and top.items[0].address == "127.0.0.1"
+    finally:
+        sock.close()
+        t0 = time.monotonic()
+        assert session.close(1.0) == []
+        assert time.monotonic() - t0 < 1.0
