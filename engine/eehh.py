@@ -73,6 +73,33 @@ def _mshash(seed, hi, lo):
 
 
 @inner
+def _select(a, k):
+    """The k-th smallest of ``a`` (reorders ``a``): in-place quickselect, middle pivot."""
+    lo = 0
+    hi = len(a) - 1
+    while lo < hi:
+        pivot = a[(lo + hi) // 2]
+        i = lo
+        j = hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return a[k]
+    return a[k]
+
+
+@inner
 def _add_and_estimate(cells, hseed, sseed, shift, scratch, hi, lo, signed, delta):
     """Add ``delta`` occurrences of (hi, lo) (0 = pure query) and return its estimate:
     min over rows (CountMin) or median of the signed cells (CountSketch, odd d)."""
@@ -90,8 +117,7 @@ def _add_and_estimate(cells, hseed, sseed, shift, scratch, hi, lo, signed, delta
         elif r == 0 or v < est:
             est = v
     if signed:
-        scratch.sort()
-        est = scratch[d // 2]
+        est = _select(scratch, d // 2)
     return est
 
 

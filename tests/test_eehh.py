@@ -171,3 +171,16 @@ def test_cell_noise_scale():
     sd = math.sqrt(2 * a) / (1 - a)
     assert abs(cells.mean()) < 5 * sd / math.sqrt(cells.size)
     assert cells.std() == pytest.approx(sd, rel=0.1)
+
+
+def test_select_is_the_median():
+    """The in-place quickselect behind the CountSketch median, against np.sort (ties included)."""
+    from engine.eehh import _select
+    from engine.jit import kernel
+
+    select = kernel(lambda a, k: _select(a, k))
+    rng = np.random.default_rng(0)
+    for _ in range(3000):
+        n = int(rng.integers(0, 30)) * 2 + 1
+        a = rng.integers(-3, 3, n) if rng.random() < 0.5 else rng.integers(-10**6, 10**6, n)
+        assert select(a.copy(), n // 2) == np.sort(a)[n // 2]
