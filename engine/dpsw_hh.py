@@ -27,6 +27,7 @@ rule is ``plan=004 estimator=min debias=false scale=false``.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import ipaddress
 import math
@@ -259,12 +260,16 @@ class DPSWHeavyHitters(Algorithm):
         return self.sketch.estimate(keys, channel, plan, self.estimator, self.debias) * self._factor(plan)
 
     def release(self) -> Release:
+        """The heavy hitters of the current window. The items are cached while the query plan
+        holds (same frozen sketches, same answers); the span and status follow the current time."""
         plans = self._plans()
         key = tuple((g, p.t if p.t <= 0 else p.entries) for g, p in plans.items())
         if key != self._cache_key:
             self._cache = self._query(plans)
             self._cache_key = key
-        return self._cache
+        t = self.sketch.t
+        return dataclasses.replace(self._cache, span=Span(max(0, t - self.window), t, kind="window"),
+                                   status=self._status(next(iter(plans.values())), self.threshold))
 
     def _query(self, plans) -> Release:
         thr = self.threshold

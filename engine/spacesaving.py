@@ -124,6 +124,9 @@ def _move_up(L, s):
     b = L[s, SLOT_BUCKET]
     c = L[b, B_COUNT]
     nb = L[b, B_NEXT]
+    if L[b, B_HEAD] == s and L[b, B_TAIL] == s and (nb == NIL or L[nb, B_COUNT] > c + 1):
+        L[b, B_COUNT] = c + 1  # alone in its bucket, no bucket at c + 1: the bucket moves up with it
+        return
     if nb != NIL and L[nb, B_COUNT] == c + 1:
         target = nb
     else:

@@ -85,11 +85,12 @@ def test_live_is_cached_while_plan_unchanged_and_consume_releases_at_substream_e
     for i in range(1001, len(keys)):
         alg.consume(KeyBatch(keys[i:i + 1]))
         rel, plan = alg.live(), alg.sketch.plan("004")
+        assert rel.span.end == i + 1 and rel.span.start == max(0, i + 1 - 10000), i
         if plan.entries == prev_plan.entries:
-            assert rel is prev_rel, i
+            assert rel.items is prev_rel.items, i  # same frozen sketches: the very same answers
             hits += 1
         else:
-            assert rel is not prev_rel, i
+            assert rel.items is not prev_rel.items, i
             misses += 1
         prev_rel, prev_plan = rel, plan
     assert hits > 2000 and misses > 10
