@@ -21,6 +21,18 @@ SKIP_IN_CORE = {"punctual-cms", "punctual-cs"}
 """Algorithms too slow for 2^24 updates by design; their own bench measures them."""
 
 
+def batched_rates(push, keys, batch: int = 1 << 16) -> tuple[float, float]:
+    """Keys per second through ``push(keys[i:i+batch])`` after one warm-up batch (compilation):
+    by wall clock and by this process's CPU time (the fairer figure on a shared machine; kernels
+    are single-threaded)."""
+    push(keys[:batch])
+    t0, c0 = time.perf_counter(), time.process_time()
+    for s in range(batch, len(keys), batch):
+        push(keys[s:s + batch])
+    n = len(keys) - batch
+    return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
+
+
 def _time_updates(name: str, settings: Settings, keys, repeats: int) -> float:
     alg = registry.make(name, settings)
     alg.update(keys[:1024])  # warm-up: compile or load the cached kernels

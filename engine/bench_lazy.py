@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 
 from capture.synth import zipf_keys
+from engine.bench import batched_rates
 from engine.exact import ExactCounter
 from engine.keys import KeyBatch
 from engine.lazyhh import LazyHH
@@ -27,26 +28,16 @@ SWEEP_EPSILONS = (0.1, 0.2, 0.32, 0.5, 0.9)
 SWEEP_RATIOS = (1, 2, 4, 8)
 
 
-def _rates(update, keys, batch: int) -> tuple[float, float]:
-    """(wall, CPU) keys per second through ``update`` after a warm-up batch (compilation)."""
-    update(keys[:batch])
-    t0, c0 = time.perf_counter(), time.process_time()
-    for s in range(batch, len(keys), batch):
-        update(keys[s:s + batch])
-    n = len(keys) - batch
-    return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
-
-
 def sketch_rows(quick: bool) -> list[dict]:
     T, d = 1 << 20, 3
     keys = zipf_keys(1.1, 1 << 20, 1 << (18 if quick else 20), seed=7)
     rows = []
     for w in ((33, 55, 256) if quick else (33, 55, 256, 1024, 4096)):
         lazy = LazySketch(T, 0.5, 1e-3, w, d)
-        lazy_wall, lazy_cpu = _rates(lazy.update, keys, 1 << 14)
+        lazy_wall, lazy_cpu = batched_rates(lazy.update, keys, 1 << 14)
         punct = PunctualSketch(T, 0.5, 1e-3, w, d)
         n_p = min(len(keys), max(1 << 11, (1 << (20 if quick else 22)) // w))
-        p_wall, p_cpu = _rates(punct.update, keys[:n_p], max(64, n_p // 16))
+        p_wall, p_cpu = batched_rates(punct.update, keys[:n_p], max(64, n_p // 16))
         rows.append({"sketch": "LazyCMS vs PunctualCMS", "width": w, "depth": d,
                      "lazy_updates_per_s": round(lazy_wall), "punctual_updates_per_s": round(p_wall),
                      "speedup": round(lazy_wall / p_wall, 1), "speedup_cpu": round(lazy_cpu / p_cpu, 1),
@@ -57,7 +48,7 @@ def sketch_rows(quick: bool) -> list[dict]:
 def lazyhh_row(length: int) -> dict:
     keys = zipf_keys(1.1, 1 << 24, length, seed=7)
     alg = LazyHH(Settings(k=128, k_tilde=512, epsilon=0.5, delta=1e-3, horizon=length))
-    wall, cpu = _rates(lambda k: alg.consume(KeyBatch(k)), keys, 1 << 16)
+    wall, cpu = batched_rates(lambda k: alg.consume(KeyBatch(k)), keys, 1 << 16)
     p = alg.params
     return {"sketch": "LazyHH k=128 k~=512", "width": p.width, "depth": p.depth, "arrivals": length,
             "arrivals_per_s": round(wall), "arrivals_per_cpu_s": round(cpu),

@@ -12,23 +12,13 @@ import time
 import numpy as np
 
 from capture.synth import ipv4_of_rank, keys_of_ipv4, zipf_ranks
+from engine.bench import batched_rates
 from engine.dpsw_hh import DPSWHeavyHitters
 from engine.settings import Settings
 from engine.window import ExactWindow
 
 EXPERIMENT = dict(skew=1.1, domain=1 << 20, packets=1 << 20, window=250_000, epsilon=1.0, delta=3e-11)
 GAMMAS = (0.005, 0.01)
-
-
-def _ingest_rate(push, keys, batch=1 << 16) -> tuple[float, float]:
-    """Keys per second through ``push(batch)`` after a warm-up batch (compilation): by wall clock and
-    by this process's CPU time (the fairer figure on a shared machine; the kernels are single-threaded)."""
-    push(keys[:batch])
-    t0, c0 = time.perf_counter(), time.process_time()
-    for s in range(batch, len(keys), batch):
-        push(keys[s:s + batch])
-    n = len(keys) - batch
-    return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
 
 
 def _settings(depth: int, **extra) -> Settings:
@@ -46,7 +36,7 @@ def run_bench(quick: bool) -> dict:
     for depth in (2, 5):
         for label, extra in (("hierarchy (IPv4 4 + IPv6 8 levels)", {}), ("flat (1 channel)", {"domain_scan": 1})):
             alg = DPSWHeavyHitters(_settings(depth, **extra))
-            rate, cpu_rate = _ingest_rate(alg.update, keys)
+            rate, cpu_rate = batched_rates(alg.update, keys)
             row = {"structure": f"dpsw {label}", "depth": depth, "updates_per_s": round(rate),
                    "updates_per_cpu_s": round(cpu_rate),
                    "memory_MB": round(alg.sketch.memory_bytes / 2**20, 1)}
@@ -62,7 +52,7 @@ def run_bench(quick: bool) -> dict:
                 row["released"] = len(rel.items)
             rows.append(row)
     ex = ExactWindow(e["window"])
-    rate, cpu_rate = _ingest_rate(ex.add, keys)
+    rate, cpu_rate = batched_rates(ex.add, keys)
     rows.append({"structure": "window-exact", "depth": None, "updates_per_s": round(rate),
                  "updates_per_cpu_s": round(cpu_rate),
                  "memory_MB": round((ex.ring.nbytes + 3 * ex.table.hi.nbytes) / 2**20, 1)})

@@ -44,14 +44,18 @@ class Guarantee:
     noise: str = ""
     notes: tuple[str, ...] = ()
 
+    def numbers(self, equals: str = "=") -> list[str]:
+        """``["ε=1", "δ=1e-06", "ρ=..."]`` for the parameters this guarantee has."""
+        out = [f"ε{equals}{self.epsilon:g}"]
+        if self.delta is not None:
+            out.append(f"δ{equals}{self.delta:.3g}")
+        if self.rho is not None:
+            out.append(f"ρ{equals}{self.rho:.3g}")
+        return out
+
     def describe(self) -> str:
         """One line for a panel header."""
-        numbers = [f"ε={self.epsilon:g}"]
-        if self.delta is not None:
-            numbers.append(f"δ={self.delta:.3g}")
-        if self.rho is not None:
-            numbers.append(f"ρ={self.rho:.3g}")
-        parts = [self.model, f"{self.measure} ({', '.join(numbers)})", f"neighbours: {self.neighbouring}"]
+        parts = [self.model, f"{self.measure} ({', '.join(self.numbers())})", f"neighbours: {self.neighbouring}"]
         if self.scope:
             parts.append(self.scope)
         return "; ".join(parts)

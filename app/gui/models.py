@@ -46,7 +46,39 @@ def _num(value: float | None, integer: bool = False) -> str:
     return f"{value:,.1f}"
 
 
-class ReleaseTableModel(QAbstractTableModel):
+class _RowsModel(QAbstractTableModel):
+    """A read-only table of frozen row objects with fixed ``HEADERS`` and ``TOOLTIPS``."""
+
+    HEADERS: tuple[str, ...] = ()
+    TOOLTIPS: tuple[str, ...] = ()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._rows: list = []
+
+    def rows(self) -> list:
+        return list(self._rows)
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def header(self, section: int) -> str:
+        return self.HEADERS[section]
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(self.HEADERS):
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.header(section)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self.TOOLTIPS[section] or None
+        return None
+
+
+class ReleaseTableModel(_RowsModel):
     HEADERS = ("#", "Source", "Estimate", "True count", "Error")
     TOOLTIPS = ("Rank in the release (by estimate, ties by address)",
                 "Source address (or network) as released",
@@ -56,7 +88,6 @@ class ReleaseTableModel(QAbstractTableModel):
         super().__init__(parent)
         self.private = private
         self.frozen = False
-        self._rows: list[Row] = []
         self._pending: list[Row] | None = None
 
     # ----- feeding -----------------------------------------------------------------------
@@ -83,26 +114,10 @@ class ReleaseTableModel(QAbstractTableModel):
         if not frozen and self._pending is not None:
             self.set_rows(self._pending)
 
-    def rows(self) -> list[Row]:
-        return list(self._rows)
-
-    # ----- Qt model ----------------------------------------------------------------------
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(self.HEADERS):
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            if section == 2:
-                return "DP estimate" if self.private else "Estimate"
-            return self.HEADERS[section]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return self.TOOLTIPS[section]
-        return None
+    def header(self, section: int) -> str:
+        if section == 2:
+            return "DP estimate" if self.private else "Estimate"
+        return self.HEADERS[section]
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
@@ -146,16 +161,12 @@ class BudgetRow:
     scope: str
 
 
-class BudgetModel(QAbstractTableModel):
+class BudgetModel(_RowsModel):
     """One row per private algorithm plus the sequential-composition total (last row)."""
 
     HEADERS = ("Algorithm", "Model", "Measure", "ε", "δ", "ρ", "Neighbouring", "Scope")
     TOOLTIPS = ("", TIPS["model"], TIPS["measure"], TIPS["epsilon"], TIPS["delta"], TIPS["rho"],
                 TIPS["neighbouring"], TIPS["scope"])
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self._rows: list[BudgetRow] = []
 
     def set_rows(self, rows: list[BudgetRow]) -> None:
         if rows == self._rows:
@@ -163,24 +174,6 @@ class BudgetModel(QAbstractTableModel):
         self.beginResetModel()
         self._rows = list(rows)
         self.endResetModel()
-
-    def rows(self) -> list[BudgetRow]:
-        return list(self._rows)
-
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(self.HEADERS):
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self.HEADERS[section]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return self.TOOLTIPS[section] or None
-        return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):

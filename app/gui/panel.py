@@ -32,11 +32,7 @@ def _fmt_rate(x: float) -> str:
 
 def guarantee_text(g) -> str:
     """Three short lines: the numbers, the relation and unit, the scope (details in the tooltip)."""
-    numbers = [f"ε = {g.epsilon:g}"]
-    if g.delta is not None:
-        numbers.append(f"δ = {g.delta:.3g}")
-    if g.rho is not None:
-        numbers.append(f"ρ = {g.rho:.3g}")
+    numbers = g.numbers(" = ")
     seeded = " · <b>seeded: NOT private</b>" if "NOT private" in g.noise else ""
     return (f"<b>{', '.join(numbers)}</b> · {g.measure} · {g.model}{seeded}<br>"
             f"protects: {g.neighbouring} (unit: {g.unit})<br>{g.scope}")
