@@ -145,7 +145,8 @@ def _write_json(result: dict, out: str) -> None:
         Path(out).write_text(text + "\n")
 
 
-def _print_table(result: dict, file=sys.stdout) -> None:
+def _print_table(result: dict, file=None) -> None:
+    file = file or sys.stdout
     src = result["source"]
     print(f"{src.get('path', src.get('iface', ''))}: {src['packets']} packets, {src['ip_packets']} with an IP source",
           file=file)

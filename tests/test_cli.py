@@ -94,3 +94,12 @@ def test_list_names_the_baselines(capsys):
     out = capsys.readouterr().out
     for name in CONTRACT_ALGORITHMS.split(","):
         assert name in out
+
+
+def test_demo_without_display_says_so_and_replays_headless(monkeypatch, capsys):
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["demo"]) == 0
+    captured = capsys.readouterr()
+    assert "no display found" in captured.err and "headless replay" in captured.err
+    assert "4412 packets" in captured.out and "24.132.150.54" in captured.out

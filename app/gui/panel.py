@@ -198,8 +198,10 @@ class AlgorithmPanel(QFrame):
         header = self.table.horizontalHeader()  # fixed widths: ResizeToContents re-measures every cell per update
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
+        metrics = header.fontMetrics()
         for col, width in ((0, 28), (1, 118), (2, 64), (3, 64), (4, 50)):
-            header.resizeSection(col, width)
+            title = self.model.headerData(col, Qt.Orientation.Horizontal) or ""
+            header.resizeSection(col, max(width, metrics.horizontalAdvance(title) + 24))  # room for the sort arrow
         self.table.setMinimumWidth(300)
         self.chart = BarChart()
         split = QSplitter(Qt.Orientation.Horizontal)
