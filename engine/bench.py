@@ -65,16 +65,30 @@ def core_bench(quick: bool, names: list[str] | None = None) -> dict:
                      "warm-up; ratio_to_exact = updates/s divided by the exact-count baseline's in the same run"}
 
 
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v / 1e6:.2f}M" if v > 1e4 else f"{v:.3g}"
+    return str(v)
+
+
+def _print_table(rows: list[dict]) -> None:
+    cols = list(dict.fromkeys(c for r in rows for c in r))
+    widths = [max(len(c), *(len(_fmt(r.get(c, ""))) for r in rows)) for c in cols]
+    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+    for r in rows:
+        print("  ".join(_fmt(r.get(c, "")).ljust(w) for c, w in zip(cols, widths)))
+
+
 def _print(report: dict) -> None:
+    """One table per run of consecutive rows with the same columns."""
     print(f"\n== {report['name']} ==")
-    rows = report["rows"]
-    if rows:
-        cols = list(dict.fromkeys(c for r in rows for c in r))
-        fmt = lambda v: f"{v/1e6:.2f}M" if isinstance(v, float) and v > 1e4 else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
-        widths = [max(len(c), *(len(fmt(r.get(c, ""))) for r in rows)) for c in cols]
-        print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
-        for r in rows:
-            print("  ".join(fmt(r.get(c, "")).ljust(w) for c, w in zip(cols, widths)))
+    group: list[dict] = []
+    for row in report["rows"] + [None]:
+        if group and (row is None or row.keys() != group[-1].keys()):
+            _print_table(group)
+            group = []
+        if row is not None:
+            group.append(row)
     if report.get("notes"):
         print(report["notes"])
 

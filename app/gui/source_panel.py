@@ -109,9 +109,11 @@ class SourcePanel(QWidget):
         self.path.setText(path)
 
     def set_speed(self, speed: float | None) -> None:
-        for i, (_, v) in enumerate(SPEEDS):
-            if v == speed:
-                self.speed.setCurrentIndex(i)
+        """Select ``speed`` (one of ``SPEEDS``' values; None = as fast as possible)."""
+        values = [v for _, v in SPEEDS]
+        if speed not in values:
+            raise ValueError(f"replay speed ({speed!r}) must be one of {values}")
+        self.speed.setCurrentIndex(values.index(speed))
 
     def spec(self) -> SourceSpec:
         speed = SPEEDS[self.speed.currentIndex()][1]
