@@ -157,7 +157,12 @@ def _print_table(result: dict, file=None) -> None:
         items = ", ".join(f"{i['address']} {i['estimate']:.0f}" for i in rel["items"][:10]) if rel else ""
         thr = f" threshold {rel['threshold']:.1f}" if rel and rel["threshold"] is not None else ""
         print(f"\n{name} [{label}] {a['updates_per_second'] / 1e6:.2f}M updates/s{thr}", file=file)
-        print(f"  {items or '(nothing released)'}", file=file)
+        if not items:
+            st = a["status"]
+            why = st.get("note") or ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in st.items()
+                                              if k.startswith("packets_until") and v)
+            items = "(nothing released" + (f" — {why})" if why else ")")
+        print(f"  {items}", file=file)
 
 
 def _finish(args, command, settings, source, runner, exact_name, names) -> int:
