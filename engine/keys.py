@@ -16,6 +16,7 @@ them, which leaves ``hi >= 0xff00...`` free for sentinels (``EMPTY`` slots, dumm
 from __future__ import annotations
 
 import ipaddress
+import os
 
 import numpy as np
 
@@ -70,7 +71,7 @@ def is_ipv4(hi: int, lo: int) -> bool:
 
 def random_seed64() -> np.uint64:
     """A 64-bit hash seed from the OS (hash-flooding defence; it never affects privacy)."""
-    return np.uint64(int.from_bytes(__import__("os").urandom(8), "little"))
+    return np.uint64(int.from_bytes(os.urandom(8), "little"))
 
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
