@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from capture.pcap import CaptureStats, open_capture
+from capture.pcap import CaptureStats, count_packets, open_capture
 from capture.source import Source
 from engine.keys import KeyBatch
 
@@ -43,6 +43,7 @@ class FileReplay(Source):
         self.loop = bool(loop)
         self.batch_size = batch_size
         self._reader = open_capture(self.path)
+        self._records = count_packets(self.path)  # for progress: the reader reads ahead of pacing
         self._passes = 0
         self._done_stats = CaptureStats()  # totals of finished passes
         self._pending = 0  # keys read but not yet handed over
@@ -59,7 +60,8 @@ class FileReplay(Source):
             "skipped": skipped,
             "bytes_done": cur.bytes_done,
             "bytes_total": cur.bytes_total,
-            "fraction": cur.fraction,
+            "fraction": (min(1.0, max(0, cur.packets - self._pending) / self._records)
+                         if self._records else cur.fraction),
             "warnings": tuple(done.warnings) + tuple(cur.warnings),
         }
 

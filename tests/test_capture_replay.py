@@ -188,3 +188,18 @@ def test_bad_file_raises_at_construction(tmp_path):
     (tmp_path / "x.pcap").write_text("not a capture")
     with pytest.raises(CaptureError, match="x.pcap: not a capture file"):
         FileReplay(tmp_path / "x.pcap", lambda b: True)
+
+
+def test_progress_follows_the_paced_feed_not_the_read_ahead():
+    from app.cli import DEMO_CAPTURE  # 4412 packets over 29.7 s: read in one batch, fed over 3 s at 10x
+
+    got, sink = collect()
+    replay = FileReplay(DEMO_CAPTURE, sink, speed=10.0)
+    replay.start()
+    time.sleep(0.8)
+    mid = replay.stats().fraction
+    replay.stop()
+    replay.join()
+    fed = sum(len(b) for b in got)
+    assert 0.0 < mid < 0.9, mid
+    assert 0 < fed < 4412

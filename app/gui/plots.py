@@ -72,13 +72,23 @@ class _Curves:
         self.curves.clear()
 
 
+class SparseLogAxis(pg.AxisItem):
+    """A log axis that labels only 1, 2 and 5 times a power of ten (the minor 3, 4, 6... labels of
+    pyqtgraph's log axis overlap on a plot a few decades tall)."""
+
+    def logTickStrings(self, values, scale, spacing):
+        strings = super().logTickStrings(values, scale, spacing)
+        keep = [round(10 ** (v % 1), 6) in (1.0, 2.0, 5.0) for v in values]
+        return [text if k else "" for text, k in zip(strings, keep)]
+
+
 class ThroughputPlot(QWidget):
     """Busy-time updates/s of every algorithm over the last sample period (their capacity, log
     scale) and the capture's packets/s; queue drops in the title."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.widget = pg.PlotWidget()
+        self.widget = pg.PlotWidget(axisItems={"left": SparseLogAxis("left")})
         self.widget.addLegend(offset=(-10, 6), colCount=2)
         self.widget.setLogMode(x=False, y=True)
         self.widget.setLabel("left", "updates / s")
