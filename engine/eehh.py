@@ -36,7 +36,7 @@ from engine.accounting import (check_k_tilde, cms_depth, cms_threshold, cs_depth
                                sketch_scale, split_length_budget)
 from engine.dpss import by_key
 from engine.epochs import Epoched
-from engine.hashtable import delete_at, found, probe
+from engine.hashtable import delete_at, found, probe, store
 from engine.jit import inner, kernel
 from engine.keys import KEY_DTYPE
 from engine.registry import register
@@ -158,9 +158,7 @@ def _track(tab_hi, tab_lo, tab_val, hashing, slot_hi, slot_lo, val, meta, hi, lo
         p = probe(tab_hi, tab_lo, hashing, hi, lo)
     else:
         return
-    tab_hi[p] = hi
-    tab_lo[p] = lo
-    tab_val[p] = s
+    store(tab_hi, tab_lo, tab_val, p, hi, lo, s)
     slot_hi[s] = hi
     slot_lo[s] = lo
     val[s] = est

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine import hashtable as ht
-from engine.hashtable import found, probe
+from engine.hashtable import found, probe, store
 from engine.base import Algorithm
 from engine.jit import kernel
 from engine.registry import register
@@ -28,9 +28,7 @@ def _count_batch(tab_hi, tab_lo, tab_val, hashing, size, limit, keys, start):
         else:
             if size >= limit:
                 return i, size
-            tab_hi[p] = hi
-            tab_lo[p] = lo
-            tab_val[p] = 1
+            store(tab_hi, tab_lo, tab_val, p, hi, lo, 1)
             size += 1
     return len(keys), size
 

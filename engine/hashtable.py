@@ -66,6 +66,15 @@ def found(tab_hi, tab_lo, pos, hi, lo):
     return tab_hi[pos] == hi and tab_lo[pos] == lo
 
 
+@inner
+def store(tab_hi, tab_lo, tab_val, pos, hi, lo, value):
+    """Write key ``(hi, lo)`` with ``value`` at ``pos`` (an empty position from ``probe``, or
+    the key's own)."""
+    tab_hi[pos] = hi
+    tab_lo[pos] = lo
+    tab_val[pos] = value
+
+
 @kernel
 def delete_at(tab_hi, tab_lo, tab_val, hashing, pos):
     """Remove the entry at ``pos`` by shifting later cluster members back into the hole."""
@@ -97,9 +106,7 @@ def _reinsert_all(src_hi, src_lo, src_val, dst_hi, dst_lo, dst_val, hashing):
     for i in range(len(src_hi)):
         if not is_empty(src_hi, src_lo, i):
             p = probe(dst_hi, dst_lo, hashing, src_hi[i], src_lo[i])
-            dst_hi[p] = src_hi[i]
-            dst_lo[p] = src_lo[i]
-            dst_val[p] = src_val[i]
+            store(dst_hi, dst_lo, dst_val, p, src_hi[i], src_lo[i], src_val[i])
 
 
 def grown(table: Table) -> Table:

@@ -24,7 +24,7 @@ import numpy as np
 from engine import hashtable as ht
 from engine.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, check_gaussbm_epsilon,
                             fill_standard_normals, gaussbm_sigma, tree_height)
-from engine.hashtable import found, probe
+from engine.hashtable import found, probe, store
 from engine.horizon import ContinualAlgorithm
 from engine.jit import inner, kernel
 from engine.keys import EMPTY_WORD, KEY_DTYPE
@@ -196,9 +196,7 @@ def _prune(st, k_tilde):
             st.cand_b[m] = st.cand_b[c]
             vals[m] = vals[c]
             q = probe(tab_hi, tab_lo, hashing, hi, lo)
-            tab_hi[q] = hi
-            tab_lo[q] = lo
-            tab_val[q] = m
+            store(tab_hi, tab_lo, tab_val, q, hi, lo, m)
             m += 1
     st.meta[CAND_N] = m
 
@@ -228,9 +226,7 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
             cand_hi[n_cand] = hi
             cand_lo[n_cand] = lo
             cand_b[n_cand] = bk
-            tab_hi[q] = hi
-            tab_lo[q] = lo
-            tab_val[q] = n_cand
+            store(tab_hi, tab_lo, tab_val, q, hi, lo, n_cand)
             n_cand += 1
         if t % k_tilde == 0:
             meta[CAND_N] = n_cand

@@ -25,7 +25,7 @@ import numpy as np
 
 from engine import hashtable as ht
 from engine.base import Algorithm
-from engine.hashtable import delete_at, found, probe
+from engine.hashtable import delete_at, found, probe, store
 from engine.jit import inner, kernel
 from engine.keys import KEY_DTYPE, SENTINEL_HI
 from engine.registry import register
@@ -134,9 +134,7 @@ def _update(key_hi, key_lo, cnt, zq, meta, tab_hi, tab_lo, tab_val, hashing, hi,
     old = probe(tab_hi, tab_lo, hashing, key_hi[y], key_lo[y])
     delete_at(tab_hi, tab_lo, tab_val, hashing, old)
     p = probe(tab_hi, tab_lo, hashing, hi, lo)
-    tab_hi[p] = hi
-    tab_lo[p] = lo
-    tab_val[p] = y
+    store(tab_hi, tab_lo, tab_val, p, hi, lo, y)
     key_hi[y] = hi
     key_lo[y] = lo
     cnt[y] = 1

@@ -14,7 +14,7 @@ import numpy as np
 
 from engine import hashtable as ht
 from engine.base import Algorithm
-from engine.hashtable import delete_at, found, probe
+from engine.hashtable import delete_at, found, probe, store
 from engine.jit import inner, kernel
 from engine.keys import KEY_DTYPE
 from engine.registry import register
@@ -170,9 +170,7 @@ def update_batch(st, keys):
             delete_at(tab_hi, tab_lo, tab_val, hashing, old)
             p = probe(tab_hi, tab_lo, hashing, hi, lo)
             _move_up(L, s)
-        tab_hi[p] = hi
-        tab_lo[p] = lo
-        tab_val[p] = s
+        store(tab_hi, tab_lo, tab_val, p, hi, lo, s)
         slot_hi[s] = hi
         slot_lo[s] = lo
 

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from engine import hashtable as ht
-from engine.hashtable import delete_at, found, probe
+from engine.hashtable import delete_at, found, probe, store
 from engine.jit import inner, kernel
 from engine.keys import KEY_DTYPE
 
@@ -98,9 +98,7 @@ def offer(st, hi, lo, value):
         old = probe(tab.hi, tab.lo, tab.hashing, st.slot_hi[s], st.slot_lo[s])
         delete_at(tab.hi, tab.lo, tab.val, tab.hashing, old)
         p = probe(tab.hi, tab.lo, tab.hashing, hi, lo)
-    tab.hi[p] = hi
-    tab.lo[p] = lo
-    tab.val[p] = s
+    store(tab.hi, tab.lo, tab.val, p, hi, lo, s)
     st.slot_hi[s] = hi
     st.slot_lo[s] = lo
     st.slot_val[s] = value

@@ -11,7 +11,7 @@ import numpy as np
 
 from engine import hashtable as ht
 from engine.base import Algorithm
-from engine.hashtable import delete_at, found, probe
+from engine.hashtable import delete_at, found, probe, store
 from engine.jit import kernel
 from engine.registry import register
 from engine.release import Release, Span, sorted_items
@@ -41,9 +41,7 @@ def _slide(ring, clock, tab_hi, tab_lo, tab_val, hashing, keys):
         if found(tab_hi, tab_lo, p, hi, lo):
             tab_val[p] += 1
         else:
-            tab_hi[p] = hi
-            tab_lo[p] = lo
-            tab_val[p] = 1
+            store(tab_hi, tab_lo, tab_val, p, hi, lo, 1)
         clock[0] += 1
 
 
