@@ -184,7 +184,7 @@ def cmd_replay(args) -> int:
     names = algorithm_names(args.algorithms)
     runner, exact_name = build_runner(names, settings, args.top if args.top is not None else max(args.k, 10))
     runner.start()
-    replay = FileReplay(path, runner.feed, speed=args.speed)
+    replay = FileReplay(path, runner.feed, speed=args.speed, records=stream_length)
     try:
         replay.start()
         replay.join()

@@ -27,12 +27,13 @@ _MAX_SLEEP = 0.05  # re-check pause/stop at least this often while waiting for a
 
 class FileReplay(Source):
     """A capture file as a ``Source``. Opening happens here, so a bad file raises
-    ``CaptureError`` at construction."""
+    ``CaptureError`` at construction. ``records`` is the file's record count when the caller
+    already has it (``count_packets``); it drives the progress fraction."""
 
     thread_name = "dptop-replay"
 
     def __init__(self, path, sink: Callable[[KeyBatch], bool], speed: float | None = None,
-                 loop: bool = False, batch_size: int = 65536):
+                 loop: bool = False, batch_size: int = 65536, records: int | None = None):
         if speed is not None and not (isinstance(speed, (int, float)) and math.isfinite(speed) and speed > 0):
             raise ValueError(f"speed ({speed!r}) must be None (as fast as possible) or a finite number > 0")
         if not (isinstance(batch_size, int) and batch_size >= 1):
@@ -43,7 +44,8 @@ class FileReplay(Source):
         self.loop = bool(loop)
         self.batch_size = batch_size
         self._reader = open_capture(self.path)
-        self._records = count_packets(self.path)  # for progress: the reader reads ahead of pacing
+        # progress counts records handed over: the reader reads ahead of the pacing
+        self._records = count_packets(self.path) if records is None else records
         self._passes = 0
         self._done_stats = CaptureStats()  # totals of finished passes
         self._pending = 0  # keys read but not yet handed over

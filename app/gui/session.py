@@ -182,7 +182,8 @@ class Session:
             path = str(Path(self._tmp.name) / "zipf.pcap")
             write_zipf_pcap(path, spec.skew, spec.domain, spec.length, spec.seed, rate_pps=spec.rate)
         self.stream_length = count_packets(path)
-        return FileReplay(path, self._sink, speed=spec.speed, loop=spec.loop, batch_size=GUI_BATCH)
+        return FileReplay(path, self._sink, speed=spec.speed, loop=spec.loop, batch_size=GUI_BATCH,
+                          records=self.stream_length)
 
     def _start(self) -> None:
         try:
