@@ -1,6 +1,6 @@
 """``dptop`` command line: replay, capture, synth, bench, gui and demo.
 
-The JSON written by ``replay`` and ``capture`` is a contract other tools rely on (issue 2):
+The JSON written by ``replay`` and ``capture`` is a contract other tools rely on:
 ``source.{packets, ip_packets, skipped}``, ``exact.{total, top: [{address, count}]}`` and, per
 algorithm under ``algorithms``, ``private``, ``guarantee``, ``updates_per_second`` and
 ``releases: [{span, threshold, items: [{address, estimate}]}]``. Extend it; never rename.
@@ -15,27 +15,21 @@ import sys
 import time
 from pathlib import Path
 
-from engine import registry
-from engine.exact import Exact
-from engine.runner import Runner
-from engine.settings import Settings
+from dptop import __version__
+from dptop.engine.core import registry
+from dptop.engine.baselines.exact import Exact
+from dptop.engine.core.runner import Runner
+from dptop.engine.core.settings import Settings, parse_param
+from dptop.resources import DEMO_CAPTURE
 
-DEMO_CAPTURE = Path(__file__).resolve().parent.parent / "resources" / "demo.pcap"
 DEFAULT_ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries", "countmin")
-VERSION = "0.1.0"
 
 
-def _param(text: str) -> tuple[str, object]:
-    """``NAME=VALUE`` -> (name, int | float | str)."""
-    name, sep, value = text.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"--param wants NAME=VALUE, got {text!r}")
-    for cast in (int, float):
-        try:
-            return name.replace("-", "_"), cast(value)
-        except ValueError:
-            pass
-    return name.replace("-", "_"), value
+def _param_arg(text: str) -> tuple[str, object]:
+    try:
+        return parse_param(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -55,7 +49,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--restart", action="store_true", help="continual observation: fresh instance every horizon")
     p.add_argument("--window", type=int, default=None, help="sliding window w in packets")
     p.add_argument("--gamma", type=float, default=None, help="sliding window heavy-hitter fraction G (items above G*w)")
-    p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
+    p.add_argument("--param", type=_param_arg, action="append", default=[], metavar="NAME=VALUE",
                    help="algorithm-specific option, e.g. --param depth=5 (repeatable)")
     p.add_argument("--top", type=int, default=None, help="length of exact.top (default max(k, 10); 0 = all)")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
@@ -114,7 +108,7 @@ def result_json(command: str, settings: Settings, source: dict, runner: Runner, 
         }
     private = [snap[n].guarantee for n in names if snap[n].guarantee is not None]
     return {
-        "dptop": VERSION,
+        "dptop": __version__,
         "command": command,
         "settings": {k: v for k, v in vars(settings).items()},
         "source": source,
@@ -127,7 +121,7 @@ def result_json(command: str, settings: Settings, source: dict, runner: Runner, 
 
 def budget_json(guarantees) -> dict | None:
     """Sequential composition of every private panel's budget over the same packets."""
-    from engine.accounting import Cost, compose_sequential
+    from dptop.engine.privacy.composition import Cost, compose_sequential
 
     if not guarantees:
         return None
@@ -175,8 +169,8 @@ def _finish(args, command, settings, source, runner, exact_name, names) -> int:
 
 
 def cmd_replay(args) -> int:
-    from capture.pcap import count_packets
-    from capture.replay import FileReplay
+    from dptop.capture.pcap import count_packets
+    from dptop.capture.replay import FileReplay
 
     path = Path(args.path)
     stream_length = count_packets(path)
@@ -201,7 +195,7 @@ def cmd_replay(args) -> int:
 
 
 def cmd_capture(args) -> int:
-    from capture.live import LiveCapture
+    from dptop.capture.live import LiveCapture
 
     settings = settings_from_args(args)
     names = algorithm_names(args.algorithms)
@@ -226,7 +220,7 @@ def cmd_capture(args) -> int:
 
 
 def cmd_synth(args) -> int:
-    from capture.synth import write_zipf_pcap
+    from dptop.capture.synth import write_zipf_pcap
 
     write_zipf_pcap(args.pcap, args.skew, args.domain, args.length, args.seed, rate_pps=args.rate)
     print(f"wrote {args.length} packets (Zipf {args.skew}, domain {args.domain}, seed {args.seed}) to {args.pcap}")
@@ -234,7 +228,7 @@ def cmd_synth(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from engine.bench import run_all
+    from dptop.engine.bench.suite import run_all
 
     report = run_all(quick=args.quick, only=args.only)
     if args.json_out:
@@ -242,16 +236,21 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def summary_line(cls) -> str:
+    """The first line of a class docstring as plain text (reStructuredText ``literals`` unquoted)."""
+    return (cls.__doc__ or "").strip().splitlines()[0].replace("``", "")
+
+
 def cmd_list(args) -> int:
     for name in registry.names():
         cls = registry.get(name)
-        print(f"{name:16s} {'private' if cls.private else 'non-private':12s} {cls.family:10s} {(cls.__doc__ or '').strip().splitlines()[0]}")
+        print(f"{name:16s} {'private' if cls.private else 'non-private':12s} {cls.family:15s} {summary_line(cls)}")
     return 0
 
 
 def cmd_audit(args) -> int:
-    """Empirical privacy audit of one release mechanism (engine.audit, issue 8)."""
-    from engine import audit_cases
+    """Empirical privacy audit of one release mechanism (dptop.engine.audit.statistics)."""
+    from dptop.engine.audit import cases as audit_cases
 
     if args.mechanism == "list":
         for name, cls in audit_cases.TARGETS.items():
@@ -271,10 +270,10 @@ def cmd_audit(args) -> int:
     return 0
 
 
-# --- issue 5: LazyHH sweep (owned by the continual-observation helper) -----------------------------
+# --- LazyHH sweep ----------------------------------------------------------------------------------
 def cmd_sweep_lazyhh(args) -> int:
-    """Recall/precision of LazyHH over ε × k~/k on a Zipf 1.1 stream (engine.bench_lazy.sweep)."""
-    from engine.bench_lazy import sweep
+    """Recall/precision of LazyHH over ε × k~/k on a Zipf 1.1 stream (dptop.engine.bench.continual.sweep)."""
+    from dptop.engine.bench.continual import sweep
 
     eps = [float(x) for x in args.epsilons.split(",")]
     ratios = [int(x) for x in args.ratios.split(",")]
@@ -299,7 +298,6 @@ def _add_sweep_lazyhh(sub) -> None:
     p.add_argument("--ratios", default="1,2,4,8", help="k~/k values; 1 runs k~ = k + 1 (k~ > k is required)")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-")
     p.set_defaults(func=cmd_sweep_lazyhh)
-# --- end issue 5 ------------------------------------------------------------------------------------
 
 
 def has_display() -> bool:
@@ -314,7 +312,7 @@ def cmd_gui(args) -> int:
               "       Start it on a desktop, or under Xvfb: xvfb-run dptop gui", file=sys.stderr)
         replay_args = build_parser().parse_args(["replay", str(path or DEMO_CAPTURE)])
         return cmd_replay(replay_args)
-    from app.gui.main import run_gui
+    from dptop.gui.main import run_gui
 
     return run_gui(path)
 
@@ -322,7 +320,7 @@ def cmd_gui(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dptop", description="Differentially private top talkers: heavy hitters "
                                      "of network traffic under differential privacy, next to the exact answer.")
-    parser.add_argument("--version", action="version", version=f"dptop {VERSION}")
+    parser.add_argument("--version", action="version", version=f"dptop {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("replay", help="run the algorithms over a pcap/pcapng capture")
@@ -381,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from capture.pcap import CaptureError
+    from dptop.capture.pcap import CaptureError
 
     args = build_parser().parse_args(argv)
     try:

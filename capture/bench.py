@@ -4,7 +4,7 @@
   4M packets, 1M with ``quick``), best of 3 warm runs, file in the page cache;
 * scapy ``RawPcapReader`` (record loop, no dissection) and ``rdpcap``-style full dissection
   (``PcapReader``) on prefixes of the same file, and the parser's ratio to each;
-* live: ``LiveCapture`` (ring mode) on ``lo`` while a subprocess floods it — capture.txring
+* live: ``LiveCapture`` (ring mode) on ``lo`` while a subprocess floods it — dptop.capture.txring
   (TX ring, no per-packet system call) and, if installed, ``tcpreplay --topspeed`` of a
   synthetic pcap — with received packets, kernel drops and the capture's CPU time. Needs root;
   skipped with a note otherwise.
@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from capture.pcap import open_capture, warm_up
-from capture.synth import write_zipf_pcap
+from dptop.capture.pcap import open_capture, warm_up
+from dptop.capture.synth import write_zipf_pcap
 
 
 def _parser_rate(path: Path, repeats: int) -> tuple[int, float]:
@@ -52,7 +52,7 @@ def _scapy_rate(path: Path, limit: int, dissect: bool) -> float:
 
 def _live_run(sent: int, sender: list[str], label: str) -> dict:
     """Capture on ``lo`` while ``sender`` (a subprocess) sends ``sent`` protocol-253 packets."""
-    from capture.live import LiveCapture
+    from dptop.capture.live import LiveCapture
     cap = LiveCapture("lo", lambda b: True, bpf="ip proto 253")
     cap.start()
     time.sleep(0.2)
@@ -80,7 +80,7 @@ def _live_rows(tmp: Path, quick: bool) -> tuple[list[dict], str]:
     if os.geteuid() != 0:
         return [], "Live capture skipped: needs root (CAP_NET_RAW)."
     sent = 300_000 if quick else 2_000_000
-    rows = [_live_run(sent, [sys.executable, "-m", "capture.txring", "lo", str(sent)], "TX ring (capture.txring)")]
+    rows = [_live_run(sent, [sys.executable, "-m", "dptop.capture.txring", "lo", str(sent)], "TX ring (dptop.capture.txring)")]
     if shutil.which("tcpreplay"):
         path = tmp / "live.pcap"
         n = sent // 2

@@ -1,7 +1,7 @@
 """Link layer -> source address key, in numba (shared by file replay and live capture).
 
 ``source_of(buf, start, end, linktype)`` looks at one captured frame ``buf[start:end]`` and
-returns ``(reason, hi, lo)``: ``reason == OK`` and the source key in the ``engine.keys`` encoding
+returns ``(reason, hi, lo)``: ``reason == OK`` and the source key in the ``dptop.engine.core.keys`` encoding
 (IPv4 ``a.b.c.d`` -> ``(0, 0xffff_0000_0000 | ipv4)``, IPv6 full 128 bits), or the reason the frame
 gives no key. Supported link types (``linktype`` already masked with ``LINKTYPE_MASK``):
 
@@ -14,14 +14,14 @@ gives no key. Supported link types (``linktype`` already masked with ``LINKTYPE_
 
 An IP packet counts only when its whole fixed header (20 bytes IPv4, 40 bytes IPv6) was
 captured and its version nibble matches its ethertype; sources in ff00::/8 are dropped
-(``MULTICAST``: they are not sources, and engine.keys reserves that range for sentinels).
+(``MULTICAST``: they are not sources, and dptop.engine.core.keys reserves that range for sentinels).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from engine.jit import inner, kernel
-from engine.keys import IPV4_MAPPED
+from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.keys import IPV4_MAPPED
 
 LINKTYPE_MASK = 0x0FFF_FFFF
 """pcap's link-type field carries FCS-length and flag bits above bit 28 (pcap spec §"LinkType")."""

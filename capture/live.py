@@ -4,7 +4,7 @@ The socket is scapy's L2 listen socket (``conf.L2listen(iface=..., filter=bpf)``
 BPF filter compiled by libpcap, bound to the interface). Two ways to read it:
 
 * ``"ring"`` (default): a TPACKET_V3 memory-mapped receive ring is set on that socket; the
-  kernel fills blocks of frames and one numba walk (capture.ring) turns a whole block into keys,
+  kernel fills blocks of frames and one numba walk (dptop.capture.ring) turns a whole block into keys,
   so there is no per-packet Python and no per-packet system call.
 * ``"recv"``: scapy's ``recv_raw`` in a loop (one system call and some Python per packet),
   collected into batches parsed by the same numba link-layer code. The fallback when the ring
@@ -29,16 +29,16 @@ from typing import Callable
 
 import numpy as np
 
-from capture import ring as rg
-from capture.linklayer import N_REASONS, REASON_NAMES, UNSUPPORTED, sources_of_frames
-from capture.pcap import CaptureError
-from capture.source import Source
-from engine.keys import KEY_DTYPE, KeyBatch
+from dptop.capture import ring as rg
+from dptop.capture.linklayer import N_REASONS, REASON_NAMES, UNSUPPORTED, sources_of_frames
+from dptop.capture.pcap import CaptureError
+from dptop.capture.source import Source
+from dptop.engine.core.keys import KEY_DTYPE, KeyBatch
 
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
 PACKET_IGNORE_OUTGOING = 23
-ARPHRD_LINKTYPE = {1: 1, 772: 1, 0xFFFE: 101, 512: 101, 776: 101, 778: 101, 65534: 101, 519: 101}
+ARPHRD_LINKTYPE = {1: 1, 772: 1, 0xFFFE: 101, 512: 101, 776: 101, 778: 101, 519: 101}
 """ARPHRD hardware type -> pcap link type (Ethernet; loopback is Ethernet-framed; tun, PPP,
 SIT and GRE hand over bare IP packets)."""
 

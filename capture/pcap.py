@@ -6,7 +6,7 @@
 * pcapng: SHB (either byte order, several sections), IDB (per-interface link type, snap length,
   ``if_tsresol``, ``if_tsoffset``), EPB, SPB and the obsolete PB; other blocks are skipped.
 
-The record walk is numba (capture.records) over a memory-mapped file or decompressed gzip
+The record walk is numba (dptop.capture.records) over a memory-mapped file or decompressed gzip
 chunks; Python only parses file and interface headers. Frames become keys by capture.linklayer;
 the rest are counted in ``CaptureStats.skipped`` by reason. A file cut off mid-record yields
 every complete record plus a warning; a file that is not a capture raises ``CaptureError``.
@@ -20,10 +20,10 @@ from typing import Iterator
 
 import numpy as np
 
-from capture import records as rec
-from capture.filebytes import GzipBytes, open_bytes
-from capture.linklayer import LINKTYPE_MASK, N_REASONS, REASON_NAMES, SUPPORTED_LINKTYPES, UNSUPPORTED
-from engine.keys import KEY_DTYPE, KeyBatch
+from dptop.capture import records as rec
+from dptop.capture.filebytes import GzipBytes, open_bytes
+from dptop.capture.linklayer import LINKTYPE_MASK, N_REASONS, REASON_NAMES, SUPPORTED_LINKTYPES, UNSUPPORTED
+from dptop.engine.core.keys import KEY_DTYPE, KeyBatch
 
 
 class CaptureError(Exception):

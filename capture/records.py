@@ -13,17 +13,16 @@ leaves to Python, and returns where it stopped and why:
 * ``HEADER`` — (pcapng) a section header or interface description block at ``pos``; Python
   parses it (rare) and calls again.
 
-Skip reasons (capture.linklayer codes) are added to ``counts``.
+Skip reasons (dptop.capture.linklayer codes) are added to ``counts``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from capture.linklayer import MALFORMED, OK, UNKNOWN_INTERFACE, UNSUPPORTED, source_of
-from engine.jit import inner, kernel
+from dptop.capture.linklayer import MALFORMED, OK, UNKNOWN_INTERFACE, UNSUPPORTED, source_of
+from dptop.engine.core.jit import inner, kernel
 
 FULL, END, PARTIAL, BAD, HEADER = 0, 1, 2, 3, 4
-STOP_NAMES = {FULL: "full", END: "end", PARTIAL: "partial", BAD: "bad", HEADER: "header"}
 
 MAX_RECORD = 1 << 24
 """Largest captured length accepted (16 MiB, far above any link's snapshot length); a larger

@@ -18,9 +18,9 @@ from typing import Callable
 
 import numpy as np
 
-from capture.pcap import CaptureStats, count_packets, open_capture
-from capture.source import Source
-from engine.keys import KeyBatch
+from dptop.capture.pcap import CaptureStats, count_packets, open_capture
+from dptop.capture.source import Source
+from dptop.engine.core.keys import KeyBatch
 
 _MAX_SLEEP = 0.05  # re-check pause/stop at least this often while waiting for a packet's time
 
@@ -46,7 +46,6 @@ class FileReplay(Source):
         self._reader = open_capture(self.path)
         # progress counts records handed over: the reader reads ahead of the pacing
         self._records = count_packets(self.path) if records is None else records
-        self._passes = 0
         self._done_stats = CaptureStats()  # totals of finished passes
         self._pending = 0  # keys read but not yet handed over
 
@@ -94,7 +93,6 @@ class FileReplay(Source):
         for reason, c in cur.skipped.items():
             done.skipped[reason] = done.skipped.get(reason, 0) + c
         done.warnings.extend(w for w in cur.warnings if w not in done.warnings)
-        self._passes += 1
         self._reader.close()
         self._reader = open_capture(self.path)
 

@@ -16,9 +16,9 @@ import struct
 
 import numpy as np
 
-from capture.linklayer import OK, source_of
-from capture.records import u16, u32
-from engine.jit import kernel
+from dptop.capture.linklayer import OK, source_of
+from dptop.capture.records import u16, u32
+from dptop.engine.core.jit import kernel
 
 SOL_PACKET = 263
 PACKET_RX_RING = 5

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable
 
-from engine.keys import KeyBatch
+from dptop.engine.core.keys import KeyBatch
 
 
 @dataclass(frozen=True)

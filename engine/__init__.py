@@ -1,2 +1,3 @@
-"""dptop's engine: numba kernels and thin classes for private and non-private heavy hitters,
-the runner that feeds them in parallel, and the privacy accounting. Never imports Qt."""
+"""dptop.engine: the private and non-private heavy-hitter algorithms (numba kernels under thin
+classes), grouped by model, with the runner, privacy primitives, audit and benchmarks apart.
+Never imports the app, Qt or the capture layer (checked by import-linter in ``make test``)."""

@@ -4,28 +4,29 @@ import math
 
 import pytest
 
-from engine import accounting as acc
-from engine.accounting import Budget, Cost
+from dptop.engine.privacy import composition
+from dptop.engine.single_release import dpmg, dpss, eehh, length
+from dptop.engine.privacy.composition import Budget, Cost
 
 
 @pytest.mark.parametrize("eps,gamma", [(0.01, 761.09), (0.1, 77.01), (0.5, 16.20), (1, 8.60), (10, 1.76)])
 def test_dpss_gamma_strict_discrete_table(eps, gamma):
     # dpss-eehh.md §4.4, δ_A = 0.001, "strict discrete" column.
-    assert round(acc.dpss_gamma(eps, 1e-3), 2) == gamma
+    assert round(dpss.dpss_gamma(eps, 1e-3), 2) == gamma
 
 
 def test_length_slack_example():
     # §4.5: ε_n = 0.01, δ_n = 1e-4 gives s_n = 853.
-    assert acc.length_slack(0.01, 1e-4) == 853
+    assert length.length_slack(0.01, 1e-4) == 853
 
 
 def test_split_and_length_composition_give_back_the_budget():
     for eps, delta in ((1.0, 1e-6), (0.1, 1e-3), (3.0, 0.05)):
-        ea, da, en, dn = acc.split_length_budget(eps, delta)
+        ea, da, en, dn = length.split_length_budget(eps, delta)
         assert (en, dn) == (0.1 * eps, 0.1 * delta)
         assert ea == pytest.approx(0.9 * eps, rel=1e-15)
         assert da == pytest.approx(0.9 * delta / math.exp(en), rel=1e-15)
-        cost = acc.length_composed_cost(ea, da, en, dn)
+        cost = length.length_composed_cost(ea, da, en, dn)
         assert cost.epsilon == pytest.approx(eps, rel=1e-15)
         assert cost.delta == pytest.approx(delta, rel=1e-12)
 
@@ -33,84 +34,84 @@ def test_split_and_length_composition_give_back_the_budget():
 def test_dpss_threshold_counterexample_values():
     # §4.5: k~ = 4, k = 2, ε = 1, δ = 1e-3 (paper γ = ln(2/δ)/ε = 7.60): τ(1000) = 492.40, τ(999) = 491.90.
     g = math.log(2 / 1e-3)
-    assert acc.dpss_threshold(1000, 1000, 2, 4, g) == pytest.approx(492.40, abs=0.005)
-    assert acc.dpss_threshold(999, 999, 2, 4, g) == pytest.approx(491.90, abs=0.005)
+    assert dpss.dpss_threshold(1000, 1000, 2, 4, g) == pytest.approx(492.40, abs=0.005)
+    assert dpss.dpss_threshold(999, 999, 2, 4, g) == pytest.approx(491.90, abs=0.005)
 
 
 def test_dpss_threshold_uses_noisy_length_only():
     # T7: τ is a function of (ñ, n_hi) and the parameters; the exact n is not an argument.
-    assert acc.dpss_threshold(5000, 5200, 8, 16, 10.0) == max(5000 / 8 - 10, 5200 / 16 + 11)
-    assert acc.dpss_threshold(100, 300, 8, 16, 10.0) == 300 / 16 + 11
+    assert dpss.dpss_threshold(5000, 5200, 8, 16, 10.0) == max(5000 / 8 - 10, 5200 / 16 + 11)
+    assert dpss.dpss_threshold(100, 300, 8, 16, 10.0) == 300 / 16 + 11
 
 
 @pytest.mark.parametrize("gamma", [math.log(2000) / 0.1, math.log(8000) / 0.1])
 def test_k_tilde_sizing_example(gamma):
     # §4.8: n = 2^28, k = 512, ε = 0.1, δ = 1e-3 gives k~ = 513 with both γ values.
-    assert acc.dpss_k_tilde_for(1 << 28, 512, gamma) == 513
+    assert dpss.dpss_k_tilde_for(1 << 28, 512, gamma) == 513
 
 
 def test_k_tilde_sizing_rejects_short_epochs():
     with pytest.raises(ValueError, match=r"n_min \(100\) must exceed"):
-        acc.dpss_k_tilde_for(100, 8, 10.0)
+        dpss.dpss_k_tilde_for(100, 8, 10.0)
 
 
 def test_dpss_min_packets_is_the_smallest_passing_length():
     for k, kt, eps, delta in ((8, 16, 1.0, 1e-6), (128, 256, 0.1, 1e-3), (1, 2, 1.0, 0.1)):
-        ea, da, en, dn = acc.split_length_budget(eps, delta)
-        g, s = acc.dpss_gamma(ea, da), acc.length_slack(en, dn)
-        m = acc.dpss_min_packets(k, kt, g, s)
-        assert m > acc.dpss_threshold(m, m + s + 1, k, kt, g)
-        assert m - 1 <= acc.dpss_threshold(m - 1, m + s, k, kt, g)
+        ea, da, en, dn = length.split_length_budget(eps, delta)
+        g, s = dpss.dpss_gamma(ea, da), length.length_slack(en, dn)
+        m = dpss.dpss_min_packets(k, kt, g, s)
+        assert m > dpss.dpss_threshold(m, m + s + 1, k, kt, g)
+        assert m - 1 <= dpss.dpss_threshold(m - 1, m + s, k, kt, g)
 
 
 @pytest.mark.parametrize("eps,delta,tau", [(1.0, 1e-6, 33), (0.5, 1e-6, 63), (1.0, 1e-9, 47), (0.1, 1e-6, 301)])
 def test_dpmg_mode_a_geometric_table(eps, delta, tau):
     # dp-misra-gries.md §5.5, "Mode A geometric" column.
-    assert acc.dpmg_threshold_discrete(eps, delta) == tau
+    assert dpmg.dpmg_threshold_discrete(eps, delta) == tau
 
 
 def test_cms_example_at_the_experiment_point():
     # dpss-eehh.md §6.3: T_max = 2^24, k = 128, k~ = 512, ε = 0.1, δ = 1e-3 (no length split):
     # δ_run = 4.75e-4, d = 37, b = 740, ψ ≈ 13,977, τ2 ≈ 140,236 (n_hi ≈ T).
-    d_run = acc.eehh_run_delta(0.1, 1e-3)
+    d_run = eehh.eehh_run_delta(0.1, 1e-3)
     assert d_run == pytest.approx(4.75e-4, rel=2e-3)
-    d = acc.cms_depth(1 << 24, 512, d_run)
+    d = eehh.cms_depth(1 << 24, 512, d_run)
     assert d == 37
-    assert acc.sketch_scale(d, 0.1) == pytest.approx(740.0)
-    psi = acc.sketch_psi(acc.sketch_scale(d, 0.1), d, 1024, d_run)
+    assert eehh.sketch_scale(d, 0.1) == pytest.approx(740.0)
+    psi = eehh.sketch_psi(eehh.sketch_scale(d, 0.1), d, 1024, d_run)
     assert psi == pytest.approx(13977, abs=1.5)
-    tau = acc.cms_threshold(1 << 24, 1 << 24, 128, 512, 1024, psi)
+    tau = eehh.cms_threshold(1 << 24, 1 << 24, 128, 512, 1024, psi)
     assert tau == pytest.approx(98304 + 3 * psi + 1)
     assert tau == pytest.approx(140236, abs=5)
 
 
 def test_cs_depth_is_odd_and_large_enough():
     for t_max in (1000, 1 << 20, 1 << 26):
-        d_run = acc.eehh_run_delta(1.0, 1e-6)
-        d = acc.cs_depth(t_max, 64, d_run)
+        d_run = eehh.eehh_run_delta(1.0, 1e-6)
+        d = eehh.cs_depth(t_max, 64, d_run)
         assert d % 2 == 1
         assert (t_max + 64) * 0.4841 ** d <= d_run / 2 * 1.001
         assert (t_max + 64) * 0.4841 ** (d - 2) > d_run / 2
 
 
 def test_cs_threshold_formula():
-    tau = acc.cs_threshold(10_000, 10_300, 8, 32, 128, 50.0, 128 * 400.0)
+    tau = eehh.cs_threshold(10_000, 10_300, 8, 32, 128, 50.0, 128 * 400.0)
     assert tau == pytest.approx(max(10_000 / 8, 10_300 / 32 + 3 * (4 * 20 + 50) + 1))
 
 
 def test_compose_sequential_and_zcdp():
-    c = acc.compose_sequential([Cost(0.5, 1e-6), Cost(0.25), Cost(0.25, 2e-6)])
+    c = composition.compose_sequential([Cost(0.5, 1e-6), Cost(0.25), Cost(0.25, 2e-6)])
     assert (c.epsilon, c.delta, c.rho) == (1.0, 3e-6, None)
-    assert acc.compose_sequential([]) == Cost(0.0, 0.0, 0.0)
-    z = acc.zcdp_to_approx_dp(0.5, 1e-6)
+    assert composition.compose_sequential([]) == Cost(0.0, 0.0, 0.0)
+    z = composition.zcdp_to_approx_dp(0.5, 1e-6)
     assert z.epsilon == pytest.approx(0.5 + 2 * math.sqrt(0.5 * math.log(1e6)))
     assert (z.delta, z.rho) == (1e-6, 0.5)
-    assert acc.compose_sequential([acc.zcdp_to_approx_dp(0.1, 1e-6), acc.zcdp_to_approx_dp(0.2, 1e-6)]).rho \
+    assert composition.compose_sequential([composition.zcdp_to_approx_dp(0.1, 1e-6), composition.zcdp_to_approx_dp(0.2, 1e-6)]).rho \
         == pytest.approx(0.3)
 
 
 def test_group_privacy_two_steps():
-    g = acc.group_privacy(Cost(1.0, 1e-6), 2)
+    g = composition.group_privacy(Cost(1.0, 1e-6), 2)
     assert g.epsilon == 2.0 and g.delta == pytest.approx(2 * math.e * 1e-6)
 
 
@@ -126,12 +127,12 @@ def test_budget_refuses_overspending():
 @pytest.mark.parametrize("call,match", [
     (lambda: Cost(-1.0), r"epsilon \(-1.0\) must be >= 0"),
     (lambda: Cost(1.0, 1.0), r"delta \(1.0\) must be in \[0, 1\)"),
-    (lambda: acc.dpss_gamma(0.0, 1e-3), r"epsilon \(0\) must be > 0"),
-    (lambda: acc.dpss_gamma(1.0, 1.5), r"delta \(1.5\) must be in \(0, 1\)"),
-    (lambda: acc.check_k_tilde(8, 8), r"k~ \(8\) must be > k \(8\)"),
-    (lambda: acc.check_k_tilde(0, 8), r"k \(0\) must be >= 1"),
-    (lambda: acc.cms_depth(0, 8, 1e-6), r"t_max \(0\) must be >= 1"),
-    (lambda: acc.zcdp_to_approx_dp(-0.1, 1e-6), r"rho \(-0.1\) must be >= 0"),
+    (lambda: dpss.dpss_gamma(0.0, 1e-3), r"epsilon \(0\) must be > 0"),
+    (lambda: dpss.dpss_gamma(1.0, 1.5), r"delta \(1.5\) must be in \(0, 1\)"),
+    (lambda: length.check_k_tilde(8, 8), r"k~ \(8\) must be > k \(8\)"),
+    (lambda: length.check_k_tilde(0, 8), r"k \(0\) must be >= 1"),
+    (lambda: eehh.cms_depth(0, 8, 1e-6), r"t_max \(0\) must be >= 1"),
+    (lambda: composition.zcdp_to_approx_dp(-0.1, 1e-6), r"rho \(-0.1\) must be >= 0"),
 ])
 def test_invalid_parameters(call, match):
     with pytest.raises(ValueError, match=match):

@@ -1,4 +1,4 @@
-"""The privacy auditor (engine.audit, engine.audit_cases; issue 8).
+"""The privacy auditor (dptop.engine.audit.statistics, dptop.engine.audit.cases).
 
 * Clopper-Pearson bounds against scipy; bad input raises with a clear message.
 * The known-answer mechanism (count + discrete Laplace(1/ε), exact privacy loss ε): the measured
@@ -16,11 +16,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from engine import audit_cases as ac
-from engine.audit import (Event, Table, audit_pair, betainc, cp_lower, cp_upper, features_of,
+from dptop.engine.audit import cases as ac
+from dptop.engine.audit.broken import EntryTimeSpaceSaving, ExactLengthDPSS, WeakNoise
+from dptop.engine.audit.streams import label, stream
+from dptop.engine.privacy.noise import NoiseSource
+from dptop.engine.audit.statistics import (Event, Table, audit_pair, betainc, cp_lower, cp_upper, features_of,
                           loss_interval)
-from engine.keys import decode_key
-from engine.release import ReleasedItem
+from dptop.engine.core.keys import decode_key
+from dptop.engine.core.release import ReleasedItem
 
 
 # ---------------------------------------------------------------- confidence bounds
@@ -55,9 +58,9 @@ def test_bad_input_is_refused():
 # ---------------------------------------------------------------- records and events
 
 def test_features_and_events_treat_absent_as_below_every_value():
-    a = ReleasedItem(*ac.label(1), 12.0)
+    a = ReleasedItem(*label(1), 12.0)
     rec = features_of([a], {"noisy_length": 40})
-    name = f"item {decode_key(*ac.label(1))}"
+    name = f"item {decode_key(*label(1))}"
     assert rec[name] == 12.0 and rec["count"] == 1.0 and rec["noisy_length"] == 40.0
     table = Table([rec, features_of([], {"noisy_length": 41})])
     assert Event("ge", name, 10.0).hits(table).tolist() == [True, False]
@@ -114,19 +117,19 @@ def test_entry_time_spacesaving_breaks_corollary_1_on_the_frozen_pair():
     """The broken tie rule really is broken: dpss-eehh.md §2.5 ends with 3 isolated labels per
     side (the paper rule's bound is 2)."""
     pair = ac.frozen_tie_pair()
-    a, b = ac.EntryTimeSpaceSaving(5), ac.EntryTimeSpaceSaving(5)
+    a, b = EntryTimeSpaceSaving(5), EntryTimeSpaceSaving(5)
     a.update(pair.x)
     b.update(pair.x_prime)
     only_x, only_xp = set(a.count) - set(b.count), set(b.count) - set(a.count)
     assert (len(only_x), len(only_xp)) == (3, 3)
     assert sorted(a.count.values()) == [2, 2, 3, 3, 3]
-    from engine.spacesaving import snapshot
+    from dptop.engine.baselines.spacesaving import snapshot
     keys, counts, n = snapshot(a.as_state())
     assert {tuple(k) for k in keys.tolist()} == set(a.count) and n == len(pair.x)
 
 
 def test_weak_noise_is_narrower():
-    weak, fair = ac.WeakNoise(1, 4), ac.NoiseSource(1)
+    weak, fair = WeakNoise(1, 4), NoiseSource(1)
     w = np.array([weak.dlap(1.0) for _ in range(3000)])
     f = np.array([fair.dlap(1.0) for _ in range(3000)])
     assert w.var() < f.var() / 3, (w.var(), f.var())
@@ -171,7 +174,7 @@ def test_audit_slow(name):
 
 
 def test_cli_audit_list_and_json(tmp_path, capsys):
-    from app.cli import main
+    from dptop.cli import main
     import json
     assert main(["audit", "--mechanism", "list"]) == 0
     listing = capsys.readouterr().out
@@ -189,9 +192,9 @@ def test_cli_audit_list_and_json(tmp_path, capsys):
 def test_boundary_pair_puts_a_value_in_the_exact_n_gap():
     """dpss-eehh.md §4.5: the boundary label's count c lies in (τ(n−1), τ(n)] of the exact-n rule,
     so the value c is releasable on X' only; the real DPSS's threshold never sees n."""
-    mech = ac.ExactLengthDPSS(ac.DPSSTarget().settings())
+    mech = ExactLengthDPSS(ac.DPSSTarget().settings())
     pair = ac.DPSSTarget._boundary_pair(mech)
     n = len(pair.x)
     assert len(pair.x_prime) == n - 1
-    c = int(np.sum(pair.x[:, 1] == ac.stream([1])[0, 1]))
+    c = int(np.sum(pair.x[:, 1] == stream([1])[0, 1]))
     assert mech.threshold(n - 1) < c <= mech.threshold(n)

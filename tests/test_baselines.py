@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from capture.synth import zipf_ranks
-from engine.exact import ExactCounter
-from engine.metrics import average_relative_error, heavy_set, precision, recall, utility
-from engine.registry import make
-from engine.release import Release, ReleasedItem, Span
-from engine.settings import Settings
+from dptop.engine.core.workload import zipf_ranks
+from dptop.engine.baselines.exact import ExactCounter
+from dptop.engine.core.metrics import average_relative_error, heavy_set, precision, recall, utility
+from dptop.engine.core.registry import make
+from dptop.engine.core.release import Release, ReleasedItem, Span
+from dptop.engine.core.settings import Settings
 from tests import naive
 
 

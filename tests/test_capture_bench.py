@@ -1,7 +1,7 @@
-"""capture.bench: the ``dptop bench`` capture table has the rows and numbers it promises."""
+"""dptop.capture.bench: the ``dptop bench`` capture table has the rows and numbers it promises."""
 import pytest
 
-from capture.bench import run_bench
+from dptop.capture.bench import run_bench
 
 
 @pytest.mark.slow

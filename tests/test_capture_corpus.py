@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from capture.pcap import CaptureError, read_keys
-from engine.keys import addresses_from_keys
+from dptop.capture.pcap import CaptureError, read_keys
+from dptop.engine.core.keys import addresses_from_keys
 from tests.conftest import SHARED_PCAPS
 
 scapy_all = pytest.importorskip("scapy.all")

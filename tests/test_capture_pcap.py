@@ -1,4 +1,4 @@
-"""capture.pcap on small files written here (every format variant and link type) and on the
+"""dptop.capture.pcap on small files written here (every format variant and link type) and on the
 copies in tests/data: exact keys, time stamps, skip reasons, warnings and errors."""
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import struct
 import numpy as np
 import pytest
 
-from capture.pcap import CaptureError, count_packets, open_capture, read_keys
+from dptop.capture.pcap import CaptureError, count_packets, open_capture, read_keys
 from tests.capture_files import block, epb, ether, idb, ipv4, ipv6, pcap, shb, spb
-from engine.keys import addresses_from_keys
-from app.cli import DEMO_CAPTURE  # resources/demo.pcap = amp.dns.RRSIG.fragmented.pcap
+from dptop.engine.core.keys import addresses_from_keys
+from dptop.resources import DEMO_CAPTURE  # resources/demo.pcap = amp.dns.RRSIG.fragmented.pcap
 
 
 def write(tmp_path, name, data: bytes):
@@ -61,7 +61,7 @@ def test_gzip_of_pcap_and_pcapng(tmp_path):
 
 def test_gzip_chunk_boundaries(tmp_path, monkeypatch):
     """Records cut by every possible decompression chunk boundary are still read whole."""
-    import capture.filebytes as fb
+    import dptop.capture.filebytes as fb
     monkeypatch.setattr(fb, "CHUNK", 37)
     raw = pcap(FRAMES * 50)
     got, _, stats = addrs(write(tmp_path, "c.pcap.gz", gzip.compress(raw)))

@@ -1,4 +1,4 @@
-"""capture.replay.FileReplay and the capture.source.Source lifecycle."""
+"""dptop.capture.replay.FileReplay and the dptop.capture.source.Source lifecycle."""
 from __future__ import annotations
 
 import threading
@@ -7,9 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from capture.pcap import CaptureError, read_keys
-from capture.replay import FileReplay
-from capture.source import SourceStats
+from dptop.capture.pcap import CaptureError, read_keys
+from dptop.capture.replay import FileReplay
+from dptop.capture.source import SourceStats
 from tests.capture_files import ether, ipv4, pcap
 
 
@@ -191,7 +191,7 @@ def test_bad_file_raises_at_construction(tmp_path):
 
 
 def test_progress_follows_the_paced_feed_not_the_read_ahead():
-    from app.cli import DEMO_CAPTURE  # 4412 packets over 29.7 s: read in one batch, fed over 3 s at 10x
+    from dptop.resources import DEMO_CAPTURE  # 4412 packets over 29.7 s: read in one batch, fed over 3 s at 10x
 
     got, sink = collect()
     replay = FileReplay(DEMO_CAPTURE, sink, speed=10.0)

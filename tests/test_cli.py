@@ -1,11 +1,12 @@
-"""The CLI contract of issue 2: `dptop replay ... --json -` and friends."""
+"""The CLI's JSON contract: `dptop replay ... --json -` and friends."""
 import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from app.cli import DEMO_CAPTURE, main
+from dptop.cli import main
+from dptop.resources import DEMO_CAPTURE
 
 CONTRACT_ALGORITHMS = "exact,spacesaving,misragries,countmin"
 

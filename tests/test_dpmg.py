@@ -8,12 +8,12 @@ import random
 import numpy as np
 import pytest
 
-from engine.dpmg import DPMisraGries, UNIVERSE_SIZE, universe_top_noise
-from engine.keys import SENTINEL_HI, KeyBatch
-from engine.misragries import MisraGries, make_state, snapshot, update_batch
-from engine.noise import NoiseSource
-from engine.release import MEASURE_PURE
-from engine.settings import Settings
+from dptop.engine.single_release.dpmg import DPMisraGries, UNIVERSE_SIZE, universe_top_noise
+from dptop.engine.core.keys import SENTINEL_HI, KeyBatch
+from dptop.engine.baselines.misragries import MisraGries, make_state, snapshot, update_batch
+from dptop.engine.privacy.noise import NoiseSource
+from dptop.engine.core.release import MEASURE_PURE
+from dptop.engine.core.settings import Settings
 
 BASE = 0xFFFF_0000_0000
 

@@ -7,15 +7,14 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
-from capture.synth import zipf_keys
-from engine.dpss import DPSpaceSaving
-from engine.exact import ExactCounter
-from engine.keys import KeyBatch
-from engine.release import NEIGHBOUR_ADD_REMOVE, NEIGHBOUR_SUBSTITUTE
-from engine.settings import Settings
-from engine.spacesaving import make_state, update_batch
+from dptop.engine.core.workload import zipf_keys
+from dptop.engine.single_release.dpss import DPSpaceSaving
+from dptop.engine.baselines.exact import ExactCounter
+from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.release import NEIGHBOUR_ADD_REMOVE, NEIGHBOUR_SUBSTITUTE
+from dptop.engine.core.settings import Settings
+from dptop.engine.baselines.spacesaving import make_state, update_batch
 from tests.test_noise import ALPHA, chi_square_p
 
 BASE = 0xFFFF_0000_0000
@@ -193,7 +192,7 @@ def _utility(alg_cls, keys, k, kt, eps, extra=None):
 def test_utility_zipf(skew, eps):
     """Issue 4 acceptance: 2^20 updates, k = 128, k~ = 2k, δ = 1e-3, 5 runs: DPSS recall >= 0.95,
     precision = 1.0 against count > n/k, and DPSS ARE below DP-MG's (same streams)."""
-    from engine.dpmg import DPMisraGries
+    from dptop.engine.single_release.dpmg import DPMisraGries
 
     k, runs = 128, 5
     ss, mg = [], []

@@ -1,4 +1,4 @@
-"""DPSW-Sketch core (engine/dpsw.py) against spec dpsw-sketch.md §10 (T1-T8)."""
+"""DPSW-Sketch core (engine/sliding_window/dpsw.py) against spec dpsw-sketch.md §10 (T1-T8)."""
 from __future__ import annotations
 
 import math
@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from engine.dpsw import (
-    PREFIX, SUFFIX, WHOLE, Channel, DPSWSketch, Geometry, PlanEntry, budgets, checkpoints,
-    expected_max_normal, position_costs, rho_from_epsilon_delta,
-)
+from dptop.engine.sliding_window.dpsw import Channel, DPSWSketch
+from dptop.engine.sliding_window.geometry import (PREFIX, SUFFIX, WHOLE, Geometry, PlanEntry, budgets, checkpoints,
+                                                  expected_max_normal, position_costs, rho_from_epsilon_delta)
 
 ALPHAS = ["1/10", "1/4", "1/3", "1/2", "2/3", "3/4", "9/10", "19/20", "99/100"]
 
@@ -315,9 +314,9 @@ def test_validation_messages():
 
 
 def test_bulk_normal_sampler_distribution():
-    """engine.bulknoise.fill_normal (ziggurat) on 2^21 draws, fixed seed: KS and 100-bin chi-square
+    """dptop.engine.privacy.bulknoise.fill_normal (ziggurat) on 2^21 draws, fixed seed: KS and 100-bin chi-square
     p > 1e-3; the share beyond the base strip r = 3.654 (the tail branch) within 5 sd of 2·Φ(−r)."""
-    from engine.bulknoise import fill_normal, make_rng
+    from dptop.engine.privacy.bulknoise import fill_normal, make_rng
     out = np.empty(1 << 21)
     fill_normal(make_rng(99), out, 1.0)
     assert stats.kstest(out, "norm").pvalue > 1e-3

@@ -1,17 +1,17 @@
-"""``dpsw`` heavy hitters (engine/dpsw_hh.py): hierarchy, public candidates, domain scan (spec §5)."""
+"""``dpsw`` heavy hitters (engine/sliding_window/dpsw_hh.py): hierarchy, public candidates, domain scan (spec §5)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from capture.synth import ipv4_of_rank, keys_of_ipv4, zipf_keys
-from engine import registry
-from engine.bench_window import window_experiment
-from engine.dpsw import rho_from_epsilon_delta
-from engine.dpsw_hh import DPSWHeavyHitters
-from engine.keys import KeyBatch, encode_address, keys_from_addresses
-from engine.release import MEASURE_ZCDP, MODEL_WINDOW, NEIGHBOUR_SUBSTITUTE
-from engine.settings import Settings
+from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_keys
+from dptop.engine.core import registry
+from dptop.engine.bench.sliding_window import window_experiment
+from dptop.engine.sliding_window.geometry import rho_from_epsilon_delta
+from dptop.engine.sliding_window.dpsw_hh import DPSWHeavyHitters
+from dptop.engine.core.keys import KeyBatch, encode_address, keys_from_addresses
+from dptop.engine.core.release import MEASURE_ZCDP, MODEL_WINDOW, NEIGHBOUR_SUBSTITUTE
+from dptop.engine.core.settings import Settings
 
 V4_HEAVY = ["10.1.2.3", "192.168.7.9", "172.16.0.77"]
 V6_HEAVY = "2001:db8:aa:bb::17"

@@ -4,10 +4,10 @@ import math
 import numpy as np
 import pytest
 
-from engine.eehh import CountMinEEHH, CountSketchEEHH, EEState, query_batch, tracked, update_batch
-from engine import hashtable as ht
-from engine.keys import KeyBatch
-from engine.settings import Settings
+from dptop.engine.single_release.eehh import CountMinEEHH, CountSketchEEHH, EEState, query_batch, tracked, update_batch
+from dptop.engine.core import hashtable as ht
+from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.settings import Settings
 
 BASE = 0xFFFF_0000_0000
 M64 = (1 << 64) - 1
@@ -175,8 +175,8 @@ def test_cell_noise_scale():
 
 def test_select_is_the_median():
     """The in-place quickselect behind the CountSketch median, against np.sort (ties included)."""
-    from engine.eehh import _select
-    from engine.jit import kernel
+    from dptop.engine.single_release.eehh import _select
+    from dptop.engine.core.jit import kernel
 
     select = kernel(lambda a, k: _select(a, k))
     rng = np.random.default_rng(0)

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from app.gui.session import RunConfig, Session, SourceSpec
-from engine.settings import Settings
+from dptop.gui.session import RunConfig, Session, SourceSpec
+from dptop.engine.core.settings import Settings
 
 
 def wait(predicate, timeout=120.0):

@@ -1,6 +1,6 @@
 """The GUI's exact baseline (app/gui/truth.py) against plain-Python counts over the same spans.
 
-Headless: no Qt is created here (app.gui's package init only pins None/True/False, see there).
+Headless: no Qt is created here (dptop.gui's package init only pins None/True/False, see there).
 """
 import os
 
@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.gui.sweep import Sweep, parse_values, settings_for
-from app.gui.truth import Recording, Truth, prefix_count, resolve_span
-from capture.pcap import read_keys
-from engine.keys import KeyBatch, keys_from_addresses
-from engine.release import Release, ReleasedItem, Span
-from engine.settings import Settings
+from dptop.gui.sweep import Sweep, parse_values, settings_for
+from dptop.gui.truth import Recording, Truth, prefix_count, resolve_span
+from dptop.capture.pcap import read_keys
+from dptop.engine.core.keys import KeyBatch, keys_from_addresses
+from dptop.engine.core.release import Release, ReleasedItem, Span
+from dptop.engine.core.settings import Settings
 
 DEMO = Path(__file__).resolve().parents[1] / "resources" / "demo.pcap"
 
@@ -36,7 +36,7 @@ def naive(keys) -> Counter:
 def release_of(keys, span: Span, n_items: int = 5, private=False) -> Release:
     """A release naming the n most frequent sources of ``keys`` (its estimates are arbitrary)."""
     items = tuple(ReleasedItem(h, l, 1.0) for (h, l), _ in naive(keys).most_common(n_items))
-    from engine.release import MODEL_CONTINUAL, MEASURE_APPROX, Guarantee
+    from dptop.engine.core.release import MODEL_CONTINUAL, MEASURE_APPROX, Guarantee
     g = Guarantee(MODEL_CONTINUAL, MEASURE_APPROX, 1.0, 1e-6) if private else None
     return Release("test", span, items, None, g)
 
@@ -51,7 +51,7 @@ def test_recording_wraps_and_slices_like_the_stream(demo):
     assert np.array_equal(got, keys[len(keys) - 700:len(keys) - 50])
     with pytest.raises(ValueError, match="not in the recording"):
         rec.slice(0, 10)
-    # time lookup follows the running maximum of the stamps, as engine/epochs.py does
+    # time lookup follows the running maximum of the stamps, as engine/single_release/epochs.py does
     tmax = np.maximum.accumulate(ts)
     for probe in (int(tmax[-900]), int(tmax[-1]) + 1, int(tmax[-1000])):
         want = len(keys) - 1000 + int(np.searchsorted(tmax[-1000:], probe, side="left"))
@@ -115,7 +115,7 @@ def test_truth_waits_for_packets_it_has_not_seen(demo):
 
 def test_prefix_count_counts_every_address_in_the_network():
     keys = keys_from_addresses(["10.0.0.1", "10.0.0.2", "10.0.1.1", "11.0.0.1", "2001:db8::1", "2001:db8:1::1"])
-    from engine.keys import encode_address
+    from dptop.engine.core.keys import encode_address
 
     assert prefix_count(keys, *encode_address("10.0.0.0"), 96 + 24) == 2
     assert prefix_count(keys, *encode_address("10.0.0.0"), 96 + 8) == 3

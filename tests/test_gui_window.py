@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from app.gui.main import MainWindow, config_from_json, default_config
-from app.gui.session import RunConfig
-from capture.pcap import read_keys
-from engine import registry
-from engine.keys import decode_key
-from engine.settings import Settings
+from dptop.gui.main import MainWindow, config_from_json, default_config
+from dptop.gui.session import RunConfig
+from dptop.capture.pcap import read_keys
+from dptop.engine.core import registry
+from dptop.engine.core.keys import decode_key
+from dptop.engine.core.settings import Settings
 
 DEMO = Path(__file__).resolve().parents[1] / "resources" / "demo.pcap"
 WARM = 180_000  # ms: the first run on a clean clone compiles every kernel
@@ -61,7 +61,7 @@ def test_replay_fills_every_panel_or_says_why(qtbot, make_window):
     window = make_window()
     replay(qtbot, window)
     keys, _, _ = read_keys(DEMO)
-    counts = Counter(map(tuple, keys.tolist()))  # ties ordered by key, as engine.release.sorted_items
+    counts = Counter(map(tuple, keys.tolist()))  # ties ordered by key, as dptop.engine.core.release.sorted_items
     top8 = [(decode_key(h, l), c) for (h, l), c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:8]]
 
     def settled():
@@ -175,7 +175,7 @@ def test_export_writes_the_private_releases_only(qtbot, make_window, tmp_path):
     assert [(r["address"], float(r["estimate"]) if r["estimate"] else "") for r in rows] == want
     assert all(float(r["epsilon"]) == last.guarantee.epsilon for r in rows)
     png = tmp_path / "throughput.png"
-    from app.gui.export import save_png
+    from dptop.gui.export import save_png
 
     assert save_png(window.throughput.widget, png) and png.stat().st_size > 1000
 

@@ -5,7 +5,7 @@ import random
 import numpy as np
 import pytest
 
-from engine.keys import (KeyBatch, addresses_from_keys, decode_key, encode_address, hash_key,
+from dptop.engine.core.keys import (KeyBatch, addresses_from_keys, decode_key, encode_address, hash_key,
                          keys_from_addresses)
 
 

@@ -6,14 +6,14 @@ import math
 import numpy as np
 import pytest
 
-from capture.synth import zipf_keys
-from engine import registry
-from engine.exact import ExactCounter
-from engine.gaussbm import HorizonExceeded
-from engine.horizon import DEFAULT_HORIZON
-from engine.keys import KeyBatch
-from engine.lazyhh import LazyHHInstance, LazyHHParams, delta_for, delta_tilde
-from engine.settings import Settings
+from dptop.engine.core.workload import zipf_keys
+from dptop.engine.core import registry
+from dptop.engine.baselines.exact import ExactCounter
+from dptop.engine.continual.gaussbm import HorizonExceeded
+from dptop.engine.continual.horizon import DEFAULT_HORIZON
+from dptop.engine.core.keys import KeyBatch
+from dptop.engine.continual.lazyhh import LazyHHInstance, LazyHHParams, delta_for, delta_tilde
+from dptop.engine.core.settings import Settings
 from tests.naive_lazy import RefLazyHH
 
 SEED = 6
@@ -208,7 +208,7 @@ def test_guarantee_reports_delta_tilde_and_substitution():
 def test_cli_replay_short_capture_releases_nothing_and_reports_threshold(capsys, data_dir):
     """`dptop replay CAPTURE --algorithms lazyhh,lazy-cms --epsilon 0.5 --json -` on a real 896-packet
     capture: nothing is released, and the status shows the threshold and the packets seen."""
-    from app.cli import main
+    from dptop.cli import main
 
     path = data_dir / "amp.TCP.syn.optionallyACK.optionallysamePort.pcapng"
     assert main(["replay", str(path), "--algorithms", "lazyhh,lazy-cms", "--epsilon", "0.5", "--json", "-"]) == 0

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from capture.synth import zipf_keys
-from engine import registry
-from engine.gaussbm import HorizonExceeded
-from engine.keys import KeyBatch, keys_from_addresses
-from engine.lazysketch import LazySketch, PunctualSketch, default_depth
-from engine.settings import Settings
+from dptop.engine.core.workload import zipf_keys
+from dptop.engine.core import registry
+from dptop.engine.continual.gaussbm import HorizonExceeded
+from dptop.engine.core.keys import KeyBatch, keys_from_addresses
+from dptop.engine.continual.lazysketch import LazySketch, PunctualSketch, default_depth
+from dptop.engine.core.settings import Settings
 from tests.naive_lazy import ref_lazy_pushes, ref_plain_sketch
 
 SEED = 515

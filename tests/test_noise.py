@@ -1,4 +1,4 @@
-"""Exact discrete samplers (engine/noise.py) against their analytic laws (dpss-eehh.md T8,
+"""Exact discrete samplers (engine/privacy/noise.py) against their analytic laws (dpss-eehh.md T8,
 dp-misra-gries.md T9). Chi-square tests at significance ALPHA with fixed seeds; the power test
 shows the harness rejects a sampler with the wrong scale (2/ε instead of 1/ε)."""
 import math
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from engine.noise import CSPRNG_LABEL, SEEDED_LABEL, NoiseSource, dlap_pmf, dlap_upper_tail
+from dptop.engine.privacy.noise import CSPRNG_LABEL, SEEDED_LABEL, NoiseSource, dlap_pmf, dlap_upper_tail
 
 ALPHA = 1e-3  # significance of every goodness-of-fit test here
 

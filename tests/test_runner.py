@@ -5,12 +5,12 @@ import time
 import numpy as np
 import pytest
 
-from engine.base import Algorithm
-from engine.keys import KeyBatch
-from engine.release import Release, Span
-from engine.runner import AlgorithmError, Runner
-from engine.settings import Settings
-from engine.registry import make
+from dptop.engine.core.base import Algorithm
+from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.release import Release, Span
+from dptop.engine.core.runner import AlgorithmError, Runner
+from dptop.engine.core.settings import Settings
+from dptop.engine.core.registry import make
 
 
 class Recorder(Algorithm):
@@ -68,7 +68,7 @@ def test_every_algorithm_receives_every_batch_in_order():
 
 
 def test_real_algorithms_in_parallel_match_serial_results():
-    from capture.synth import zipf_keys
+    from dptop.engine.core.workload import zipf_keys
 
     keys = zipf_keys(1.2, 5000, 100_000, seed=2)
     settings = Settings(k=8)

@@ -4,8 +4,8 @@ import random
 import numpy as np
 import pytest
 
-from engine.settings import Settings
-from engine.spacesaving import SpaceSaving, make_state, snapshot, update_batch
+from dptop.engine.core.settings import Settings
+from dptop.engine.baselines.spacesaving import SpaceSaving, make_state, snapshot, update_batch
 from tests import naive
 
 
@@ -54,7 +54,7 @@ def test_entry_time_counterexample_stream():
 
 
 def test_error_bound_on_zipf():
-    from capture.synth import zipf_ranks
+    from dptop.engine.core.workload import zipf_ranks
 
     for skew, k in ((1.1, 16), (1.5, 64), (0.8, 32)):
         stream = zipf_ranks(skew, 5000, 50_000, seed=3).tolist()

@@ -11,8 +11,8 @@ import random
 import numpy as np
 import pytest
 
-from engine.audit_structure import corollary1_violations
-from engine.spacesaving import make_state, snapshot, update_batch
+from dptop.engine.audit.structure import corollary1_violations
+from dptop.engine.baselines.spacesaving import make_state, snapshot, update_batch
 from tests import naive
 
 BASE = 0xFFFF_0000_0000

@@ -1,4 +1,4 @@
-"""window-exact (engine/window.py) against a plain deque + Counter reference."""
+"""window-exact (engine/baselines/window.py) against a plain deque + Counter reference."""
 from __future__ import annotations
 
 from collections import Counter, deque
@@ -6,9 +6,9 @@ from collections import Counter, deque
 import numpy as np
 import pytest
 
-from capture.synth import zipf_keys
-from engine.settings import Settings
-from engine.window import ExactWindow, WindowExact
+from dptop.engine.core.workload import zipf_keys
+from dptop.engine.core.settings import Settings
+from dptop.engine.baselines.window import ExactWindow, WindowExact
 
 
 def reference(stream: list[tuple[int, int]], w: int) -> Counter:

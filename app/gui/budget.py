@@ -1,13 +1,13 @@
 """Budget panel: what each private algorithm spends per packet and, since they all read the same
-packets, the sequential-composition total (engine.accounting), in (ε, δ) and ρ where zCDP."""
+packets, the sequential-composition total (dptop.engine.privacy.composition), in (ε, δ) and ρ where zCDP."""
 from __future__ import annotations
 
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
-from app.gui.help import TIPS
-from app.gui.models import BudgetModel, BudgetRow
-from engine.accounting import Cost, compose_sequential, group_privacy
-from engine.release import NEIGHBOUR_ADD_REMOVE, NEIGHBOUR_SUBSTITUTE
+from dptop.gui.help import TIPS
+from dptop.gui.models import BudgetModel, BudgetRow
+from dptop.engine.privacy.composition import Cost, compose_sequential, group_privacy
+from dptop.engine.core.release import NEIGHBOUR_ADD_REMOVE, NEIGHBOUR_SUBSTITUTE
 
 
 def budget_rows(guarantees: dict) -> list[BudgetRow]:

@@ -10,7 +10,7 @@ import json
 import time
 from pathlib import Path
 
-from app.cli import VERSION
+from dptop import __version__
 
 CSV_FIELDS = ("algorithm", "release", "span_kind", "span_index", "span_start", "span_end", "t_start", "t_end",
               "threshold", "rank", "address", "estimate", "model", "measure", "epsilon", "delta", "rho",
@@ -29,7 +29,7 @@ def private_releases(releases: dict) -> dict:
 
 def export_json(path, releases: dict) -> dict:
     """Write ``{dptop, exported_at, algorithms: {name: {guarantee, releases: [...]}}}``."""
-    data = {"dptop": VERSION, "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "algorithms": {}}
+    data = {"dptop": __version__, "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "algorithms": {}}
     for name, rels in private_releases(releases).items():
         data["algorithms"][name] = {"guarantee": rels[-1].guarantee.to_json(),
                                     "releases": [r.to_json() for r in rels]}

@@ -18,18 +18,19 @@ from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayout, QLabel, QMainWindow,
                                QScrollArea, QToolBar, QWidget)
 
-from app.gui.budget import BudgetPanel
-from app.gui.export import export_csv, export_json, save_png
-from app.gui.help import TIPS, HelpOverlay
-from app.gui.panel import AlgorithmPanel
-from app.gui.params import ParametersPanel
-from app.gui.plots import ThroughputPlot, UtilityPlot
-from app.gui.session import RunConfig, Session, SourceSpec
-from app.gui.source_panel import SourcePanel
-from app.gui.tuning import TuningPanel
-from app.gui.theme import apply_plot_theme, watch_color_scheme
-from engine import registry
-from engine.settings import Settings
+from dptop.gui.budget import BudgetPanel
+from dptop.gui.export import export_csv, export_json, save_png
+from dptop.gui.help import TIPS, HelpOverlay
+from dptop.gui.panel import AlgorithmPanel
+from dptop.gui.params import ParametersPanel
+from dptop.gui.plots import ThroughputPlot, UtilityPlot
+from dptop.gui.session import RunConfig, Session, SourceSpec
+from dptop.gui.source_panel import SourcePanel
+from dptop.gui.tuning import TuningPanel
+from dptop.gui.theme import apply_plot_theme, watch_color_scheme
+from dptop.engine.core import registry
+from dptop.engine.core.settings import Settings
+from dptop.resources import DEMO_CAPTURE
 
 SWITCH_INTERVAL = 0.001
 """GIL switch interval (s) while the window is open: every Qt callback into Python (timer, paint
@@ -41,7 +42,6 @@ REDRAWS_PER_TICK = 1  # panels whose table and chart are redrawn per tick (bound
 PANEL_PERIOD = 0.5  # a panel's table and chart change at most this often (s): rows a person can read
 TEXT_PERIOD = 0.5  # status lines (rates, thresholds) are rewritten at most this often (s)
 THROUGHPUT_EVERY = 1.0  # seconds between throughput samples
-DEMO_CAPTURE = Path(__file__).resolve().parents[2] / "resources" / "demo.pcap"
 PREFERRED = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving")
 
 
@@ -430,10 +430,10 @@ def run_gui(path: str | None = None) -> int:
     return app.exec()
 
 
-if __name__ == "__main__":  # python -m app.gui.main --screenshot OUT [--seconds S] [PATH]
+if __name__ == "__main__":  # python -m dptop.gui.main --screenshot OUT [--seconds S] [PATH]
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m app.gui.main")
+    parser = argparse.ArgumentParser(prog="python -m dptop.gui.main")
     parser.add_argument("path", nargs="?", default=None)
     parser.add_argument("--screenshot", default=None, metavar="PNG")
     parser.add_argument("--seconds", type=float, default=8.0)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 
-from app.gui.help import TIPS
+from dptop.gui.help import TIPS
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 

@@ -15,8 +15,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHeaderView, QLabel, QSizePolicy, QSplitter, QTableView,
                                QVBoxLayout)
 
-from app.gui.help import TIPS
-from app.gui.models import ReleaseTableModel, rows_of, sorting_proxy
+from dptop.gui.help import TIPS
+from dptop.gui.models import ReleaseTableModel, rows_of, sorting_proxy
 
 CHART_ROWS = 12  # bars drawn (the table has every released item)
 
@@ -267,12 +267,6 @@ class AlgorithmPanel(QFrame):
         self.model.set_rows(rows)
         threshold = key[0].threshold if key[0] is not None and key[0].threshold is not None else threshold_of(view)
         self.chart.show_rows(rows, threshold)
-
-    def update_view(self, view, truth) -> None:
-        """Everything at once (tests and the first draw)."""
-        self.update_text(view, truth)
-        if self.needs_redraw(view, truth):
-            self.redraw(view, truth)
 
     def _header(self, view) -> None:
         a = view.algorithm

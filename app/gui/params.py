@@ -8,17 +8,15 @@ new ``RunConfig``; the window hands it to the session, which restarts only what 
 """
 from __future__ import annotations
 
-import argparse
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QListWidget,
                                QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
 
-from app.cli import _param
-from app.gui.help import TIPS
-from app.gui.session import RunConfig
-from engine import registry
-from engine.settings import Settings
+from dptop.gui.help import TIPS
+from dptop.gui.session import RunConfig
+from dptop.engine.core import registry
+from dptop.engine.core.settings import Settings, parse_param
 
 EPOCH_MODES = ("whole stream", "packets", "seconds")
 
@@ -42,10 +40,7 @@ def parse_extra(text: str) -> dict:
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
-        try:
-            name, value = _param(part)
-        except argparse.ArgumentTypeError as exc:
-            raise ValueError(str(exc)) from None
+        name, value = parse_param(part)
         out[name] = value
     return out
 

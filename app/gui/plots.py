@@ -7,7 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from app.gui.help import TIPS
+from dptop.gui.help import TIPS
 
 HISTORY = 600  # points kept per curve
 

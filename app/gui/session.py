@@ -1,7 +1,7 @@
 """One monitoring session: a packet source, one runner per algorithm ("lane") and the truth thread.
 
 Headless (no Qt): the window owns a ``Session`` and polls ``snapshot()`` from its timer. Every
-lane is its own ``engine.runner.Runner`` with one algorithm, so applying new settings restarts
+lane is its own ``dptop.engine.core.runner.Runner`` with one algorithm, so applying new settings restarts
 only the algorithms they affect: the old runner is stopped and a new one joins the stream at
 the current position (its ``origin``, used to line its spans up with the truth's recording).
 
@@ -19,12 +19,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine import registry
-from engine.keys import KeyBatch
-from engine.runner import AlgorithmSnapshot, Runner
-from engine.settings import Settings
+from dptop.engine.core import registry
+from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.runner import AlgorithmSnapshot, Runner
+from dptop.engine.core.settings import Settings
 
-from app.gui.truth import Truth
+from dptop.gui.truth import Truth
 
 GUI_BATCH = 1 << 16
 """Replay batch size: large, so the per-batch Python work of the threads (which competes with the
@@ -135,7 +135,7 @@ class SessionSnapshot:
     time: float
     state: str  # idle, starting, running, paused, finished, stopped, failed
     error: str | None
-    source: object  # capture.source.SourceStats or None
+    source: object  # dptop.capture.source.SourceStats or None
     source_label: str
     lanes: tuple[LaneView, ...]
     truth_packets: int
@@ -168,15 +168,15 @@ class Session:
 
     def _make_source(self, spec: SourceSpec):
         if spec.kind == "live":
-            from capture.live import LiveCapture
+            from dptop.capture.live import LiveCapture
 
             return LiveCapture(spec.iface, self._sink, bpf=spec.bpf or None)
-        from capture.pcap import count_packets
-        from capture.replay import FileReplay
+        from dptop.capture.pcap import count_packets
+        from dptop.capture.replay import FileReplay
 
         path = spec.path
         if spec.kind == "synth":
-            from capture.synth import write_zipf_pcap
+            from dptop.capture.synth import write_zipf_pcap
 
             self._tmp = tempfile.TemporaryDirectory(prefix="dptop-synth-")
             path = str(Path(self._tmp.name) / "zipf.pcap")

@@ -6,8 +6,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
                                QProgressBar, QPushButton, QSpinBox, QStackedWidget, QWidget)
 
-from app.gui.help import TIPS
-from app.gui.session import SourceSpec
+from dptop.gui.help import TIPS
+from dptop.gui.session import SourceSpec
 
 SPEEDS = (("1×", 1.0), ("2×", 2.0), ("10×", 10.0), ("100×", 100.0), ("max", None))
 KINDS = ("Capture file", "Interface", "Synthetic")
@@ -15,7 +15,7 @@ KINDS = ("Capture file", "Interface", "Synthetic")
 
 def _interfaces() -> list[str]:
     try:
-        from capture.live import list_interfaces
+        from dptop.capture.live import list_interfaces
 
         return list_interfaces()
     except OSError:

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine import registry
-from engine.keys import KeyBatch
-from engine.settings import Settings
+from dptop.engine.core import registry
+from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.settings import Settings
 
-from app.gui.truth import Recording, resolve_span, slice_truth, utility_of
+from dptop.gui.truth import Recording, resolve_span, slice_truth, utility_of
 
 PARAMETERS = {"epsilon": "ε", "k_tilde": "k~ / k", "window": "window w"}
 DEFAULT_VALUES = {"epsilon": "0.1, 0.25, 0.5, 0.75, 0.9", "k_tilde": "1.5, 2, 4, 8", "window": "1000, 4000, 16000"}

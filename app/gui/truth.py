@@ -8,14 +8,14 @@ release covers (``resolve_span``):
 * count-based epochs, windows, prefixes: packet positions ``[span.start, span.end)`` shifted by
   the lane's origin (the stream position at which that algorithm joined);
 * time-based epochs (``span.t_start`` set, kind ``epoch``): the packets whose running-max time
-  stamp falls in ``[t_start, t_end)``, the rule engine/epochs.py applies (its positions are noisy);
+  stamp falls in ``[t_start, t_end)``, the rule engine/single_release/epochs.py applies (its positions are noisy);
 
 and is computed cheaply: epochs and windows count their slice once; prefixes (continual
 observation, which re-publishes a longer prefix every 0.1 s) keep one growing counter per start
 position ("anchor") and subtract the few packets that arrived after the release's end.
 
 The true counts are the non-private baseline shown *next to* private estimates, for released
-labels only; recall/precision/ARE (engine.metrics) use the exact heavy set over the same span.
+labels only; recall/precision/ARE (dptop.engine.core.metrics) use the exact heavy set over the same span.
 """
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.exact import ExactCounter
-from engine.keys import KEY_DTYPE, KeyBatch
-from engine.metrics import Utility, average_relative_error, precision, recall
-from engine.release import Release
+from dptop.engine.baselines.exact import ExactCounter
+from dptop.engine.core.keys import KEY_DTYPE, KeyBatch
+from dptop.engine.core.metrics import Utility, average_relative_error, precision, recall
+from dptop.engine.core.release import Release
 
 ANCHOR_IDLE_SECONDS = 5.0  # drop a prefix counter nobody asked about for this long
 
@@ -136,7 +136,7 @@ def resolve_span(release: Release, origin: int, epoch_seconds: float | None, rec
 @dataclass(frozen=True)
 class TruthResult:
     """Exact facts about one release's span: true counts of its labels, the heavy set size and
-    the utility of the release (engine.metrics definitions; heavy = count > ``heavy_threshold``)."""
+    the utility of the release (dptop.engine.core.metrics definitions; heavy = count > ``heavy_threshold``)."""
 
     release: Release
     start: int

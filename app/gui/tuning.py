@@ -1,5 +1,5 @@
 """Tuning panel: what-if sweeps (recall / precision / ARE versus ε, k~/k or w) on the last N
-recorded packets, run by ``app.gui.sweep`` on a background thread with a progress bar; the chosen
+recorded packets, run by ``dptop.gui.sweep`` on a background thread with a progress bar; the chosen
 value can be applied to the live run."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
-from app.gui.help import TIPS
-from app.gui.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, parse_values
-from engine import registry
+from dptop.gui.help import TIPS
+from dptop.gui.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, parse_values
+from dptop.engine.core import registry
 
 
 class TuningPanel(QWidget):

@@ -1,0 +1,1 @@
+"""``dptop bench``: throughput and latency of every algorithm measured side by side in one run."""

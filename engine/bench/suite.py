@@ -1,0 +1,107 @@
+"""``dptop bench``: updates/s of every registered algorithm, plus each family's own benchmarks.
+
+The core suite feeds each algorithm a fixed synthetic stream (Zipf 1.1 and 1.5, 2^24 updates —
+2^20 with ``--quick`` — k in {128, 512}) after a warm-up, and reports the median of three runs,
+with the ratio to the exact-count baseline measured in the same run. Modules in
+``EXTRA_BENCHES`` add their own tables (capture parser vs scapy, LazyCMS vs PunctualCMS,
+DPSW query latency, ...) through ``run_bench(quick) -> {"name", "rows", "notes"}``.
+"""
+from __future__ import annotations
+
+import importlib
+import statistics
+import time
+
+from dptop.engine.core.workload import zipf_keys
+from dptop.engine.core import registry
+from dptop.engine.core.settings import Settings
+
+EXTRA_BENCHES: tuple[str, ...] = ("dptop.capture.bench", "dptop.engine.bench.single_release", "dptop.engine.bench.continual", "dptop.engine.bench.sliding_window")
+SKIP_IN_CORE = {"punctual-cms", "punctual-cs"}
+"""Algorithms too slow for 2^24 updates by design; their own bench measures them."""
+
+
+def batched_rates(push, keys, batch: int = 1 << 16) -> tuple[float, float]:
+    """Keys per second through ``push(keys[i:i+batch])`` after one warm-up batch (compilation):
+    by wall clock and by this process's CPU time (the fairer figure on a shared machine; kernels
+    are single-threaded)."""
+    push(keys[:batch])
+    t0, c0 = time.perf_counter(), time.process_time()
+    for s in range(batch, len(keys), batch):
+        push(keys[s:s + batch])
+    n = len(keys) - batch
+    return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
+
+
+def _time_updates(name: str, settings: Settings, keys, repeats: int) -> float:
+    alg = registry.make(name, settings)
+    alg.update(keys[:1024])  # warm-up: compile or load the cached kernels
+    times = []
+    for _ in range(repeats):
+        alg.reset()
+        t0 = time.perf_counter()
+        alg.update(keys)
+        times.append(time.perf_counter() - t0)
+    return len(keys) / statistics.median(times)
+
+
+def core_bench(quick: bool, names: list[str] | None = None) -> dict:
+    length = 1 << (20 if quick else 24)
+    names = names or [n for n in registry.names() if n not in SKIP_IN_CORE]
+    rows = []
+    for skew in (1.1, 1.5):
+        keys = zipf_keys(skew, 1 << 24, length, seed=7)
+        for k in (128, 512):
+            settings = Settings(k=k, epsilon=0.5, delta=1e-3, stream_length=length, window=length // 4, gamma=0.01)
+            base = None
+            for name in names:
+                rate = _time_updates(name, settings, keys, repeats=1 if quick else 3)
+                base = rate if name == "exact" else base
+                rows.append({"algorithm": name, "skew": skew, "k": k, "updates": length, "updates_per_second": rate})
+            for row in rows[-len(names):]:
+                row["ratio_to_exact"] = row["updates_per_second"] / base if base else None
+    return {"name": "algorithms", "rows": rows,
+            "notes": f"Zipf streams of {length} updates over 2^24 items; median of {1 if quick else 3} runs after "
+                     "warm-up; ratio_to_exact = updates/s divided by the exact-count baseline's in the same run"}
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v / 1e6:.2f}M" if v > 1e4 else f"{v:.3g}"
+    return str(v)
+
+
+def _print_table(rows: list[dict]) -> None:
+    cols = list(dict.fromkeys(c for r in rows for c in r))
+    widths = [max(len(c), *(len(_fmt(r.get(c, ""))) for r in rows)) for c in cols]
+    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+    for r in rows:
+        print("  ".join(_fmt(r.get(c, "")).ljust(w) for c, w in zip(cols, widths)))
+
+
+def _print(report: dict) -> None:
+    """One table per run of consecutive rows with the same columns."""
+    print(f"\n== {report['name']} ==")
+    group: list[dict] = []
+    for row in report["rows"] + [None]:
+        if group and (row is None or row.keys() != group[-1].keys()):
+            _print_table(group)
+            group = []
+        if row is not None:
+            group.append(row)
+    if report.get("notes"):
+        print(report["notes"])
+
+
+def run_all(quick: bool = False, only: str | None = None) -> dict:
+    wanted = None if only is None else {n.strip() for n in only.split(",")}
+    reports = []
+    if wanted is None or "algorithms" in wanted:
+        reports.append(core_bench(quick))
+        _print(reports[-1])
+    for module in EXTRA_BENCHES:
+        report = importlib.import_module(module).run_bench(quick)
+        if wanted is None or report["name"] in wanted or module in wanted:
+            reports.append(report)
+            _print(report)
+    return {"quick": quick, "reports": reports}

@@ -1,0 +1,178 @@
+"""The horizon T of continual-observation algorithms and the two ways to run past it (spec lazyhh §7).
+
+GaussBM trees, the sketch depth and the thresholds are calibrated for at most T arrivals, fixed
+before the first packet. ``ContinualAlgorithm`` handles the two options of §7:
+
+* **fixed horizon** (§7.2): one instance; when it has seen T arrivals it stops *visibly*: the last
+  output stays published with ``horizon_reached`` in its status, later packets are only counted.
+* **restart** (§7.3): a fresh instance (new hash seeds, noise, candidates, t = 0) per epoch of T
+  arrivals. Epochs are disjoint, so the outputs of all epochs together keep the per-epoch
+  guarantee (parallel composition), but counts start from zero in every epoch.
+
+For a replayed file T defaults to the file's packet count (``Settings.stream_length``), which is
+public under substitution neighbours (both neighbours have the same length, §1.2). Otherwise
+``DEFAULT_HORIZON`` applies. Rolling over depends only on the arrival count, never on the data.
+"""
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import numpy as np
+
+from dptop.engine.core.base import Algorithm
+from dptop.engine.continual.gaussbm import HorizonExceeded
+from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.release import Release, Span
+from dptop.engine.core.settings import Settings, check_positive_int
+
+DEFAULT_HORIZON = 1 << 30
+"""T_max for a live capture when none is given: ~1.07e9 arrivals (§7.2: costs grow with log T)."""
+
+MODE_FIXED = "fixed horizon"
+MODE_RESTART = "restart per horizon"
+
+
+def resolve_horizon(settings: Settings, minimum: int = 1) -> tuple[int, str]:
+    """(T, where it came from). An explicit ``Settings.horizon`` must be >= ``minimum`` (e.g. k~);
+    a file length shorter than that is raised to ``minimum``: a longer horizon than the stream
+    is always valid (§7.2, monotonicity) and the choice depends on public facts only."""
+    if settings.horizon is not None:
+        horizon = check_positive_int("horizon", settings.horizon)
+        if horizon < minimum:
+            raise ValueError(f"horizon ({horizon}) must be >= {minimum} (T_max >= k~, spec lazyhh §6.1)")
+        return horizon, "--horizon"
+    if settings.stream_length:
+        length = check_positive_int("stream_length", settings.stream_length)
+        return max(length, minimum), "file packet count"
+    return max(DEFAULT_HORIZON, minimum), "default"
+
+
+class ContinualAlgorithm(Algorithm):
+    """An algorithm whose instance is built for a horizon of T arrivals (fixed or restarted).
+
+    Subclasses provide ``_new_instance()`` (fresh randomness), ``_feed(keys)`` (process keys that
+    fit in the horizon; return the batch index of the last output step or -1) and
+    ``_release(end_packet, t_end, computed)`` (the release that covers the epoch up to
+    ``end_packet``)."""
+
+    private = True
+    family = "continual observation"
+
+    def __init__(self, settings: Settings, minimum_horizon: int = 1):
+        super().__init__(settings)
+        self.horizon, self.horizon_source = resolve_horizon(settings, minimum_horizon)
+        self.restart = bool(settings.restart)
+
+    def reset(self) -> None:
+        self.packets = 0
+        self.epoch = 0
+        self.epoch_start = 0
+        self.after_horizon = 0
+        self.exhausted = False
+        self._t_first = None
+        self._t_last = None
+        self._new_epoch()
+
+    def _new_epoch(self) -> None:
+        self.t = 0
+        self.instance = self._new_instance()
+
+    @abstractmethod
+    def _new_instance(self):
+        """A fresh instance for one horizon (new hash seeds and noise)."""
+
+    @abstractmethod
+    def _feed(self, keys: np.ndarray) -> int:
+        """Process ``keys`` (they fit in the horizon); return the index of the last output step or -1."""
+
+    @abstractmethod
+    def _release(self, end_packet: int, t_end: float | None, computed: bool) -> Release:
+        """The release covering the epoch up to ``end_packet``; ``computed`` marks a fresh output step."""
+
+    @property
+    def mode(self) -> str:
+        return MODE_RESTART if self.restart else MODE_FIXED
+
+    def span_to(self, end_packet: int, t_end: float | None) -> Span:
+        return Span(self.epoch_start, end_packet, kind="horizon" if self.restart else "prefix",
+                    index=self.epoch, t_start=self._t_first, t_end=t_end)
+
+    def _ingest(self, keys: np.ndarray, ts_ns: np.ndarray | None) -> list[Release]:
+        releases: list[Release] = []
+        i, n = 0, len(keys)
+        while i < n:
+            if self.exhausted:
+                self.after_horizon += n - i
+                break
+            take = min(self.horizon - self.t, n - i)
+            if self._t_first is None and ts_ns is not None:
+                self._t_first = float(ts_ns[i]) / 1e9
+            last = self._feed(keys[i:i + take])
+            self.t += take
+            self.packets += take
+            if ts_ns is not None:
+                self._t_last = float(ts_ns[i + take - 1]) / 1e9
+            if last >= 0:
+                at = None if ts_ns is None else float(ts_ns[i + last]) / 1e9
+                end = self.packets - take + last + 1
+                releases.append(self._release(end, at, computed=True))
+                self._last = releases[-1]
+            i += take
+            if self.t == self.horizon:
+                if self.restart:
+                    self.epoch += 1
+                    self.epoch_start = self.packets
+                    self._t_first = None
+                    self._new_epoch()
+                else:
+                    self.exhausted = True
+        return releases
+
+    def update(self, keys: np.ndarray) -> None:
+        """Feed a key batch; with a fixed horizon, raises ``HorizonExceeded`` once arrivals pass T
+        (the arrivals up to T are processed, the rest ignored and counted)."""
+        before = self.after_horizon
+        self._ingest(np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1, 2), None)
+        if self.after_horizon > before:
+            raise HorizonExceeded(
+                f"fixed horizon T = {self.horizon} reached; {self.after_horizon} later arrivals ignored "
+                "(use restart to start a fresh instance per horizon)"
+            )
+
+    def consume(self, batch: KeyBatch) -> list[Release]:
+        """The releases whose output step fell in ``batch`` (at most one per epoch: the latest)."""
+        out = self._ingest(batch.keys, batch.ts_ns)
+        latest: dict[int, Release] = {r.span.index: r for r in out}
+        return list(latest.values())
+
+    def release(self) -> Release:
+        """Re-release of the current output (post-processing, no privacy cost)."""
+        return self._release(self.packets, self._t_last, computed=False)
+
+    def live(self) -> Release:
+        self._last = self.release()
+        return self._last
+
+    def finish(self) -> list[Release]:
+        self._last = self.release()
+        return [self._last]
+
+    def horizon_status(self) -> dict:
+        """Public facts about the horizon: mode, T, packets seen and still to come before T."""
+        return {
+            "mode": self.mode,
+            "horizon": self.horizon,
+            "horizon_source": self.horizon_source,
+            "epoch": self.epoch,
+            "packets_seen": self.t,
+            "packets_total": self.packets,
+            "packets_until_horizon": self.horizon - self.t,
+            "horizon_reached": self.exhausted,
+            "packets_after_horizon": self.after_horizon,
+        }
+
+    def horizon_scope(self) -> str:
+        if self.restart:
+            return (f"each epoch of T = {self.horizon} arrivals (fresh instance per epoch; disjoint "
+                    "epochs compose in parallel, counts restart at 0)")
+        return f"fixed horizon T = {self.horizon} arrivals; the instance stops when it is reached"

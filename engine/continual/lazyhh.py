@@ -1,0 +1,346 @@
+"""LazyHH: private heavy hitters under continual observation [001 §5, Alg 6, Thm 3; spec lazyhh §6].
+
+A d × w LazyCMS (``dptop.engine.continual.lazysketch``) plus a candidate set C kept in a hash table. Every arrival
+updates the sketch and joins C if new. Every k~ arrivals (t ≡ 0 mod k~, a public schedule: P1)
+OUTPUT queries the sketch for every candidate and publishes H = {(y, v_y) : v_y > τ(t)}; PRUNE then
+keeps the k~ candidates with the largest estimates. Between outputs H is re-released unchanged.
+
+Parameters follow spec §6.3 (option A by default: w = ⌈e·k~⌉; option B: w = k~), with γ derived
+from the σ in use: γ = σ·sqrt(2H·ln(4N/β)), N = ⌈T/k~⌉·d·w. Thresholds: λ1 = γ + w,
+λ2(t) = e·t/w + γ, τ(t) = max(t/k, t/k~ + λ1 + 2λ2(t)) + 1, release iff v > τ(t).
+
+Privacy: (ε, δ~)-DP under continual observation, δ~ = 2δ(3/2 + e^ε + δ), for substitution of one
+packet's source, for streams of at most T arrivals (Thm 3; §6.7 caveats in the guarantee notes).
+Never released: the candidate set or its size, estimates that failed τ, P, node sums, hash seeds.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from dptop.engine.core import hashtable as ht
+from dptop.engine.privacy import bulknoise
+from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, check_gaussbm_epsilon,
+                            gaussbm_sigma, tree_height)
+from dptop.engine.core.hashtable import found, probe, store
+from dptop.engine.continual.horizon import ContinualAlgorithm
+from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.keys import EMPTY_WORD, KEY_DTYPE
+from dptop.engine.continual.lazysketch import LazySketch, SketchState, cms_estimate, lazy_update
+from dptop.engine.core.registry import register
+from dptop.engine.core.release import (MEASURE_APPROX, MODEL_CONTINUAL, NEIGHBOUR_SUBSTITUTE, Guarantee,
+                            Release, sorted_items)
+from dptop.engine.core.settings import check_positive_int
+
+E = math.e
+
+
+def delta_tilde(epsilon: float, delta: float) -> float:
+    """δ~ = 2δ(3/2 + e^ε + δ), the δ of LazyHH's guarantee (Thm 3)."""
+    return 2.0 * delta * (1.5 + math.exp(epsilon) + delta)
+
+
+def delta_for(epsilon: float, target_delta_tilde: float) -> float:
+    """The δ giving a target δ~ (spec §6.7): δ = (−a + sqrt(a² + 2δ~))/2 with a = 3/2 + e^ε."""
+    a = 1.5 + math.exp(epsilon)
+    return (-a + math.sqrt(a * a + 2.0 * target_delta_tilde)) / 2.0
+
+
+@dataclass(frozen=True)
+class LazyHHParams:
+    """Every derived constant of one LazyHH instance (spec §6.3), computable before any data."""
+
+    k: int
+    k_tilde: int
+    epsilon: float
+    delta: float
+    beta: float
+    horizon: int
+    option: str
+    depth: int
+    width: int
+    height: int
+    sigma: float
+    gamma: float
+
+    @classmethod
+    def build(cls, k, k_tilde, epsilon, delta, beta, horizon, option="A") -> "LazyHHParams":
+        """Validate (spec §6.1, L13) and derive d, w, H, σ, γ (spec §6.3)."""
+        k = check_positive_int("k", k)
+        k_tilde = check_positive_int("k~", k_tilde)
+        if k_tilde <= k:
+            raise ValueError(f"k~ ({k_tilde}) must be > k ({k}) (spec lazyhh §6.1)")
+        epsilon = check_gaussbm_epsilon(epsilon)
+        delta = float(delta)
+        if not 0.0 < delta < 0.5:
+            raise ValueError(f"delta ({delta:g}) must be in (0, 0.5) (spec lazyhh §6.1, Lem 6)")
+        beta = float(beta)
+        if not 0.0 < beta < delta:
+            raise ValueError(f"beta ({beta:g}) must be in (0, delta = {delta:g}) (spec lazyhh §6.1)")
+        horizon = check_positive_int("horizon", horizon)
+        if horizon < k_tilde:
+            raise ValueError(f"horizon ({horizon}) must be >= k~ ({k_tilde}) (spec lazyhh §6.1)")
+        if option not in ("A", "B"):
+            raise ValueError(f"option ({option!r}) must be 'A' (w = ceil(e k~)) or 'B' (w = k~)")
+        depth = math.ceil(math.log(4.0 * horizon / beta))
+        width = math.ceil(E * k_tilde) if option == "A" else k_tilde
+        height = tree_height(LazySketch.cell_horizon(horizon, width))
+        sigma = gaussbm_sigma(height, epsilon, delta, 2 * depth)
+        pairs = -(-horizon // k_tilde) * depth * width
+        gamma = sigma * math.sqrt(2.0 * height * math.log(4.0 * pairs / beta))
+        return cls(k, k_tilde, epsilon, delta, beta, horizon, option, depth, width, height, sigma, gamma)
+
+    @property
+    def delta_tilde(self) -> float:
+        return delta_tilde(self.epsilon, self.delta)
+
+    def threshold(self, t: int) -> float:
+        """τ(t): a released estimate must exceed it (spec §6.5 OUTPUT step 1)."""
+        return float(suppression_threshold(t, self.k, self.k_tilde, self.width, self.gamma))
+
+    def tau1_binds_after(self) -> float | None:
+        """The t after which τ1 = t/k is the binding threshold (None: never), spec §6.9."""
+        slope = 1.0 / self.k - 1.0 / self.k_tilde - 2.0 * E / self.width
+        if slope <= 0:
+            return None
+        return (self.gamma + self.width + 2.0 * self.gamma) / slope
+
+
+@inner
+def suppression_threshold(t, k, k_tilde, width, gamma):
+    """τ(t) = max(t/k, t/k~ + λ1 + 2λ2(t)) + 1 with λ1 = γ + w, λ2 = e·t/w + γ (spec §6.3)."""
+    lam1 = gamma + width
+    lam2 = 2.718281828459045 * t / width + gamma
+    tau1 = t / k
+    tau2 = t / k_tilde + lam1 + 2.0 * lam2
+    return max(tau1, tau2) + 1.0
+
+
+# meta[] fields
+T_NOW, CAND_N, OUT_N, OUT_T = 0, 1, 2, 3
+
+
+class HHState(NamedTuple):
+    sk: SketchState
+    cand_hi: np.ndarray  # uint64[2k~]
+    cand_lo: np.ndarray
+    cand_b: np.ndarray  # int64[2k~, d] candidates' buckets (computed once, on entry)
+    cand_val: np.ndarray  # float64[2k~] estimates at the last output (scratch; never released)
+    tab: ht.Table  # candidate key -> index
+    out_hi: np.ndarray  # uint64[2k~] last output H
+    out_lo: np.ndarray
+    out_val: np.ndarray
+    out_tau: np.ndarray  # float64[1] τ applied at the last output
+    meta: np.ndarray  # int64[4]
+
+
+def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
+    cap = 2 * k_tilde
+    return HHState(
+        sketch.state, np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE),
+        np.zeros((cap, sketch.depth), np.int64), np.zeros(cap),
+        ht.make_table(4 * k_tilde, seed=table_seed),
+        np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap), np.zeros(1), np.zeros(4, np.int64),
+    )
+
+
+@kernel
+def _output(st, t, k, k_tilde, gamma):
+    """OUTPUT(t): estimate every candidate, publish those above τ(t) (spec §6.5)."""
+    pre = st.sk.bm.pre
+    tau = suppression_threshold(t, k, k_tilde, pre.shape[0], gamma)
+    m = 0
+    for c in range(st.meta[CAND_N]):
+        v = cms_estimate(pre, st.cand_b[c])
+        st.cand_val[c] = v
+        if v > tau:
+            st.out_hi[m] = st.cand_hi[c]
+            st.out_lo[m] = st.cand_lo[c]
+            st.out_val[m] = v
+            m += 1
+    st.meta[OUT_N] = m
+    st.meta[OUT_T] = t
+    st.out_tau[0] = tau
+
+
+@kernel
+def _prune(st, k_tilde):
+    """PRUNE(): keep the k~ candidates with the largest estimates (ties: lower index first),
+    compacting in place, and rebuild the key table (spec §6.5)."""
+    n = st.meta[CAND_N]
+    if n <= k_tilde:
+        return
+    vals = st.cand_val
+    cut = np.partition(vals[:n], n - k_tilde)[n - k_tilde]  # the k~-th largest estimate
+    above = 0
+    for c in range(n):
+        if vals[c] > cut:
+            above += 1
+    ties = k_tilde - above  # how many candidates equal to `cut` stay
+    tab_hi, tab_lo, tab_val, hashing = st.tab
+    tab_hi[:] = EMPTY_WORD
+    tab_lo[:] = EMPTY_WORD
+    m = 0
+    for c in range(n):
+        keep = vals[c] > cut
+        if not keep and vals[c] == cut and ties > 0:
+            keep = True
+            ties -= 1
+        if keep:
+            hi = st.cand_hi[c]
+            lo = st.cand_lo[c]
+            st.cand_hi[m] = hi
+            st.cand_lo[m] = lo
+            st.cand_b[m] = st.cand_b[c]
+            vals[m] = vals[c]
+            q = probe(tab_hi, tab_lo, hashing, hi, lo)
+            store(tab_hi, tab_lo, tab_val, q, hi, lo, m)
+            m += 1
+    st.meta[CAND_N] = m
+
+
+@kernel
+def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
+    """LAZYHH_UPDATE for every key (spec §6.5); returns the index of the last output step or -1.
+    The per-arrival loop works on unpacked arrays (see ``gaussbm.push_column``)."""
+    p, seeds, sk_meta, bk = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.bk
+    ex, sx, pre, upd, z = st.sk.bm
+    tab_hi, tab_lo, tab_val, hashing = st.tab
+    cand_hi, cand_lo, cand_b, meta = st.cand_hi, st.cand_lo, st.cand_b, st.meta
+    d = p.shape[1]
+    pos = sk_meta[0]
+    t = meta[T_NOW]
+    n_cand = meta[CAND_N]
+    last = -1
+    for n in range(len(keys)):
+        if n % CHUNK == 0 and sigma > 0.0:
+            bulknoise.fill_normal(rng, z[:CHUNK * d], 1.0)
+        hi = keys[n, 0]
+        lo = keys[n, 1]
+        pos = lazy_update(p, seeds, bk, ex, sx, pre, upd, pos, False, hi, lo, sigma, z, (n % CHUNK) * d)
+        t += 1
+        q = probe(tab_hi, tab_lo, hashing, hi, lo)
+        if not found(tab_hi, tab_lo, q, hi, lo):
+            cand_hi[n_cand] = hi
+            cand_lo[n_cand] = lo
+            cand_b[n_cand] = bk
+            store(tab_hi, tab_lo, tab_val, q, hi, lo, n_cand)
+            n_cand += 1
+        if t % k_tilde == 0:
+            meta[CAND_N] = n_cand
+            _output(st, t, k, k_tilde, gamma)
+            _prune(st, k_tilde)
+            n_cand = meta[CAND_N]
+            last = n
+    sk_meta[0] = pos
+    meta[T_NOW] = t
+    meta[CAND_N] = n_cand
+    return last
+
+
+class LazyHHInstance:
+    """One LazyHH run over one horizon: the sketch, the candidates and the last output."""
+
+    def __init__(self, params: LazyHHParams, seed: int | None = None, noiseless: bool = False):
+        self.params = params
+        self.sketch = LazySketch(params.horizon, params.epsilon, params.delta, params.width, params.depth,
+                                 kind="cms", seed=seed, noiseless=noiseless)
+        table_seed = None if seed is None else np.uint64(np.random.SeedSequence((seed, 0x7AB)).generate_state(1)[0])
+        self.state = make_hh_state(self.sketch, params.k_tilde, table_seed)
+
+    @property
+    def t(self) -> int:
+        return int(self.state.meta[T_NOW])
+
+    def update(self, keys: np.ndarray) -> int:
+        """Process keys (within the horizon); the batch index of the last output step, or -1."""
+        p = self.params
+        if self.t + len(keys) > p.horizon:
+            raise ValueError(f"{self.t} + {len(keys)} arrivals exceed the horizon ({p.horizon})")
+        last = _hh_batch(self.state, keys, self.sketch.noise_sigma, self.sketch.rng,
+                         float(p.k), np.int64(p.k_tilde), p.gamma)
+        self.sketch.arrivals = self.t
+        return int(last)
+
+    def output(self):
+        """(keys (m, 2), estimates (m,), τ, t) of the last OUTPUT; empty with t = 0 before it."""
+        st = self.state
+        m = int(st.meta[OUT_N])
+        keys = np.stack([st.out_hi[:m], st.out_lo[:m]], axis=1)
+        return keys, st.out_val[:m].copy(), float(st.out_tau[0]), int(st.meta[OUT_T])
+
+    def _candidates(self) -> np.ndarray:
+        """Test hook only (never released, P2): the current candidate keys."""
+        n = int(self.state.meta[CAND_N])
+        return np.stack([self.state.cand_hi[:n], self.state.cand_lo[:n]], axis=1)
+
+
+@register
+class LazyHH(ContinualAlgorithm):
+    """LazyHH as a dptop algorithm: k = ``Settings.k``, k~ = ``Settings.k_tilde`` (default 4k,
+    001 Fig 4c), β = ``extra['beta']`` (default δ/2), width option ``extra['option']`` ('A')."""
+
+    name = "lazyhh"
+
+    def __init__(self, settings):
+        k = check_positive_int("k", settings.k)
+        k_tilde = check_positive_int("k~", settings.k_tilde or 4 * k)
+        super().__init__(settings, minimum_horizon=k_tilde)
+        beta = float(settings.extra.get("beta", float(settings.delta) / 2))
+        self.params = LazyHHParams.build(k, k_tilde, settings.epsilon, settings.delta, beta, self.horizon,
+                                         str(settings.extra.get("option", "A")))
+        self.reset()
+
+    def _new_instance(self):
+        seed = None if self.settings.seed is None else self.settings.seed + self.epoch
+        return LazyHHInstance(self.params, seed=seed)
+
+    def _feed(self, keys):
+        return self.instance.update(keys)
+
+    def _release(self, end_packet, t_end, computed):
+        keys, vals, tau, t_out = self.instance.output()
+        items = sorted_items(keys[:, 0], keys[:, 1], vals)
+        threshold = tau if t_out else self.params.threshold(self.t)
+        status = self.status()
+        status["output_at"] = t_out
+        return Release(self.name, self.span_to(end_packet, t_end), items, threshold, self.guarantee(), status)
+
+    def guarantee(self) -> Guarantee:
+        p = self.params
+        return Guarantee(
+            MODEL_CONTINUAL, MEASURE_APPROX, p.epsilon, p.delta_tilde, neighbouring=NEIGHBOUR_SUBSTITUTE,
+            scope=self.horizon_scope(), noise=NOISE_SEEDED if self.settings.seed is not None else NOISE_OS,
+            notes=(
+                f"δ~ = 2δ(3/2 + e^ε + δ) = {p.delta_tilde:.3g} from δ = {p.delta:g} (Thm 3); β = {p.beta:g}.",
+                f"LazyCMS d×w = {p.depth}×{p.width} (option {p.option}), H = {p.height}, σ = {p.sigma:.4g}, "
+                f"γ = {p.gamma:.4g}; output recomputed every k~ = {p.k_tilde} arrivals, re-released in between.",
+                "Released: labels whose LazyCMS estimate exceeds τ(t) = max(t/k, t/k~ + λ1 + 2λ2) + 1; "
+                "never the candidate set, its size or failed estimates.",
+                "Only substitution of one packet's source is protected, not packet presence (spec §1.2).",
+                "Thm 3's proof treats the common candidate set as fixed (spec §6.7 caveat).",
+            ),
+        )
+
+    def status(self) -> dict:
+        """Public facts: horizon, packets seen, τ at the current t and when τ1 = t/k takes over.
+        All are functions of t and the parameters (never of the candidates, P2)."""
+        p = self.params
+        st = self.horizon_status()
+        binds = p.tau1_binds_after()
+        tau = p.threshold(self.t)
+        st.update({
+            "threshold": tau,
+            "packets_until_output": None if self.exhausted else p.k_tilde - self.t % p.k_tilde,
+            "tau1_binds_after": binds,
+            "k": p.k, "k_tilde": p.k_tilde, "depth": p.depth, "width": p.width,
+            "sigma": p.sigma, "gamma": p.gamma, "delta_tilde": p.delta_tilde,
+        })
+        if binds is None or self.t < binds:
+            st["note"] = (f"suppression: an item is released only once its estimate exceeds τ = {tau:.0f} "
+                          f"packets (at t = {self.t}); τ falls to t/k only after t = "
+                          + ("never within this horizon" if binds is None or binds > p.horizon else f"{binds:.0f}"))
+        return st

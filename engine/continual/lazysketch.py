@@ -1,0 +1,373 @@
+"""Private frequency sketches under continual observation: PunctualSketch and LazySketch
+[001 §4, Alg 3–5, Thm 2; spec lazyhh §4–5].
+
+Both hold a d × w grid O of GaussBM counters (``dptop.engine.continual.gaussbm``) with secret random row hashes
+h_i (and signs g_i for Count Sketch). O is released at every step and may be queried for any
+label at any time: CMS f̂(x) = min_i O[i, h_i(x)], CS f̂(x) = median_i g_i(x)·O[i, h_i(x)].
+
+* **PunctualSketch** (Alg 3): every cell gets an update at every arrival (1 / g_i(x) in the
+  item's cells, 0 elsewhere, zeros never skipped: P3). Cells are GaussBM(T). The slow baseline.
+* **LazySketch** (Alg 5): the arrival goes into an exact array P (never released); then column
+  ``pos`` of P is pushed into O (zeros included) and cleared, round robin. Every cell is pushed
+  once per w arrivals, so cells are GaussBM(⌈T/w⌉) and an update costs d pushes, not d·w.
+
+A substitution changes ≤ 2 cells per row by 1 (CMS): m = 2d; for CS one cell can change by 2
+when the two sources share a bucket with opposite signs, so m = 4d (spec §5.5, C8).
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+from dptop.engine.privacy import bulknoise
+from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, BMState, HorizonExceeded,
+                            check_gaussbm_delta, check_gaussbm_epsilon,
+                            gaussbm_sigma, make_bm_state, noise_bound, push_column, tree_height)
+from dptop.engine.continual.horizon import ContinualAlgorithm
+from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.keys import hash_key, keys_from_addresses
+from dptop.engine.core.registry import register
+from dptop.engine.core.release import (MEASURE_APPROX, MODEL_CONTINUAL, NEIGHBOUR_SUBSTITUTE, Guarantee,
+                            Release, sorted_items)
+from dptop.engine.core.settings import check_positive_int
+
+MAX_SKETCH_BYTES = 1 << 30
+_U32 = np.uint64(32)
+_U31 = np.uint64(31)
+_ONE = np.uint64(1)
+
+
+class SketchState(NamedTuple):
+    p: np.ndarray  # int64[w, d]: Lazy: pending exact increments; Punctual: one arrival's increments
+    seeds: np.ndarray  # uint64[d] secret row hash seeds (never released, P11)
+    meta: np.ndarray  # int64[1]: next column to push (Lazy)
+    bk: np.ndarray  # int64[d]: buckets of the last arrival (scratch)
+    bm: BMState
+
+
+@inner
+def cell(seeds, row, hi, lo, width):
+    """(bucket h_i(x) in [0, w), sign g_i(x) in {-1, +1}) of key (hi, lo) in ``row``.
+    The bucket is the top 32 hash bits reduced by multiply-shift, the sign is bit 31."""
+    h = hash_key(hi, lo, seeds[row])
+    bucket = np.int64(((h >> _U32) * np.uint64(width)) >> _U32)
+    sign = np.int64(1) if (h >> _U31) & _ONE else np.int64(-1)
+    return bucket, sign
+
+
+@inner
+def cms_estimate(pre, buckets):
+    """CMS f̂ from the key's buckets: min over rows i of pre[buckets[i], i]."""
+    best = np.inf
+    for i in range(len(buckets)):
+        if pre[buckets[i], i] < best:
+            best = pre[buckets[i], i]
+    return best
+
+
+@inner
+def estimate(pre, seeds, signed, hi, lo, scratch):
+    """f̂(x) from the released cells: min over rows (CMS) or median of g_i(x)·cell (CS, odd d)."""
+    w, d = pre.shape
+    if not signed:
+        best = np.inf
+        for i in range(d):
+            b, g = cell(seeds, i, hi, lo, w)
+            if pre[b, i] < best:
+                best = pre[b, i]
+        return best
+    for i in range(d):
+        b, g = cell(seeds, i, hi, lo, w)
+        scratch[i] = g * pre[b, i]
+    scratch.sort()
+    return scratch[d // 2]
+
+
+@kernel
+def _estimates(st, signed, keys, out):
+    pre, seeds = st.bm.pre, st.seeds
+    scratch = np.empty(len(seeds), dtype=np.float64)
+    for n in range(len(keys)):
+        out[n] = estimate(pre, seeds, signed, keys[n, 0], keys[n, 1], scratch)
+
+
+@inner
+def lazy_update(p, seeds, bk, ex, sx, pre, upd, pos, signed, hi, lo, sigma, z, zo):
+    """LAZY_UPDATE(x) (spec §5.2): add x to P, then push column ``pos`` of P (zeros too, with
+    draws ``z[zo:zo+d]``) and clear it. Leaves x's buckets in ``bk``; returns the next column."""
+    w, d = p.shape
+    for i in range(d):
+        b, g = cell(seeds, i, hi, lo, w)
+        p[b, i] += g if signed else 1
+        bk[i] = b
+    push_column(ex, sx, pre, upd, pos, p, sigma, z, zo)
+    for i in range(d):
+        p[pos, i] = 0
+    return pos + 1 if pos + 1 < w else 0
+
+
+@kernel
+def _lazy_batch(st, signed, keys, sigma, rng):
+    p, seeds, meta, bk = st.p, st.seeds, st.meta, st.bk
+    ex, sx, pre, upd, z = st.bm
+    d = p.shape[1]
+    pos = meta[0]
+    for c0 in range(0, len(keys), CHUNK):
+        if sigma > 0.0:
+            bulknoise.fill_normal(rng, z[:CHUNK * d], 1.0)
+        for n in range(c0, min(len(keys), c0 + CHUNK)):
+            pos = lazy_update(p, seeds, bk, ex, sx, pre, upd, pos, signed, keys[n, 0], keys[n, 1],
+                              sigma, z, (n - c0) * d)
+    meta[0] = pos
+
+
+@kernel
+def _punctual_batch(st, signed, keys, sigma, rng):
+    """Alg 3: per arrival, every column is pushed; P holds only this arrival's increments."""
+    p, seeds = st.p, st.seeds
+    ex, sx, pre, upd, z = st.bm
+    w, d = p.shape
+    for n in range(len(keys)):
+        for i in range(d):
+            b, g = cell(seeds, i, keys[n, 0], keys[n, 1], w)
+            p[b, i] += g if signed else 1
+        if sigma > 0.0:
+            bulknoise.fill_normal(rng, z[:w * d], 1.0)
+        for j in range(w):
+            push_column(ex, sx, pre, upd, j, p, sigma, z, j * d)
+        for i in range(d):
+            b, g = cell(seeds, i, keys[n, 0], keys[n, 1], w)
+            p[b, i] = 0
+
+
+def hash_seeds(depth: int, seed: int | None) -> np.ndarray:
+    """Secret row seeds from the OS, or (tests, NOT private) derived from ``seed``."""
+    if seed is None:
+        return np.frombuffer(os.urandom(8 * depth), dtype=np.uint64).copy()
+    return np.random.SeedSequence((int(seed), 0x5EED)).generate_state(depth, dtype=np.uint64)
+
+
+class PrivateSketch:
+    """The common part of PunctualSketch and LazySketch: parameters, O, hashes and queries.
+
+    ``kind`` is ``"cms"`` or ``"cs"``; ``noiseless=True`` is a test-only mode (σ = 0, NOT
+    private) that exposes the bookkeeping."""
+
+    def __init__(self, horizon: int, epsilon: float, delta: float, width: int, depth: int,
+                 kind: str = "cms", seed: int | None = None, noiseless: bool = False):
+        if kind not in ("cms", "cs"):
+            raise ValueError(f"kind ({kind!r}) must be 'cms' or 'cs'")
+        self.horizon = check_positive_int("horizon", horizon)
+        self.width = check_positive_int("width", width)
+        self.depth = check_positive_int("depth", depth)
+        if kind == "cs" and self.depth % 2 == 0:
+            raise ValueError(f"depth ({self.depth}) must be odd for Count Sketch (median of rows, spec §5.3)")
+        self.epsilon = check_gaussbm_epsilon(epsilon)
+        self.delta = check_gaussbm_delta(delta)
+        self.kind, self.signed = kind, kind == "cs"
+        self.m = (4 if self.signed else 2) * self.depth
+        self.cell_updates = self.cell_horizon(self.horizon, self.width)
+        self.height = tree_height(self.cell_updates)
+        size = self.memory_bytes(self.depth, self.width, self.height)
+        if size > MAX_SKETCH_BYTES:
+            raise ValueError(f"sketch memory d*w*(16H+24) = {size} bytes exceeds {MAX_SKETCH_BYTES} "
+                             f"(depth {self.depth}, width {self.width}, H {self.height})")
+        self.sigma = gaussbm_sigma(self.height, self.epsilon, self.delta, self.m)
+        self.noiseless, self.seed = bool(noiseless), seed
+        self.state = SketchState(np.zeros((self.width, self.depth), dtype=np.int64),
+                                 hash_seeds(self.depth, seed), np.zeros(1, dtype=np.int64),
+                                 np.zeros(self.depth, dtype=np.int64),
+                                 make_bm_state(self.depth, self.width, self.height))
+        self.rng = bulknoise.make_rng(seed)
+        self.arrivals = 0
+
+    @staticmethod
+    def cell_horizon(horizon: int, width: int) -> int:
+        """Updates each GaussBM cell receives over a horizon of ``horizon`` arrivals."""
+        raise NotImplementedError
+
+    @staticmethod
+    def memory_bytes(depth: int, width: int, height: int) -> int:
+        """ex (8H) + suffix sums (8(H+1)) + release (8) + P (8) bytes per cell."""
+        return depth * width * (16 * height + 24)
+
+    @property
+    def noise_sigma(self) -> float:
+        return 0.0 if self.noiseless else self.sigma
+
+    def update(self, keys: np.ndarray) -> None:
+        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1, 2)
+        if self.arrivals + len(keys) > self.horizon:
+            raise HorizonExceeded(f"{self.arrivals} + {len(keys)} arrivals exceed the horizon ({self.horizon})")
+        self._batch(self.state, self.signed, keys, self.noise_sigma, self.rng)
+        self.arrivals += len(keys)
+
+    def estimates(self, keys: np.ndarray) -> np.ndarray:
+        """f̂ for every key of a ``(n, 2)`` batch, read from the released O only (never P)."""
+        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1, 2)
+        out = np.empty(len(keys), dtype=np.float64)
+        _estimates(self.state, self.signed, keys, out)
+        return out
+
+    def released_cells(self) -> np.ndarray:
+        """The released grid O, shape ``(d, w)`` (a copy)."""
+        return self.state.bm.pre.T.copy()
+
+    def pending(self) -> np.ndarray:
+        """Test hook only (never released): P, shape ``(d, w)``."""
+        return self.state.p.T.copy()
+
+    def buckets(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(buckets (n, d), signs (n, d)) of the keys; for tests and plain-sketch references."""
+        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1, 2)
+        b = np.empty((len(keys), self.depth), dtype=np.int64)
+        g = np.empty_like(b)
+        _buckets(self.state.seeds, self.width, keys, b, g)
+        return b, g
+
+    def noise_error(self, pairs: int, beta: float) -> float:
+        """E_noise: every one of ``pairs`` (cell, time) releases within this of its exact value
+        with probability ≥ 1 − β (spec §2.5, σ in use)."""
+        return noise_bound(self.noise_sigma, self.height, pairs, beta)
+
+
+@kernel
+def _buckets(seeds, width, keys, out_b, out_g):
+    for n in range(len(keys)):
+        for i in range(len(seeds)):
+            b, g = cell(seeds, i, keys[n, 0], keys[n, 1], width)
+            out_b[n, i] = b
+            out_g[n, i] = g
+
+
+class LazySketch(PrivateSketch):
+    """LazyCMS / LazyCS (001 Alg 5): d pushes per arrival, cells GaussBM(⌈T/w⌉, ε, δ, m)."""
+
+    _batch = staticmethod(_lazy_batch)
+
+    @staticmethod
+    def cell_horizon(horizon: int, width: int) -> int:
+        return -(-horizon // width)
+
+    def lag_bound(self) -> int:
+        """Lazy delay: at most w arrivals per cell wait in P (spec §5.6)."""
+        return self.width
+
+
+class PunctualSketch(PrivateSketch):
+    """PunctualCMS / PunctualCS (001 Alg 3): d·w pushes per arrival, cells GaussBM(T, ε, δ, m)."""
+
+    _batch = staticmethod(_punctual_batch)
+
+    @staticmethod
+    def cell_horizon(horizon: int, width: int) -> int:
+        return horizon
+
+    def lag_bound(self) -> int:
+        return 0
+
+
+def default_depth(horizon: int, beta: float, odd: bool) -> int:
+    """d = ⌈ln(2T/β)⌉ rows (001 Lem 5), made odd for Count Sketch."""
+    d = max(1, math.ceil(math.log(2.0 * horizon / beta)))
+    return d + 1 if odd and d % 2 == 0 else d
+
+
+class _SketchAlgorithm(ContinualAlgorithm):
+    """A private sketch as a dptop algorithm: O is released at every arrival (a release per
+    batch), queried only for the labels the user gives in ``extra['query']`` (comma-separated
+    addresses). With no labels the items are empty and the status says why: labels taken from
+    the traffic or from a non-private structure would not be private (spec §5.4, P15)."""
+
+    sketch_class: type
+    kind: str
+
+    def __init__(self, settings):
+        self.epsilon = check_gaussbm_epsilon(settings.epsilon)
+        self.delta = check_gaussbm_delta(settings.delta)
+        self.beta = float(settings.extra.get("beta", self.delta / 2))
+        if not 0.0 < self.beta < 1.0:
+            raise ValueError(f"beta ({self.beta:g}) must be in (0, 1)")
+        super().__init__(settings)
+        k = check_positive_int("k", settings.k)
+        k_tilde = check_positive_int("k~", settings.k_tilde or 4 * k)
+        self.width = check_positive_int("width", int(settings.extra.get("width", math.ceil(math.e * k_tilde))))
+        default_d = default_depth(self.horizon, self.beta, self.kind == "cs")
+        self.depth = check_positive_int("depth", int(settings.extra.get("depth", default_d)))
+        labels = settings.extra.get("query", "")
+        if isinstance(labels, str):
+            labels = [a.strip() for a in labels.split(",") if a.strip()]
+        self.labels = keys_from_addresses(list(labels))
+        self.reset()
+
+    def _new_instance(self):
+        return self.sketch_class(self.horizon, self.epsilon, self.delta, self.width, self.depth,
+                                 kind=self.kind, seed=self._epoch_seed())
+
+    def _epoch_seed(self):
+        return None if self.settings.seed is None else self.settings.seed + self.epoch
+
+    def _feed(self, keys):
+        self.instance.update(keys)
+        return len(keys) - 1
+
+    def _release(self, end_packet, t_end, computed):
+        est = self.instance.estimates(self.labels)
+        items = sorted_items(self.labels[:, 0], self.labels[:, 1], est)
+        return Release(self.name, self.span_to(end_packet, t_end), items, None, self.guarantee(), self.status())
+
+    def guarantee(self) -> Guarantee:
+        sk = self.instance
+        return Guarantee(
+            MODEL_CONTINUAL, MEASURE_APPROX, self.epsilon, self.delta, neighbouring=NEIGHBOUR_SUBSTITUTE,
+            scope=self.horizon_scope(), noise=NOISE_SEEDED if self.settings.seed is not None else NOISE_OS,
+            notes=(
+                f"{self.name}: d×w = {sk.depth}×{sk.width} GaussBM cells, m = {sk.m} "
+                f"({'4d: Count Sketch signs, spec §5.5' if sk.signed else '2d'}), H = {sk.height}, σ = {sk.sigma:.4g}",
+                "Released: the sketch's estimates for user-given labels only (extra 'query'); "
+                "no labels are taken from the traffic (spec §5.4, P15).",
+                "Only substitution of one packet's source is protected, not packet presence (spec §1.2).",
+            ),
+        )
+
+    def status(self) -> dict:
+        sk = self.instance
+        t = self.t
+        st = self.horizon_status()
+        st.update({
+            "labels_queried": len(self.labels),
+            "depth": sk.depth, "width": sk.width, "sigma": sk.sigma, "beta": self.beta,
+            "noise_error": sk.noise_error(sk.depth * sk.width * max(1, self.horizon), self.beta),
+            "lag_bound": sk.lag_bound(),
+            "collision_error": math.e * t / sk.width,
+        })
+        if not len(self.labels):
+            st["note"] = "frequency oracle: give labels with --param query=ADDR,ADDR to see estimates"
+        return st
+
+
+@register
+class LazyCMS(_SketchAlgorithm):
+    """LazyCMS (001 Alg 5, CountMin query) under continual observation."""
+    name, sketch_class, kind = "lazy-cms", LazySketch, "cms"
+
+
+@register
+class LazyCS(_SketchAlgorithm):
+    """LazyCS (001 Alg 5, Count Sketch query, m = 4d) under continual observation."""
+    name, sketch_class, kind = "lazy-cs", LazySketch, "cs"
+
+
+@register
+class PunctualCMS(_SketchAlgorithm):
+    """PunctualCMS (001 Alg 3): the slow baseline LazyCMS is measured against."""
+    name, sketch_class, kind = "punctual-cms", PunctualSketch, "cms"
+
+
+@register
+class PunctualCS(_SketchAlgorithm):
+    """PunctualCS (001 Alg 3, m = 4d): the slow baseline LazyCS is measured against."""
+    name, sketch_class, kind = "punctual-cs", PunctualSketch, "cs"

@@ -1,0 +1,86 @@
+"""The interface every algorithm implements (one verb set, as in Apache DataSketches).
+
+* ``update(keys)`` — feed a ``(n, 2) uint64`` key batch through the numba hot path.
+* ``release()`` — a frozen ``Release`` of the current state. For a private single-release
+  mechanism this *spends budget*: only the epoch logic calls it.
+* ``reset()`` — back to the empty state (fresh noise and hash seeds for private ones).
+
+The runner talks to algorithms through three more methods with safe defaults:
+
+* ``consume(batch)`` — update with a ``KeyBatch`` and return the releases that became due
+  (an epoch closed, a continual-observation output step passed). Default: ``update`` and none.
+* ``live()`` — what the GUI may show right now at no extra privacy cost. Non-private: a fresh
+  ``release()``. Private: the last published release (re-showing it is post-processing).
+* ``finish()`` — the end of the stream: the final releases (for single release, the release of
+  the last, possibly partial, epoch).
+
+``guarantee()`` and ``status()`` describe the algorithm before and during a run so the GUI can
+show the promise and the current threshold up front.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+
+from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.release import Guarantee, Release, Span
+from dptop.engine.core.settings import Settings
+
+
+class Algorithm(ABC):
+    name: ClassVar[str]
+    private: ClassVar[bool] = False
+    family: ClassVar[str] = "baseline"
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.packets = 0
+        self._last: Release | None = None
+
+    @abstractmethod
+    def update(self, keys: np.ndarray) -> None:
+        """Process a ``(n, 2) uint64`` key batch."""
+
+    @abstractmethod
+    def release(self) -> Release:
+        """The output for the stream seen so far."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Forget everything (and redraw any randomness)."""
+
+    def guarantee(self) -> Guarantee | None:
+        """The guarantee releases carry (``None`` for non-private baselines)."""
+        return None
+
+    def status(self) -> dict:
+        """Public, display-only facts (threshold, packets until the horizon, ...)."""
+        return {}
+
+    def warm_up(self) -> None:
+        """Compile (or load from the numba cache) the kernels on a scratch instance fed
+        synthetic keys, so the first real batch is not charged the compile time. The scratch
+        instance sees no real data, so this costs no privacy."""
+        scratch = type(self)(self.settings)
+        warm = np.zeros((64, 2), dtype=np.uint64)
+        warm[:, 1] = 0xFFFF_0A00_0000 + np.arange(64, dtype=np.uint64) % 7
+        scratch.update(KeyBatch(warm).keys)  # read-only, like real batches: numba types differ
+
+    def span(self) -> Span:
+        return Span(0, self.packets)
+
+    def consume(self, batch: KeyBatch) -> list[Release]:
+        self.update(batch.keys)
+        self.packets += len(batch)
+        return []
+
+    def live(self) -> Release | None:
+        if not self.private:
+            self._last = self.release()
+        return self._last
+
+    def finish(self) -> list[Release]:
+        self._last = self.release()
+        return [self._last]

@@ -1,0 +1,118 @@
+"""Item keys: one source address as two unsigned 64-bit words ``(hi, lo)``.
+
+Every address is stored as its full 128-bit IPv6 form, so no two addresses ever share a key and
+the label shown for a key is exactly the address that was counted (dpss-eehh.md pitfall P11,
+dp-misra-gries.md §3.2: no 64-bit fold of IPv6).
+
+* IPv6 ``a``: ``hi`` = upper 64 bits, ``lo`` = lower 64 bits.
+* IPv4 ``a.b.c.d``: the IPv4-mapped IPv6 address ``::ffff:a.b.c.d``, i.e. ``hi = 0`` and
+  ``lo = 0xffff_0000_0000 | ipv4``. An IPv6 packet whose source is literally ``::ffff:a.b.c.d`` is
+  the same host and gets the same key.
+
+A batch of keys is a C-contiguous ``uint64`` array of shape ``(n, 2)``: column 0 is ``hi``,
+column 1 is ``lo``. Sources in ``ff00::/8`` (multicast) can never be packet sources; capture drops
+them, which leaves ``hi >= 0xff00...`` free for sentinels (``EMPTY`` slots, dummy keys).
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+
+import numpy as np
+
+from dptop.engine.core.jit import inner
+
+KEY_DTYPE = np.uint64
+IPV4_MAPPED = 0xFFFF_0000_0000
+EMPTY_WORD = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+"""Both words all ones: the empty-slot sentinel of every hash table (a multicast address)."""
+SENTINEL_HI = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+"""``hi`` of reserved non-address keys (``(SENTINEL_HI, j)`` with small ``j`` = dummy key j)."""
+
+
+def empty_keys(n: int) -> np.ndarray:
+    """A zeroed ``(n, 2)`` key array."""
+    return np.zeros((n, 2), dtype=KEY_DTYPE)
+
+
+def encode_address(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address) -> tuple[int, int]:
+    """Address string (IPv4 or IPv6) -> ``(hi, lo)`` Python ints."""
+    ip = ipaddress.ip_address(address) if isinstance(address, str) else address
+    if ip.version == 4:
+        return 0, IPV4_MAPPED | int(ip)
+    value = int(ip)
+    return value >> 64, value & 0xFFFF_FFFF_FFFF_FFFF
+
+
+def decode_key(hi: int, lo: int) -> str:
+    """``(hi, lo)`` -> address string; IPv4-mapped keys print as dotted quads."""
+    hi, lo = int(hi), int(lo)
+    if hi == 0 and (lo >> 32) == 0xFFFF:
+        return str(ipaddress.IPv4Address(lo & 0xFFFF_FFFF))
+    return str(ipaddress.IPv6Address((hi << 64) | lo))
+
+
+def keys_from_addresses(addresses) -> np.ndarray:
+    """A list of address strings -> ``(n, 2)`` key array."""
+    out = empty_keys(len(addresses))
+    for i, a in enumerate(addresses):
+        out[i, 0], out[i, 1] = encode_address(a)
+    return out
+
+
+def addresses_from_keys(keys: np.ndarray) -> list[str]:
+    """``(n, 2)`` key array -> address strings."""
+    return [decode_key(h, l) for h, l in keys.tolist()]
+
+
+def random_seed64() -> np.uint64:
+    """A 64-bit hash seed from the OS (hash-flooding defence; it never affects privacy)."""
+    return np.uint64(int.from_bytes(os.urandom(8), "little"))
+
+
+_M1 = np.uint64(0x9E3779B97F4A7C15)
+_M2 = np.uint64(0xBF58476D1CE4E5B9)
+_M3 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+
+
+@inner
+def mix64(x):
+    """splitmix64 finaliser: a bijective avalanche of one uint64."""
+    x = (x ^ (x >> _S30)) * _M2
+    x = (x ^ (x >> _S27)) * _M3
+    return x ^ (x >> _S31)
+
+
+@inner
+def hash_key(hi, lo, seed):
+    """64-bit hash of key ``(hi, lo)`` under ``seed`` (all uint64). Use the top bits for buckets."""
+    return mix64(mix64(hi ^ seed) ^ (lo * _M1) ^ seed)
+
+
+class KeyBatch:
+    """What capture hands the engine: ``keys`` ``(n, 2) uint64`` and packet times ``ts_ns``
+    (``int64`` nanoseconds since the Unix epoch), in arrival order. Read-only once built: the
+    runner gives the same batch to every algorithm thread."""
+
+    __slots__ = ("keys", "ts_ns")
+
+    def __init__(self, keys: np.ndarray, ts_ns: np.ndarray | None = None):
+        keys = np.ascontiguousarray(keys, dtype=KEY_DTYPE).reshape(-1, 2)
+        if ts_ns is None:
+            ts_ns = np.zeros(len(keys), dtype=np.int64)
+        ts_ns = np.ascontiguousarray(ts_ns, dtype=np.int64)
+        if len(ts_ns) != len(keys):
+            raise ValueError(f"ts_ns has {len(ts_ns)} entries but keys has {len(keys)}")
+        keys.flags.writeable = False
+        ts_ns.flags.writeable = False
+        self.keys = keys
+        self.ts_ns = ts_ns
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def slice(self, start: int, stop: int) -> "KeyBatch":
+        return KeyBatch(self.keys[start:stop], self.ts_ns[start:stop])

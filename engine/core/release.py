@@ -1,0 +1,153 @@
+"""Typed results: every algorithm's ``release()`` returns a frozen ``Release``.
+
+A ``Release`` names the algorithm, the span of the stream it covers, the items with their
+estimates (already thresholded), the threshold applied and, for private algorithms, the
+``Guarantee`` it was produced under (HOUSE_STYLE.md: results are typed, not bare tuples).
+``to_json()`` gives the CLI's JSON contract.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from dptop.engine.core.keys import decode_key
+
+MODEL_NONE = "non-private"
+MODEL_SINGLE = "single release per epoch"
+MODEL_CONTINUAL = "continual observation"
+MODEL_WINDOW = "sliding window"
+
+MEASURE_PURE = "pure DP"
+MEASURE_APPROX = "approximate DP"
+MEASURE_ZCDP = "zCDP"
+
+NEIGHBOUR_ADD_REMOVE = "add/remove one packet"
+NEIGHBOUR_SUBSTITUTE = "substitution of one packet's source"
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """What a private release promises, in the words and numbers the GUI shows.
+
+    ``scope`` says over what the budget holds ("epoch 3: packets 2048-4095", "last 250000
+    packets", "horizon T = 2^24 arrivals"); ``noise`` names the noise source (OS CSPRNG, or a
+    seeded generator that makes the run reproducible and therefore NOT private).
+    """
+
+    model: str
+    measure: str
+    epsilon: float
+    delta: float | None = None
+    rho: float | None = None
+    neighbouring: str = NEIGHBOUR_ADD_REMOVE
+    unit: str = "one packet"
+    scope: str = ""
+    noise: str = ""
+    notes: tuple[str, ...] = ()
+
+    def numbers(self, equals: str = "=") -> list[str]:
+        """``["ε=1", "δ=1e-06", "ρ=..."]`` for the parameters this guarantee has."""
+        out = [f"ε{equals}{self.epsilon:g}"]
+        if self.delta is not None:
+            out.append(f"δ{equals}{self.delta:.3g}")
+        if self.rho is not None:
+            out.append(f"ρ{equals}{self.rho:.3g}")
+        return out
+
+    def describe(self) -> str:
+        """One line for a panel header."""
+        parts = [self.model, f"{self.measure} ({', '.join(self.numbers())})", f"neighbours: {self.neighbouring}"]
+        if self.scope:
+            parts.append(self.scope)
+        return "; ".join(parts)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["notes"] = list(self.notes)
+        d["text"] = self.describe()
+        return d
+
+
+@dataclass(frozen=True)
+class Span:
+    """The part of the stream a release covers: packets ``[start, end)`` (0-based arrival
+    index) and, when known, the packet-time interval ``[t_start, t_end]`` in seconds."""
+
+    start: int
+    end: int
+    kind: str = "stream"  # "stream", "epoch", "window", "prefix"
+    index: int = 0  # epoch number, horizon number, ...
+    t_start: float | None = None
+    t_end: float | None = None
+
+    @property
+    def packets(self) -> int:
+        return self.end - self.start
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ReleasedItem:
+    """One reported item: its key, its address label and its (private or exact) estimate."""
+
+    hi: int
+    lo: int
+    estimate: float
+    prefix: int | None = None
+    """Prefix length when the item is a network, not one address (e.g. 64 for an IPv6 /64 of the
+    DPSW hierarchy); ``None`` for a single address."""
+
+    @property
+    def address(self) -> str:
+        if self.prefix is None:
+            return decode_key(self.hi, self.lo)
+        mapped = self.hi == 0 and (self.lo >> 32) == 0xFFFF and self.prefix >= 96
+        return f"{decode_key(self.hi, self.lo)}/{self.prefix - 96 if mapped else self.prefix}"
+
+    def to_json(self) -> dict:
+        return {"address": self.address, "estimate": self.estimate}
+
+
+@dataclass(frozen=True)
+class Release:
+    """One output of one algorithm.
+
+    ``items`` is ordered by estimate descending, ties by key (a function of released data only,
+    never of true counts or slot order: dpss-eehh.md P12). ``threshold`` is the value an item's
+    estimate had to exceed (``None`` for plain top-k baselines). ``status`` carries public,
+    display-only facts such as the noisy stream length or the packets still needed before
+    anything can pass the threshold.
+    """
+
+    algorithm: str
+    span: Span
+    items: tuple[ReleasedItem, ...]
+    threshold: float | None = None
+    guarantee: Guarantee | None = None
+    status: dict = field(default_factory=dict)
+
+    @property
+    def private(self) -> bool:
+        return self.guarantee is not None
+
+    def top(self, n: int) -> tuple[ReleasedItem, ...]:
+        return self.items[:n]
+
+    def to_json(self) -> dict:
+        return {
+            "algorithm": self.algorithm,
+            "span": self.span.to_json(),
+            "threshold": self.threshold,
+            "items": [it.to_json() for it in self.items],
+            "guarantee": None if self.guarantee is None else self.guarantee.to_json(),
+            "status": dict(self.status),
+        }
+
+
+def sorted_items(his, los, estimates, limit: int | None = None) -> tuple[ReleasedItem, ...]:
+    """Items ordered by estimate descending, ties broken by key ascending (P12-safe)."""
+    rows = sorted(zip(his, los, estimates), key=lambda r: (-float(r[2]), int(r[0]), int(r[1])))
+    if limit is not None:
+        rows = rows[:limit]
+    return tuple(ReleasedItem(int(h), int(l), float(e)) for h, l, e in rows)

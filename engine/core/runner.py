@@ -1,0 +1,264 @@
+"""The runner: feeds every algorithm the same key batches, each on its own thread.
+
+One owner thread per algorithm; numba kernels release the GIL, so algorithms really run in
+parallel. Each thread has a bounded queue: ``feed`` (file replay) waits for room so nothing is
+lost, ``offer`` (live capture) never waits and counts a drop per algorithm whose queue is full.
+Batches are read-only (``KeyBatch`` freezes its arrays) and shared, never copied.
+
+The GUI and CLI read an immutable ``Snapshot``: latest release per algorithm, busy-time
+throughput, packets, queue depths, drops and errors. An exception in an algorithm's thread is
+recorded in the snapshot, stops that algorithm only, and is re-raised by ``join``/``finish``.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+
+from dptop.engine.core.base import Algorithm
+from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.release import Guarantee, Release
+
+_STOP = object()
+_FINISH = object()
+
+
+class AlgorithmError(RuntimeError):
+    """An algorithm's thread failed; ``__cause__`` is the original exception."""
+
+
+@dataclass(frozen=True)
+class AlgorithmSnapshot:
+    name: str
+    private: bool
+    family: str
+    packets: int  # packets processed
+    updates_per_second: float  # packets / seconds spent inside consume()
+    queue_depth: int
+    drops: int  # packets dropped because the queue was full
+    releases: int  # releases published so far
+    latest: Release | None
+    guarantee: Guarantee | None
+    status: dict
+    error: str | None
+    done: bool
+    ready: bool  # False while the kernels compile
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    time: float
+    packets_fed: int
+    batches_fed: int
+    algorithms: tuple[AlgorithmSnapshot, ...] = field(default_factory=tuple)
+
+    def by_name(self) -> dict[str, AlgorithmSnapshot]:
+        return {a.name: a for a in self.algorithms}
+
+    @property
+    def drops(self) -> int:
+        return sum(a.drops for a in self.algorithms)
+
+    @property
+    def errors(self) -> dict[str, str]:
+        return {a.name: a.error for a in self.algorithms if a.error}
+
+
+class _Worker:
+    """One algorithm, its queue and its thread."""
+
+    def __init__(self, algorithm: Algorithm, queue_size: int, live_interval: float):
+        self.algorithm = algorithm
+        self.queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.live_interval = live_interval
+        self.lock = threading.Lock()
+        self.packets = 0
+        self.busy = 0.0
+        self.drops = 0
+        self.history: list[Release] = []
+        self.latest: Release | None = None
+        self.status: dict = {}
+        self.exception: BaseException | None = None
+        self.done = False
+        self.ready = False  # kernels compiled / loaded from the cache
+        self.thread = threading.Thread(target=self._run, name=f"dptop-{algorithm.name}", daemon=True)
+
+    def _publish(self, releases: list[Release], live: Release | None) -> None:
+        status = self.algorithm.status()
+        with self.lock:
+            self.history.extend(releases)
+            if live is not None:
+                self.latest = live
+            elif releases:
+                self.latest = releases[-1]
+            self.status = status
+
+    def _run(self) -> None:
+        alg = self.algorithm
+        last_live = 0.0
+        try:
+            alg.warm_up()
+            with self.lock:
+                self.ready = True
+            while True:
+                item = self.queue.get()
+                if item is _STOP:
+                    return
+                if item is _FINISH:
+                    self._publish(alg.finish(), None)
+                    return
+                t0 = time.perf_counter()
+                released = alg.consume(item)
+                t1 = time.perf_counter()
+                with self.lock:
+                    self.busy += t1 - t0
+                    self.packets += len(item)
+                live = None
+                if t1 - last_live >= self.live_interval:
+                    live = alg.live()
+                    last_live = time.perf_counter()
+                if released or live is not None or not self.status:
+                    self._publish(released, live)
+        except BaseException as exc:  # noqa: BLE001 - recorded, surfaced by join()
+            with self.lock:
+                self.exception = exc
+        finally:
+            with self.lock:
+                self.done = True
+            self._drain()
+
+    def _drain(self) -> None:
+        """Empty the queue so producers blocked on it wake up."""
+        while True:
+            try:
+                self.queue.get_nowait()
+            except queue.Empty:
+                return
+
+    def snapshot(self) -> AlgorithmSnapshot:
+        alg = self.algorithm
+        with self.lock:
+            rate = self.packets / self.busy if self.busy > 0 else 0.0
+            error = None if self.exception is None else f"{type(self.exception).__name__}: {self.exception}"
+            return AlgorithmSnapshot(alg.name, alg.private, alg.family, self.packets, rate,
+                                     self.queue.qsize(), self.drops, len(self.history), self.latest,
+                                     alg.guarantee(), dict(self.status), error, self.done, self.ready)
+
+
+class Runner:
+    """Feeds ``algorithms`` in parallel. Use as ``start``, then ``feed``/``offer`` batches, then
+    ``finish`` (drain and final releases) or ``stop`` (abandon queued work). Both are idempotent."""
+
+    def __init__(self, algorithms: list[Algorithm], queue_size: int = 32, live_interval: float = 0.1):
+        names = [a.name for a in algorithms]
+        if len(set(names)) != len(names):
+            raise ValueError(f"each algorithm may run once; got {names}")
+        self.workers = [_Worker(a, queue_size, live_interval) for a in algorithms]
+        self._stop = threading.Event()
+        self._started = False
+        self._closed = False
+        self._fed_lock = threading.Lock()
+        self.packets_fed = 0
+        self.batches_fed = 0
+
+    @property
+    def algorithms(self) -> list[Algorithm]:
+        return [w.algorithm for w in self.workers]
+
+    def start(self) -> "Runner":
+        if not self._started:
+            self._started = True
+            for w in self.workers:
+                w.thread.start()
+        return self
+
+    def _count_fed(self, batch: KeyBatch) -> None:
+        with self._fed_lock:
+            self.packets_fed += len(batch)
+            self.batches_fed += 1
+
+    def feed(self, batch: KeyBatch) -> bool:
+        """Give ``batch`` to every algorithm, waiting for queue room (lossless). Returns False
+        only when the runner was stopped."""
+        if self._stop.is_set() or self._closed:
+            return False
+        self._count_fed(batch)
+        for w in self.workers:
+            while not w.done:
+                try:
+                    w.queue.put(batch, timeout=0.05)
+                    break
+                except queue.Full:
+                    if self._stop.is_set():
+                        return False
+        return True
+
+    def offer(self, batch: KeyBatch) -> bool:
+        """Give ``batch`` to every algorithm without waiting; a full queue drops it for that
+        algorithm and counts the drop. Returns True when every live algorithm took it."""
+        if self._stop.is_set() or self._closed:
+            return False
+        self._count_fed(batch)
+        accepted = True
+        for w in self.workers:
+            if w.done:
+                continue
+            try:
+                w.queue.put_nowait(batch)
+            except queue.Full:
+                with w.lock:
+                    w.drops += len(batch)
+                accepted = False
+        return accepted
+
+    def _send_control(self, item) -> None:
+        """Queue ``_STOP`` (after emptying the queue) or ``_FINISH`` (behind the data) for every
+        thread still running."""
+        for w in self.workers:
+            while not w.done:
+                if item is _STOP:
+                    w._drain()
+                try:
+                    w.queue.put(item, timeout=0.05)
+                    break
+                except queue.Full:
+                    continue
+
+    def finish(self, timeout: float | None = None) -> Snapshot:
+        """Process everything queued, publish final releases, stop the threads, re-raise errors."""
+        if not self._closed and self._started:
+            self._closed = True
+            self._send_control(_FINISH)
+        self.join(timeout)
+        return self.snapshot()
+
+    def stop(self) -> None:
+        """Abandon queued work and stop promptly (safe before start and when repeated)."""
+        self._stop.set()
+        self._closed = True
+        if self._started:
+            self._send_control(_STOP)
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the threads; re-raise the first algorithm error as ``AlgorithmError``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for w in self.workers:
+            if w.thread.is_alive():
+                w.thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        for w in self.workers:
+            if w.exception is not None:
+                raise AlgorithmError(f"algorithm {w.algorithm.name!r} failed: {w.exception}") from w.exception
+
+    def releases(self, name: str) -> list[Release]:
+        """Every release ``name`` published so far (a copy)."""
+        for w in self.workers:
+            if w.algorithm.name == name:
+                with w.lock:
+                    return list(w.history)
+        raise KeyError(name)
+
+    def snapshot(self) -> Snapshot:
+        with self._fed_lock:
+            packets, batches = self.packets_fed, self.batches_fed
+        return Snapshot(time.time(), packets, batches, tuple(w.snapshot() for w in self.workers))

@@ -1,0 +1,114 @@
+"""A bounded top-K tracker: min-heap of slots keyed by value, with a key -> slot hash table.
+
+Used by CountMin + heap (non-private baseline) and available to any sketch that tracks the
+current top candidates. ``offer(st, hi, lo, value)`` records the latest value of a key: a
+tracked key's value is replaced (values only grow in the sketches that use it), an untracked
+key enters when there is room or when it beats the minimum, which it then evicts.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from dptop.engine.core import hashtable as ht
+from dptop.engine.core.hashtable import delete_at, found, probe, store
+from dptop.engine.core.jit import inner
+from dptop.engine.core.keys import KEY_DTYPE
+
+
+class TopK(NamedTuple):
+    slot_hi: np.ndarray  # uint64[K]
+    slot_lo: np.ndarray  # uint64[K]
+    slot_val: np.ndarray  # int64[K]
+    slot_pos: np.ndarray  # int64[K]: heap index of the slot
+    heap: np.ndarray  # int64[K]: slot ids, min-heap on slot_val
+    size: np.ndarray  # int64[1]
+    tab: ht.Table  # key -> slot id
+
+
+def make_topk(capacity: int) -> TopK:
+    return TopK(
+        np.zeros(capacity, KEY_DTYPE), np.zeros(capacity, KEY_DTYPE), np.zeros(capacity, np.int64),
+        np.zeros(capacity, np.int64), np.zeros(capacity, np.int64), np.zeros(1, np.int64),
+        ht.make_table(4 * capacity),
+    )
+
+
+@inner
+def _swap(st, i, j):
+    a = st.heap[i]
+    b = st.heap[j]
+    st.heap[i] = b
+    st.heap[j] = a
+    st.slot_pos[b] = i
+    st.slot_pos[a] = j
+
+
+@inner
+def _sift_up(st, i):
+    while i > 0:
+        parent = (i - 1) >> 1
+        if st.slot_val[st.heap[i]] >= st.slot_val[st.heap[parent]]:
+            break
+        _swap(st, i, parent)
+        i = parent
+
+
+@inner
+def _sift_down(st, i):
+    n = st.size[0]
+    while True:
+        left = 2 * i + 1
+        if left >= n:
+            return
+        child = left
+        right = left + 1
+        if right < n and st.slot_val[st.heap[right]] < st.slot_val[st.heap[left]]:
+            child = right
+        if st.slot_val[st.heap[i]] <= st.slot_val[st.heap[child]]:
+            return
+        _swap(st, i, child)
+        i = child
+
+
+@inner
+def offer(st, hi, lo, value):
+    tab = st.tab
+    p = probe(tab.hi, tab.lo, tab.hashing, hi, lo)
+    if found(tab.hi, tab.lo, p, hi, lo):
+        s = tab.val[p]
+        old = st.slot_val[s]
+        st.slot_val[s] = value
+        if value >= old:
+            _sift_down(st, st.slot_pos[s])
+        else:
+            _sift_up(st, st.slot_pos[s])
+        return
+    n = st.size[0]
+    if n < len(st.heap):
+        s = n
+        st.size[0] = n + 1
+        st.heap[n] = s
+        st.slot_pos[s] = n
+    else:
+        s = st.heap[0]
+        if value <= st.slot_val[s]:
+            return
+        old = probe(tab.hi, tab.lo, tab.hashing, st.slot_hi[s], st.slot_lo[s])
+        delete_at(tab.hi, tab.lo, tab.val, tab.hashing, old)
+        p = probe(tab.hi, tab.lo, tab.hashing, hi, lo)
+    store(tab.hi, tab.lo, tab.val, p, hi, lo, s)
+    st.slot_hi[s] = hi
+    st.slot_lo[s] = lo
+    st.slot_val[s] = value
+    if n < len(st.heap):
+        _sift_up(st, st.slot_pos[s])
+    else:
+        _sift_down(st, 0)
+
+
+def tracked(st: TopK) -> tuple[np.ndarray, np.ndarray]:
+    """Copies of the tracked keys ``(m, 2)`` and their values."""
+    n = int(st.size[0])
+    return np.stack([st.slot_hi[:n], st.slot_lo[:n]], axis=1).copy(), st.slot_val[:n].copy()

@@ -1,0 +1,160 @@
+"""DP Misra-Gries (``dpmg``): the releases of seed 002 on ``dptop.engine.baselines.misragries`` (dp-misra-gries.md).
+
+The summary has K = k~ counters (default 2k, dpss-eehh.md §7) and keeps zero-count keys with the
+smallest-key replacement rule, so Mode A's threshold applies. Two release modes
+(``--param mode=A|pure``):
+
+* **Mode A, discrete** (default; dp-misra-gries.md §5.1, §5.3): one shared η and a fresh Z_j per
+  stored key, both discrete Laplace with α = e^(−ε_A); zero-count keys are noised too (they belong
+  to T), dummies are skipped. Keep iff the noisy count is >= τ = 1 + 2⌈ln(6e^ε/((e^ε+1)δ))/ε⌉
+  **and** >= ñ/k, the heavy filter of dpss-eehh.md §7 on a noisy length ñ = n + DLap(ε_n)
+  (never the exact n, P5). Cost: (ε_A, δ) + (ε_n, 0) = (ε, δ) by basic composition (the filter is
+  post-processing of both), with ε_n = 0.1ε.
+* **Pure** (§6–§7.2): Alg 3 (subtract γ = Σc/(K+1), keep c > γ), then noise on **every** universe
+  element. Discrete form: the integer vector (K+1)c − Σc has ℓ1 sensitivity <= 2K+1, so it gets
+  discrete Laplace with α = exp(−ε/(2K+1)) (exact sampler), and values are divided by K+1. The k
+  largest of the ~2^128 other elements' noise are drawn by order statistics in floating point
+  (exponential spacings, then the inverse tail of the discrete law; these values carry no data),
+  each given a fresh uniformly random non-multicast 128-bit label. ε-DP; the output may contain
+  never-seen addresses (inherent, §7.2).
+
+Noise is drawn in key order and the output is ordered by noisy value then key (P7, T13).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dptop.engine.privacy.composition import Cost, compose_sequential
+from dptop.engine.single_release.dpss import by_key
+from dptop.engine.single_release.epochs import Epoched
+from dptop.engine.baselines.misragries import is_dummy, make_state, snapshot, update_batch
+from dptop.engine.core.registry import register
+from dptop.engine.core.release import MEASURE_APPROX, MEASURE_PURE, sorted_items
+from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
+
+MODES = ("A", "pure")
+UNIVERSE_SIZE = (1 << 128) - (1 << 120)
+"""Every 128-bit key outside ff00::/8 (IPv4 sources are the ::ffff:0:0/96 part of it)."""
+
+
+def universe_top_noise(noise, count: int, m: int, alpha: float) -> list[int]:
+    """The ``count`` largest of ``m`` i.i.d. discrete Laplace(α) draws, in decreasing order.
+
+    The j-th largest has upper-tail probability T_j, the j-th smallest of m uniforms; for huge m,
+    T_j = (E_1 + ... + E_j)/m with standard exponentials E_i. The value is then the largest z with
+    Pr[Z >= z] = α^z/(1+α) >= T_j, i.e. ⌊ln(T_j(1+α))/ln α⌋ (dp-misra-gries.md §7.2)."""
+    out, s = [], 0.0
+    log_alpha = math.log(alpha)
+    for _ in range(count):
+        s += noise.exponential()
+        log_t = math.log(s) - math.log(m) + math.log1p(alpha)
+        out.append(math.floor(log_t / log_alpha) if log_t < 0 else 0)
+    return out
+
+
+@register
+class DPMisraGries(Epoched):
+    """DP Misra-Gries [002 Alg 2 / §6] with k~ counters, Mode A (discrete) or pure."""
+
+    name = "dpmg"
+
+    def __init__(self, settings):
+        self.k = check_positive_int("k", settings.k)
+        self.k_tilde = check_positive_int("k~", settings.k_tilde or 2 * self.k)
+        if self.k_tilde < self.k:
+            raise ValueError(f"k~ ({self.k_tilde}) must be >= k ({self.k})")
+        self.epsilon = check_epsilon(settings.epsilon)
+        self.mode = str(settings.extra.get("mode", "A"))
+        if self.mode not in MODES:
+            raise ValueError(f"mode ({self.mode!r}) must be one of {', '.join(MODES)}")
+        if self.mode == "A":
+            self.delta = check_delta(settings.delta)
+            self.eps_n = 0.1 * self.epsilon
+            self.eps_a = self.epsilon - self.eps_n
+            self.tau = dpmg_threshold_discrete(self.eps_a, self.delta)
+            self.measure = MEASURE_APPROX
+        else:
+            self.delta = None
+            self.measure = MEASURE_PURE
+        super().__init__(settings)
+
+    def cost(self):
+        if self.mode == "pure":
+            return Cost(self.epsilon)
+        return compose_sequential([Cost(self.eps_a, self.delta), Cost(self.eps_n)])
+
+    def notes(self):
+        if self.mode == "pure":
+            return (f"DP Misra-Gries pure mode (dp-misra-gries.md §7.2): K={self.k_tilde} counters, "
+                    f"Alg 3 offset, discrete Laplace α=exp(−ε/(2K+1)) on every universe element; "
+                    f"never-seen addresses may appear",)
+        return (f"DP Misra-Gries Mode A (dp-misra-gries.md §5.3): K={self.k_tilde} counters, smallest-key "
+                f"zero replacement, shared + per-key discrete Laplace (ε_A={self.eps_a:.4g}), keep if "
+                f">= {self.tau} and >= ñ/k with noisy length ñ (ε_n={self.eps_n:.4g})",)
+
+    def _new_state(self):
+        return make_state(self.k_tilde)
+
+    def _feed(self, state, keys):
+        update_batch(state, keys)
+
+    def _stored(self, state):
+        if state is None:
+            return np.zeros((0, 2), np.uint64), np.zeros(0, np.int64), 0
+        keys, counts, _, n = snapshot(state)
+        real = ~is_dummy(keys)
+        return keys[real], counts[real], n
+
+    def _publish(self, state):
+        keys, counts, n = self._stored(state)
+        if self.mode == "pure":
+            return self._publish_pure(keys, counts)
+        n_noisy = n + self.noise.dlap(self.eps_n)
+        eta = self.noise.dlap(self.eps_a)
+        cut = max(self.tau, math.ceil(n_noisy / self.k))
+        his, los, vals = [], [], []
+        for j in by_key(keys).tolist():
+            v = int(counts[j]) + eta + self.noise.dlap(self.eps_a)
+            if v >= cut:
+                his.append(int(keys[j, 0]))
+                los.append(int(keys[j, 1]))
+                vals.append(v)
+        status = {"noisy_length": n_noisy, "mode": "A", "tau": self.tau, "k": self.k, "k_tilde": self.k_tilde}
+        # Integer estimates: "v >= cut" is "v > cut − 1", the threshold in Release's sense.
+        return sorted_items(his, los, vals), float(cut - 1), n_noisy, status
+
+    def _publish_pure(self, keys, counts):
+        K = self.k_tilde
+        total = int(counts.sum())
+        scale_eps = self.epsilon / (2 * K + 1)
+        rows = []
+        for j in by_key(keys).tolist():
+            scaled = (K + 1) * int(counts[j]) - total
+            if scaled > 0:  # Alg 3 keeps c > γ (the set P); all other elements have value 0
+                rows.append((int(keys[j, 0]), int(keys[j, 1]), scaled + self.noise.dlap(scale_eps)))
+        taken = {(hi, lo) for hi, lo, _ in rows}
+        m = UNIVERSE_SIZE - len(rows)
+        for z in universe_top_noise(self.noise, self.k, m, math.exp(-scale_eps)):
+            while True:  # a distinct uniform element outside P; hi < 0xff00.. keeps it non-multicast
+                label = self.noise.uniform_int(UNIVERSE_SIZE)
+                key = (label >> 64, label & ((1 << 64) - 1))
+                if key not in taken:
+                    break
+            taken.add(key)
+            rows.append((*key, z))
+        items = sorted_items([r[0] for r in rows], [r[1] for r in rows],
+                             [r[2] / (K + 1) for r in rows], limit=self.k)
+        return items, None, None, {"mode": "pure", "k": self.k, "k_tilde": K}
+
+
+# --- DP-MG privacy map (dp-misra-gries.md §5.3): pure functions of public parameters.
+
+def dpmg_threshold_discrete(epsilon: float, delta: float) -> int:
+    """Mode A with geometric noise: τ = 1 + 2·⌈ln(6e^ε/((e^ε + 1)δ))/ε⌉ (dp-misra-gries.md §5.3);
+    keep when the noisy count is >= τ."""
+    epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+    e = math.exp(epsilon)
+    return 1 + 2 * math.ceil(math.log(6.0 * e / ((e + 1.0) * delta)) / epsilon)
+

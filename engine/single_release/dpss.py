@@ -1,0 +1,130 @@
+"""DP SpaceSaving (DPSS): SpaceSaving with k~ counters, released once per epoch (dpss-eehh.md §4).
+
+The summary is ``dptop.engine.baselines.spacesaving`` (the paper's tie rule, §2–§3). The release is the spec's
+recommended procedure (§4.6):
+
+1. the budget (ε, δ) is split into (ε_A, δ_A) for the counters and (ε_n, δ_n) for the stream
+   length (§4.5 default split, ``accounting.split_length_budget``);
+2. γ = 1 + ln(2/δ_A)/ε_A (discrete noise, strict accounting, §4.4);
+3. ñ = n + DLap(ε_n), n_hi = ñ + s_n + 1 — the threshold never sees the exact n (P3);
+4. τ = max(ñ/k − γ, n_hi/k~ + 1 + γ);
+5. every tracked counter gets fresh discrete Laplace noise (α = e^(−ε_A)); a label is released
+   iff its noisy count is > τ (strict). Noise is drawn in key order, so the output is a function
+   of (T, C) and the noise only, never of slot order (T11, P12).
+
+The release is (ε_A + ε_n, e^(ε_n)·δ_A + δ_n) = (ε, δ)-DP under add/remove of one packet.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dptop.engine.single_release.length import check_k_tilde, length_composed_cost, length_slack, split_length_budget
+from dptop.engine.single_release.epochs import Epoched
+from dptop.engine.core.registry import register
+from dptop.engine.core.release import sorted_items
+from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
+from dptop.engine.baselines.spacesaving import make_state, snapshot, update_batch
+
+
+def by_key(keys: np.ndarray) -> np.ndarray:
+    """Row order of ``keys`` sorted by (hi, lo): a data-independent order for drawing noise."""
+    return np.lexsort((keys[:, 1], keys[:, 0]))
+
+
+@register
+class DPSpaceSaving(Epoched):
+    """DPSS [000 Alg 3] with the spec's corrections: discrete noise, strict δ, noisy length."""
+
+    name = "dpss"
+
+    def __init__(self, settings):
+        self.k, self.k_tilde = check_k_tilde(settings.k, settings.k_tilde or 2 * settings.k)
+        self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
+        self.eps_a, self.delta_a, self.eps_n, self.delta_n = split_length_budget(self.epsilon, self.delta)
+        self.gamma = dpss_gamma(self.eps_a, self.delta_a)
+        self.slack = length_slack(self.eps_n, self.delta_n)
+        self.min_packets = dpss_min_packets(self.k, self.k_tilde, self.gamma, self.slack)
+        super().__init__(settings)
+
+    def cost(self):
+        return length_composed_cost(self.eps_a, self.delta_a, self.eps_n, self.delta_n)
+
+    def noisy_length(self, n: int) -> int:
+        """ñ = n + DLap(ε_n) (§4.5 step 1). A hook so that the privacy audit (dptop.engine.audit.cases)
+        can build the broken exact-n variant by overriding it; never override it elsewhere."""
+        return n + self.noise.dlap(self.eps_n)
+
+    def threshold(self, n_noisy: int) -> float:
+        """τ for a released noisy length ñ (public: a function of ñ and the parameters)."""
+        return dpss_threshold(n_noisy, n_noisy + self.slack + 1, self.k, self.k_tilde, self.gamma)
+
+    def notes(self):
+        return (f"DPSS (dpss-eehh.md §4.6): k={self.k}, k~={self.k_tilde}, discrete Laplace on every "
+                f"tracked counter (ε_A={self.eps_a:.4g}), γ={self.gamma:.4g}, τ = max(ñ/k − γ, "
+                f"n_hi/k~ + 1 + γ) with noisy length ñ (ε_n={self.eps_n:.4g}, δ_n={self.delta_n:.3g}, "
+                f"slack s_n={self.slack})",)
+
+    def epoch_status(self):
+        return {"min_packets": self.min_packets,
+                "packets_until_release": max(0, self.min_packets - self._epoch.packets)}
+
+    def _new_state(self):
+        return make_state(self.k_tilde)
+
+    def _feed(self, state, keys):
+        update_batch(state, keys)
+
+    def _publish(self, state):
+        if state is None:
+            keys, counts, n = np.zeros((0, 2), np.uint64), np.zeros(0, np.int64), 0
+        else:
+            keys, counts, n = snapshot(state)
+        n_noisy = self.noisy_length(n)
+        tau = self.threshold(n_noisy)
+        his, los, vals = [], [], []
+        for j in by_key(keys).tolist():
+            v = int(counts[j]) + self.noise.dlap(self.eps_a)
+            if v > tau:
+                his.append(int(keys[j, 0]))
+                los.append(int(keys[j, 1]))
+                vals.append(v)
+        status = {"noisy_length": n_noisy, "gamma": self.gamma, "length_slack": self.slack,
+                  "k": self.k, "k_tilde": self.k_tilde}
+        return sorted_items(his, los, vals), tau, n_noisy, status
+
+
+# --- DPSS privacy map (dpss-eehh.md §4.4–§4.8): pure functions of public parameters.
+
+def dpss_gamma(eps_a: float, delta_a: float) -> float:
+    """γ = 1 + ln(2/δ_A)/ε_A for discrete Laplace with strict accounting (dpss-eehh.md §4.4)."""
+    eps_a, delta_a = check_epsilon(eps_a), check_delta(delta_a)
+    return 1.0 + math.log(2.0 / delta_a) / eps_a
+
+
+def dpss_threshold(n_noisy: int, n_hi: int, k: int, k_tilde: int, gamma: float) -> float:
+    """τ = max(ñ/k − γ, n_hi/k~ + 1 + γ) (dpss-eehh.md §4.6 step 4)."""
+    return max(n_noisy / k - gamma, n_hi / k_tilde + 1.0 + gamma)
+
+
+def dpss_k_tilde_for(n_min: int, k: int, gamma: float, slack: int | None = None) -> int:
+    """Smallest k~ for which the admission term binds on an epoch of ``n_min`` packets
+    (dpss-eehh.md §4.8): k~ >= n/(n/k − 1 − 2γ), or (n + s_n + 1)/(n/k − 1 − 2γ) with the
+    noisy-length slack s_n. Needs n/k > 1 + 2γ."""
+    n_min, k = check_positive_int("n_min", n_min), check_positive_int("k", k)
+    room = n_min / k - 1.0 - 2.0 * gamma
+    if not room > 0:
+        raise ValueError(f"n_min ({n_min}) must exceed k·(1 + 2γ) = {k * (1 + 2 * gamma):.6g} for any k~ to work")
+    top = n_min if slack is None else n_min + slack + 1
+    return math.ceil(top / room)
+
+
+def dpss_min_packets(k: int, k_tilde: int, gamma: float, slack: int) -> int:
+    """Smallest n at which a single source holding all n packets clears τ with zero noise
+    (ñ = n, n_hi = n + s_n + 1): below it nothing can pass except by noise (GUI hint)."""
+    n = math.ceil(((slack + 1) / k_tilde + 1.0 + gamma) / (1.0 - 1.0 / k_tilde))
+    while n <= dpss_threshold(n, n + slack + 1, k, k_tilde, gamma):
+        n += 1
+    return n
+

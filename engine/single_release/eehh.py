@@ -1,0 +1,355 @@
+"""Error-envelope heavy hitters over a DP CountMin / DP CountSketch (dpss-eehh.md §5–§6).
+
+A sketch with d rows and w columns gets discrete Laplace noise of scale b = 2d/ε_S in every cell,
+drawn once at INIT (its final state is then ε_S-DP). Each arrival updates the sketch and evaluates
+its own estimate; a tracked set keeps the k~ labels with the largest recorded estimates
+[000 Alg 4]. The release [000 Alg 5, corrected in §6.2]:
+
+1. ñ, n_hi as in §4.5; if n_hi > T_max nothing is released ("epoch too long": the union bound
+   behind the envelope covers T_max arrivals only);
+2. τ = max(ñ/k, n_hi/k~ + 2γ1(n_hi) + |γ2(n_hi)| + 1) — for CountMin with γ1(t) = 2t/w + ψ and
+   γ2 = −ψ; for CountSketch τ = max(ñ/k, n_hi/k~ + 3(E_cs + ψ) + 1) with E_cs = 4·sqrt(F2_up/w)
+   and F2_up = 2·median_r Σ_j cell² from the final noisy sketch (§6.4);
+3. for each tracked label the **final** query v of the sketch (never the stale heap value, P6);
+   released iff v > τ (strict).
+
+Sizes (§6.3–§6.4): CountMin w = next power of two >= 2k~, d = ⌈log2(2(T_max + k~)/δ_run)⌉;
+CountSketch w = next power of two >= 3k~, odd d >= ln(2(T_max + k~)/δ_run)/0.7255; δ_run =
+δ_S/(1 + e^(ε_S)); ψ = b·ln(2dw·(2/(1+α))/δ_run). Default k~ = 4k (the paper's experiments).
+
+Row hashes are vector multiply-shift (strongly universal on 32-bit chunks of the 128-bit key), with
+secret seeds drawn per instance from the same source as the noise (CSPRNG; P10). The CountSketch
+envelope is not established (§6.4), so ``eehh-cs`` is marked experimental; ``eehh-cms`` is the
+default sketch baseline.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import NamedTuple
+
+import numpy as np
+
+from dptop.engine.core import hashtable as ht
+from dptop.engine.single_release.length import check_k_tilde, length_composed_cost, length_slack, split_length_budget
+from dptop.engine.single_release.dpss import by_key
+from dptop.engine.single_release.epochs import Epoched
+from dptop.engine.core.hashtable import delete_at, found, probe, store
+from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.keys import KEY_DTYPE
+from dptop.engine.core.registry import register
+from dptop.engine.core.release import sorted_items
+from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
+
+DEFAULT_T_MAX = 1 << 26
+"""Public per-epoch cap on arrivals when neither ``--param t_max`` nor ``--epoch-packets`` sets it."""
+SCALE_DENOMINATOR = 1 << 20
+SIZE, N, MIN_SLOT = 0, 1, 2  # meta[] fields
+_LOW32 = np.uint64(0xFFFF_FFFF)
+_S32 = np.uint64(32)
+_S63 = np.uint64(63)
+
+
+class EEState(NamedTuple):
+    cells: np.ndarray  # int64[d, w]: noise from INIT plus counts
+    hseed: np.ndarray  # uint64[d, 5]: bucket hash a0..a3, b
+    sseed: np.ndarray  # uint64[d, 5]: sign hash (CountSketch); unused by CountMin
+    shift: np.ndarray  # uint64[1]: 64 − log2(w)
+    slot_hi: np.ndarray  # uint64[k~]
+    slot_lo: np.ndarray
+    slot_val: np.ndarray  # int64[k~]: estimate recorded at the label's last arrival
+    meta: np.ndarray  # int64[3]: tracked size, n, slot of the minimum
+    scratch: np.ndarray  # int64[d]: per-row values for the median
+    tab: ht.Table  # label -> slot
+
+
+@inner
+def _mshash(seed, hi, lo):
+    """Vector multiply-shift over the four 32-bit chunks of (hi, lo); use the top bits."""
+    return (seed[0] * (hi >> _S32) + seed[1] * (hi & _LOW32) + seed[2] * (lo >> _S32)
+            + seed[3] * (lo & _LOW32) + seed[4])
+
+
+@inner
+def _select(a, k):
+    """The k-th smallest of ``a`` (reorders ``a``): in-place quickselect, middle pivot."""
+    lo = 0
+    hi = len(a) - 1
+    while lo < hi:
+        pivot = a[(lo + hi) // 2]
+        i = lo
+        j = hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return a[k]
+    return a[k]
+
+
+@inner
+def _add_and_estimate(cells, hseed, sseed, shift, scratch, hi, lo, signed, delta):
+    """Add ``delta`` occurrences of (hi, lo) (0 = pure query) and return its estimate:
+    min over rows (CountMin) or median of the signed cells (CountSketch, odd d)."""
+    d = cells.shape[0]
+    est = np.int64(0)
+    for r in range(d):
+        c = np.int64(_mshash(hseed[r], hi, lo) >> shift)
+        g = np.int64(1)
+        if signed and (_mshash(sseed[r], hi, lo) >> _S63) == np.uint64(1):
+            g = np.int64(-1)
+        cells[r, c] += g * delta
+        v = g * cells[r, c]
+        if signed:
+            scratch[r] = v
+        elif r == 0 or v < est:
+            est = v
+    if signed:
+        est = _select(scratch, d // 2)
+    return est
+
+
+@inner
+def _argmin(val, size):
+    m = 0
+    for j in range(1, size):
+        if val[j] < val[m]:
+            m = j
+    return m
+
+
+@inner
+def _track(tab_hi, tab_lo, tab_val, hashing, slot_hi, slot_lo, val, meta, hi, lo, est):
+    """TRACK_UPDATE steps 2–5 of dpss-eehh.md §6.1 over an array of k~ slots whose minimum slot
+    (meta[MIN_SLOT]) is kept up to date lazily: O(1) per tracked arrival, an O(k~) rescan only when
+    the minimum itself grows or is replaced (rare; ties are arbitrary, as §6.1 allows). Arrays are
+    passed one by one: passing the state tuple into per-packet helpers costs ~10x here."""
+    p = probe(tab_hi, tab_lo, hashing, hi, lo)
+    size = meta[SIZE]
+    if found(tab_hi, tab_lo, p, hi, lo):
+        s = tab_val[p]
+        old = val[s]
+        val[s] = est
+        if s == meta[MIN_SLOT]:
+            if est > old:
+                meta[MIN_SLOT] = _argmin(val, size)
+        elif est < val[meta[MIN_SLOT]]:
+            meta[MIN_SLOT] = s
+        return
+    if size < len(val):
+        s = size
+        meta[SIZE] = size + 1
+    elif est > val[meta[MIN_SLOT]]:
+        s = meta[MIN_SLOT]
+        old_pos = probe(tab_hi, tab_lo, hashing, slot_hi[s], slot_lo[s])
+        delete_at(tab_hi, tab_lo, tab_val, hashing, old_pos)
+        p = probe(tab_hi, tab_lo, hashing, hi, lo)
+    else:
+        return
+    store(tab_hi, tab_lo, tab_val, p, hi, lo, s)
+    slot_hi[s] = hi
+    slot_lo[s] = lo
+    val[s] = est
+    meta[MIN_SLOT] = _argmin(val, meta[SIZE])
+
+
+@kernel
+def update_batch(st, keys, signed):
+    cells, hseed, sseed, shift, scratch = st.cells, st.hseed, st.sseed, st.shift[0], st.scratch
+    tab = st.tab
+    for i in range(len(keys)):
+        hi = keys[i, 0]
+        lo = keys[i, 1]
+        st.meta[N] += 1
+        est = _add_and_estimate(cells, hseed, sseed, shift, scratch, hi, lo, signed, np.int64(1))
+        _track(tab.hi, tab.lo, tab.val, tab.hashing, st.slot_hi, st.slot_lo, st.slot_val, st.meta, hi, lo, est)
+
+
+@kernel
+def query_batch(st, keys, signed):
+    """Final estimates of ``keys`` (no update)."""
+    out = np.empty(len(keys), dtype=np.int64)
+    for i in range(len(keys)):
+        out[i] = _add_and_estimate(st.cells, st.hseed, st.sseed, st.shift[0], st.scratch, keys[i, 0], keys[i, 1],
+                                   signed, np.int64(0))
+    return out
+
+
+def tracked(st: EEState) -> np.ndarray:
+    """The tracked labels ``(m, 2)`` (their stale values are never released)."""
+    m = int(st.meta[SIZE])
+    return np.stack([st.slot_hi[:m], st.slot_lo[:m]], axis=1).copy()
+
+
+def f2_upper(st: EEState) -> float:
+    """F2_up = 2·median_r Σ_j cell[r][j]² of the final noisy sketch (§6.4 step 3)."""
+    return 2.0 * float(np.median((st.cells.astype(np.float64) ** 2).sum(axis=1)))
+
+
+def next_pow2(x: int) -> int:
+    return 1 << max(1, math.ceil(math.log2(x)))
+
+
+class _EEHH(Epoched):
+    """Shared release logic of the two sketch instantiations."""
+
+    signed = False
+
+    def __init__(self, settings):
+        self.k, self.k_tilde = check_k_tilde(settings.k, settings.k_tilde or 4 * settings.k)
+        self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
+        self.eps_s, self.delta_s, self.eps_n, self.delta_n = split_length_budget(self.epsilon, self.delta)
+        self.slack = length_slack(self.eps_n, self.delta_n)
+        t_max = settings.extra.get("t_max")
+        if t_max is None:
+            n = settings.epoch_packets
+            t_max = DEFAULT_T_MAX if n is None else max(2 * n, n + 2 * self.slack + 2)
+        self.t_max = check_positive_int("t_max", t_max)
+        self.delta_run = eehh_run_delta(self.eps_s, self.delta_s)
+        self.width, self.depth = self._size()
+        # b = 2d/ε_S rounded *up* to a multiple of 2^-20 (exactly, from the float ε_S): a little
+        # more noise than needed, as a fraction the vectorised exact sampler takes.
+        exact = Fraction(2 * self.depth) / Fraction(self.eps_s)
+        self.scale_exact = Fraction(math.ceil(exact * SCALE_DENOMINATOR), SCALE_DENOMINATOR)
+        self.scale = float(self.scale_exact)
+        assert self.scale_exact >= exact and self.scale >= sketch_scale(self.depth, self.eps_s)
+        self.psi = sketch_psi(self.scale, self.depth, self.width, self.delta_run)
+        super().__init__(settings)
+
+    def cost(self):
+        return length_composed_cost(self.eps_s, self.delta_s, self.eps_n, self.delta_n)
+
+    def _new_state(self):
+        d, w, kt = self.depth, self.width, self.k_tilde
+        seeds = np.array([[self.noise.uniform_int(1 << 64) for _ in range(5)] for _ in range(2 * d)],
+                         dtype=np.uint64)
+        cells = self.noise.discrete_laplace_array(self.scale_exact, d * w).reshape(d, w)
+        return EEState(cells, seeds[:d].copy(), seeds[d:].copy(),
+                       np.array([64 - int(math.log2(w))], dtype=np.uint64),
+                       np.zeros(kt, KEY_DTYPE), np.zeros(kt, KEY_DTYPE), np.zeros(kt, np.int64),
+                       np.zeros(3, np.int64),
+                       np.zeros(d, np.int64), ht.make_table(4 * kt))
+
+    def _feed(self, state, keys):
+        update_batch(state, keys, self.signed)
+
+    def epoch_status(self):
+        return {"t_max": self.t_max, "depth": self.depth, "width": self.width, "psi": self.psi}
+
+    def _publish(self, state):
+        n = 0 if state is None else int(state.meta[N])
+        n_noisy = n + self.noise.dlap(self.eps_n)
+        n_hi = n_noisy + self.slack + 1
+        status = {"noisy_length": n_noisy, "t_max": self.t_max, "depth": self.depth,
+                  "width": self.width, "psi": self.psi, "k": self.k, "k_tilde": self.k_tilde}
+        if n_hi > self.t_max:
+            status["suppressed"] = (f"epoch too long: noisy length bound {n_hi} > t_max {self.t_max}; "
+                                    f"nothing released (set a larger --param t_max=...)")
+            return (), None, n_noisy, status
+        if state is None:
+            return (), self._threshold(None, n_noisy, n_hi), n_noisy, status
+        labels = tracked(state)
+        labels = labels[by_key(labels)]
+        values = query_batch(state, labels, self.signed)
+        tau = self._threshold(state, n_noisy, n_hi)
+        keep = values > tau
+        return sorted_items(labels[keep, 0], labels[keep, 1], values[keep]), tau, n_noisy, status
+
+
+@register
+class CountMinEEHH(_EEHH):
+    """EEHH over a DP CountMin sketch (the default sketch baseline)."""
+
+    name = "eehh-cms"
+
+    def _size(self):
+        return next_pow2(2 * self.k_tilde), cms_depth(self.t_max, self.k_tilde, self.delta_run)
+
+    def _threshold(self, state, n_noisy, n_hi):
+        return cms_threshold(n_noisy, n_hi, self.k, self.k_tilde, self.width, self.psi)
+
+    def notes(self):
+        return (f"EEHH over DP CountMin (dpss-eehh.md §6.2–§6.3): k={self.k}, k~={self.k_tilde}, "
+                f"d={self.depth}, w={self.width}, cell noise discrete Laplace b={self.scale:.4g}, "
+                f"ψ={self.psi:.4g}, T_max={self.t_max}; final-query release, corrected threshold",
+                "proof caveat (§6.5): the tracked set depends on the same noise as the final estimates")
+
+
+@register
+class CountSketchEEHH(_EEHH):
+    """EEHH over a DP CountSketch — EXPERIMENTAL: its error envelope is not established."""
+
+    name = "eehh-cs"
+    signed = True
+
+    def _size(self):
+        return next_pow2(3 * self.k_tilde), cs_depth(self.t_max, self.k_tilde, self.delta_run)
+
+    def _threshold(self, state, n_noisy, n_hi):
+        f2 = 0.0 if state is None else f2_upper(state)
+        return cs_threshold(n_noisy, n_hi, self.k, self.k_tilde, self.width, self.psi, f2)
+
+    def notes(self):
+        return ("EXPERIMENTAL: the CountSketch error envelope is not established (dpss-eehh.md §6.4): "
+                "its collision bound uses an F2 estimate from the data, outside 000's Thm 3; the "
+                "(ε, δ) shown assumes the envelope holds",
+                f"EEHH over DP CountSketch: k={self.k}, k~={self.k_tilde}, d={self.depth}, w={self.width}, "
+                f"cell noise discrete Laplace b={self.scale:.4g}, ψ={self.psi:.4g}, T_max={self.t_max}")
+
+
+# --- EEHH privacy map (dpss-eehh.md §6.2–§6.4): pure functions of public parameters.
+
+def eehh_run_delta(eps_s: float, delta_s: float) -> float:
+    """δ_run = δ_S/(1 + e^(ε_S)): per-run failure budget with strict accounting (§6.3)."""
+    return check_delta(delta_s) / (1.0 + math.exp(check_epsilon(eps_s)))
+
+
+def _check_t_max(t_max: int) -> int:
+    return check_positive_int("t_max", t_max)
+
+
+def cms_depth(t_max: int, k_tilde: int, delta_run: float) -> int:
+    """d = ⌈log2(2(T_max + k~)/δ_run)⌉ rows for width >= 2k~ (dpss-eehh.md §6.3, D8)."""
+    return math.ceil(math.log2(2.0 * (_check_t_max(t_max) + k_tilde) / delta_run))
+
+
+def cs_depth(t_max: int, k_tilde: int, delta_run: float) -> int:
+    """Odd d >= ln(2(T_max + k~)/δ_run)/0.7255 rows (dpss-eehh.md §6.4 step 1)."""
+    d = math.ceil(math.log(2.0 * (_check_t_max(t_max) + k_tilde) / delta_run) / 0.7255)
+    return d if d % 2 == 1 else d + 1
+
+
+def sketch_scale(depth: int, eps_s: float) -> float:
+    """Cell noise scale b = 2d/ε_S (ℓ1 sensitivity 2d covers replace-one too; §6.3)."""
+    return 2.0 * depth / check_epsilon(eps_s)
+
+
+def sketch_psi(scale: float, depth: int, width: int, delta_run: float) -> float:
+    """ψ with d·w·Pr[|Z| > ψ] <= δ_run/2 for discrete Laplace of scale b (§6.3 "Noise"):
+    Pr[|Z| > ψ] <= (2/(1 + α))·e^(−ψ/b), so ψ = b·ln(2dw·(2/(1 + α))/δ_run)."""
+    alpha = math.exp(-1.0 / scale)
+    return scale * math.log(2.0 * depth * width * (2.0 / (1.0 + alpha)) / delta_run)
+
+
+def cms_threshold(n_noisy: int, n_hi: int, k: int, k_tilde: int, width: int, psi: float) -> float:
+    """τ = max(ñ/k, n_hi/k~ + 2γ1(n_hi) + ψ + 1) with γ1(t) = 2t/w + ψ (§6.2, §6.3)."""
+    gamma1 = 2.0 * n_hi / width + psi
+    return max(n_noisy / k, n_hi / k_tilde + 2.0 * gamma1 + psi + 1.0)
+
+
+def cs_threshold(n_noisy: int, n_hi: int, k: int, k_tilde: int, width: int, psi: float,
+                 f2_up: float) -> float:
+    """τ = max(ñ/k, n_hi/k~ + 3(E_cs + ψ) + 1), E_cs = 4·sqrt(F2_up/w) (§6.4 steps 2 and 4)."""
+    e_cs = 4.0 * math.sqrt(max(f2_up, 0.0) / width)
+    return max(n_noisy / k, n_hi / k_tilde + 3.0 * (e_cs + psi) + 1.0)
+

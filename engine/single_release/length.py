@@ -1,0 +1,41 @@
+"""The noisy stream length ñ shared by DPSS and EEHH (dpss-eehh.md §4.5): its share of the budget,
+its public slack and the composed cost. Thresholds never use the exact n (pitfall P3)."""
+from __future__ import annotations
+
+import math
+
+from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
+from dptop.engine.privacy.composition import Cost
+
+LENGTH_SHARE = 0.1
+"""Share of ε and δ spent on the noisy stream length ñ (dpss-eehh.md §4.5 default split)."""
+
+
+def split_length_budget(epsilon: float, delta: float) -> tuple[float, float, float, float]:
+    """Total (ε, δ) -> (ε_A, δ_A, ε_n, δ_n) with ε_n = 0.1ε, δ_n = 0.1δ and
+    δ_A = (δ − δ_n)/e^(ε_n), so that ``length_composed_cost`` gives back (ε, δ) (§4.5)."""
+    epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+    eps_n, delta_n = LENGTH_SHARE * epsilon, LENGTH_SHARE * delta
+    return epsilon - eps_n, (delta - delta_n) / math.exp(eps_n), eps_n, delta_n
+
+
+def length_slack(eps_n: float, delta_n: float) -> int:
+    """s_n = ⌈ln(1/((1 + α_n)·δ_n))/ε_n⌉, α_n = e^(−ε_n): Pr[Z_n <= −s_n] <= δ_n (§4.5 step 2)."""
+    eps_n, delta_n = check_epsilon(eps_n), check_delta(delta_n)
+    alpha = math.exp(-eps_n)
+    return max(0, math.ceil(math.log(1.0 / ((1.0 + alpha) * delta_n)) / eps_n))
+
+
+def length_composed_cost(eps_a: float, delta_a: float, eps_n: float, delta_n: float) -> Cost:
+    """A release whose threshold uses ñ: (ε_A + ε_n, e^(ε_n)·δ_A + δ_n) (dpss-eehh.md §4.5)."""
+    return Cost(eps_a + eps_n, math.exp(eps_n) * delta_a + delta_n)
+
+
+def check_k_tilde(k: int, k_tilde: int) -> tuple[int, int]:
+    """k >= 1 and k~ > k (dpss-eehh.md §4.6 step 1)."""
+    k = check_positive_int("k", k)
+    k_tilde = check_positive_int("k~", k_tilde)
+    if not k_tilde > k:
+        raise ValueError(f"k~ ({k_tilde}) must be > k ({k})")
+    return k, k_tilde
+

@@ -1,0 +1,342 @@
+"""DPSW-Sketch: private frequencies over the last w packets (spec dpsw-sketch.md, seed 004).
+
+The stream is cut into substreams of ``L`` items. Each substream owns ``2m-1`` Private Count-Min
+Sketches (PCMS, §2): the whole ``C_1``, ``m-1`` prefixes ``C_j`` (its first ``I[j]`` items) and
+``m-1`` suffixes ``C'_j`` (its last ``I[j]`` items), with the data-independent checkpoint list ``I``
+of §3.2. Every cell of every PCMS gets its own ``N(0, a/ρ_j)`` draw when the PCMS is created
+(§3.5 NEW_SUBSTREAM) and only +1s afterwards. **Frozen rule** (§0, §9 P1/P2): a PCMS is read only
+once its whole public range has been absorbed, and no write reaches it after that; a query is then
+post-processing, so queries are unlimited (§1.2). This module implements 004 with the spec's fixes
+(§8 D5-D9): variance ``a/ρ_j``, prefixes frozen at their checkpoint, the newest complete substream
+included, suffix ``l'`` (not ``l``), suffix ranges holding ``I[j]`` items.
+
+One ``DPSWSketch`` holds several *channels* sharing one position counter and one substream
+geometry (§5.2 (b)): channel ``c`` counts ``key & mask_c`` of the events of its address family and
+takes a no-op at the other family's positions (§5.2 "Mixed IPv4/IPv6"). A flat DPSW is one
+channel over full keys.
+
+Design choices not in 004 [design]:
+* widths: a PCMS over ``I[j]`` items has ``b_j`` = the power of two >= ``b·I[j]/L`` (at least 64,
+  at most ``b``) columns, so its Count-Min collision error ``n_j/b_j`` stays ``≈ L/b`` while the
+  noise drawn per substream drops about tenfold (widths never affect privacy: σ² = a/ρ_j);
+* hashing: per channel and row a 64-bit keyed mix (``dptop.engine.core.keys.hash_key``) with seeds from
+  ``os.urandom`` (§11 asks for 2-universal; privacy does not depend on it);
+* query rules (§4.4, all post-processing of frozen PCMSs and public numbers): ``plan="004"``
+  (this class's default, §4.1) or ``"noise-aware"`` (§4.4 (i)); ``estimator="min"`` (default,
+  per-sketch min) or ``"sum-min"`` (§4.4 (ii)); ``debias`` adds the public constant of §4.4 (iii).
+  The ``dpsw`` algorithm (dpsw_hh.py) picks its own defaults from measurements.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from dptop.engine.privacy.bulknoise import fill_normal, make_rng
+from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.keys import hash_key, random_seed64
+from dptop.engine.core.settings import check_positive_int
+from dptop.engine.sliding_window.geometry import (ESTIMATORS, PREFIX, SUFFIX, Geometry, Plan,
+                                                  PlanEntry, budgets, expected_max_normal,
+                                                  sketch_widths)
+
+FAMILY_ANY, FAMILY_V4, FAMILY_V6 = 0, 4, 6
+
+NOISE_OS = ("PCMS cell noise: Gaussian N(0, a/rho_j), one draw per cell at sketch creation, from "
+            "xoshiro256** (dptop.engine.privacy.bulknoise) seeded from os.urandom")
+NOISE_SEEDED = "seeded generator (Settings.seed): reproducible, NOT private"
+
+
+# ---------------------------------------------------------------- numba state and kernels
+
+class DPSWState(NamedTuple):
+    cells: np.ndarray  # float64[H*S]   every channel's PCMS cells, flat (channel block of S cells)
+    off: np.ndarray  # int64[n_sk]      offset of sketch id inside a channel block
+    width: np.ndarray  # int64[n_sk]    columns of sketch id
+    shift: np.ndarray  # uint64[n_sk]   column = hash >> shift
+    sigma: np.ndarray  # float64[H, n_sk] noise standard deviation sqrt(a/ρ_j)
+    I: np.ndarray  # int64[m]
+    Ip: np.ndarray  # int64[m]
+    seeds: np.ndarray  # uint64[H, a]
+    mask: np.ndarray  # uint64[H, 2]    channel key = (hi & mask[0], lo & mask[1])
+    family: np.ndarray  # int64[H]       FAMILY_ANY / FAMILY_V4 / FAMILY_V6
+    rng: np.ndarray  # uint64[4]
+    clock: np.ndarray  # int64[3]       t (items so far), k (current substream), p (position in it)
+    owner: np.ndarray  # int64[n_sk]    substream whose PCMS the id holds (instrumentation + checks)
+    start: np.ndarray  # int64[n_sk]    global range of the PCMS
+    end: np.ndarray  # int64[n_sk]
+    writes: np.ndarray  # int64[n_sk]   items added since creation
+    last: np.ndarray  # int64[n_sk]     position of the last write (-1: none)
+    geom: np.ndarray  # int64[5]        L, m, K, a, S
+
+
+@inner
+def _is_v4(hi, lo):
+    return hi == np.uint64(0) and (lo >> np.uint64(32)) == np.uint64(0xFFFF)
+
+
+@kernel
+def _new_substream(st, k, t):
+    """NEW_SUBSTREAM(k) of §3.5: fresh noise in the slot's whole + suffix sketches and the prefix block."""
+    L, m, K, a, S = st.geom[0], st.geom[1], st.geom[2], st.geom[3], st.geom[4]
+    slot = (k - 1) % K
+    for q in range(m):
+        sid = slot * m + q
+        st.start[sid] = t + st.Ip[q] - 1
+        st.end[sid] = t + L - 1
+        st.owner[sid] = k
+        st.writes[sid] = 0
+        st.last[sid] = -1
+    for q in range(1, m):
+        sid = K * m + q - 1
+        st.start[sid] = t
+        st.end[sid] = t + st.I[q] - 1
+        st.owner[sid] = k
+        st.writes[sid] = 0
+        st.last[sid] = -1
+    for ch in range(st.sigma.shape[0]):
+        for sid in range(slot * m, slot * m + m):
+            o = ch * S + st.off[sid]
+            fill_normal(st.rng, st.cells[o:o + a * st.width[sid]], st.sigma[ch, sid])
+        for sid in range(K * m, K * m + m - 1):
+            o = ch * S + st.off[sid]
+            fill_normal(st.rng, st.cells[o:o + a * st.width[sid]], st.sigma[ch, sid])
+
+
+@kernel
+def _ingest(st, keys):
+    """PROCESS(e) of §3.5 for every key of the batch (FREEZE is implicit: a PCMS is never written
+    past its public end position, and reads check ``end <= t``)."""
+    L, m, K, a, S = st.geom[0], st.geom[1], st.geom[2], st.geom[3], st.geom[4]
+    H = st.sigma.shape[0]
+    ids = np.empty(2 * m - 1, dtype=np.int64)
+    hs = np.empty(a, dtype=np.uint64)
+    t, k, p = st.clock[0], st.clock[1], st.clock[2]
+    for i in range(keys.shape[0]):
+        t += 1
+        p += 1
+        if p > L:
+            p = 1
+            k += 1
+            _new_substream(st, k, t)
+        slot = (k - 1) % K
+        ids[0] = slot * m
+        n = 1
+        for q in range(1, m):  # prefixes: p <= I[q]; I decreasing
+            if p > st.I[q]:
+                break
+            ids[n] = K * m + q - 1
+            n += 1
+        for q in range(1, m):  # suffixes: p >= I'[q]; I' increasing
+            if p < st.Ip[q]:
+                break
+            ids[n] = slot * m + q
+            n += 1
+        for j in range(n):
+            st.writes[ids[j]] += 1
+            st.last[ids[j]] = t
+        hi = keys[i, 0]
+        lo = keys[i, 1]
+        v4 = _is_v4(hi, lo)
+        for ch in range(H):
+            fam = st.family[ch]
+            if (fam == FAMILY_V4 and not v4) or (fam == FAMILY_V6 and v4):
+                continue  # the other family's position: a no-op for this channel
+            kh = hi & st.mask[ch, 0]
+            kl = lo & st.mask[ch, 1]
+            for r in range(a):
+                hs[r] = hash_key(kh, kl, st.seeds[ch, r])
+            base = ch * S
+            for j in range(n):
+                sid = ids[j]
+                o = base + st.off[sid]
+                wd = st.width[sid]
+                sh = st.shift[sid]
+                for r in range(a):
+                    st.cells[o + r * wd + np.int64(hs[r] >> sh)] += 1.0
+    st.clock[0] = t
+    st.clock[1] = k
+    st.clock[2] = p
+
+
+@kernel
+def _estimate(st, ch, ids, keys, sum_min, out):
+    """ESTIMATE of §4.1 for every key over the PCMSs ``ids`` of channel ``ch``: the sum of per-sketch
+    row minima (``sum_min=False``) or the row minimum of per-row sums (§4.4 (ii))."""
+    a, S = st.geom[3], st.geom[4]
+    base = ch * S
+    hs = np.empty(a, dtype=np.uint64)
+    rows = np.empty(a, dtype=np.float64)
+    for i in range(keys.shape[0]):
+        kh = keys[i, 0] & st.mask[ch, 0]
+        kl = keys[i, 1] & st.mask[ch, 1]
+        for r in range(a):
+            hs[r] = hash_key(kh, kl, st.seeds[ch, r])
+            rows[r] = 0.0
+        total = 0.0
+        for j in range(ids.shape[0]):
+            sid = ids[j]
+            o = base + st.off[sid]
+            wd = st.width[sid]
+            sh = st.shift[sid]
+            best = np.inf
+            for r in range(a):
+                v = st.cells[o + r * wd + np.int64(hs[r] >> sh)]
+                rows[r] += v
+                if v < best:
+                    best = v
+            total += best
+        if sum_min:
+            total = np.inf if ids.shape[0] else 0.0
+            for r in range(a):
+                if rows[r] < total:
+                    total = rows[r]
+        out[i] = total
+
+
+# ---------------------------------------------------------------- the engine
+
+@dataclass(frozen=True)
+class Channel:
+    """One DPSW instance of a hierarchy (§5.2 (b)): counts ``key & mask`` of one address family."""
+
+    rho: float
+    family: int = FAMILY_ANY
+    prefix: int = 128  # prefix length in the 128-bit key space (IPv4 a.b.c.d/8 is /104)
+
+    def masks(self) -> tuple[int, int]:
+        full = ((1 << 128) - 1) ^ ((1 << (128 - self.prefix)) - 1)
+        return full >> 64, full & ((1 << 64) - 1)
+
+
+class DPSWSketch:
+    """DPSW-Sketch over ``channels`` sharing one position counter (§3, §5.2 (b)).
+
+    ``update(keys)`` ingests a key batch; ``plan(rule)`` is the public query plan at the current
+    ``t``; ``estimate(keys, channel, plan)`` answers from frozen PCMSs only and raises if a plan would
+    read anything else (a privacy bug, §4.1). ``record_reads`` switches on the test hook that logs
+    every PCMS read (sketch id, owner substream, its writes and last write at read time).
+    """
+
+    def __init__(self, geometry: Geometry, channels, depth: int = 5, width: int = 4096,
+                 seed: int | None = None):
+        self.geometry = g = geometry
+        self.channels = tuple(channels)
+        if not self.channels:
+            raise ValueError("channels (empty) must hold at least one channel")
+        for c in self.channels:
+            if not (c.rho > 0 and math.isfinite(c.rho)):
+                raise ValueError(f"channel rho ({c.rho!r}) must be > 0 and finite")
+            if not 1 <= c.prefix <= 128:
+                raise ValueError(f"channel prefix ({c.prefix}) must be in [1, 128]")
+        self.depth = check_positive_int("depth", depth)
+        self.width = check_positive_int("width", width, minimum=2)
+        if self.width & (self.width - 1) or self.width > 1 << 30:
+            raise ValueError(f"width ({self.width}) must be a power of two <= 2^30")
+        self.seed = seed
+        self.widths = sketch_widths(self.width, g.I)
+        self.rhos = tuple(budgets(c.rho, g.alpha, g.m) for c in self.channels)
+        self.record_reads = False
+        self.reads: list[tuple[PlanEntry, int, int, int, int]] = []  # entry, id, writes, last write, t
+        self._build()
+
+    # ---- layout
+    def sketch_id(self, e: PlanEntry) -> int:
+        g = self.geometry
+        if e.kind == PREFIX:
+            return g.K * g.m + e.q - 1
+        return ((e.k - 1) % g.K) * g.m + (e.q if e.kind == SUFFIX else 0)
+
+    def _build(self) -> None:
+        g, a = self.geometry, self.depth
+        m, K = g.m, g.K
+        qs = [q for _ in range(K) for q in range(m)] + list(range(1, m))  # I-index of every sketch id
+        width = np.array([self.widths[q] for q in qs], dtype=np.int64)
+        off = np.concatenate([[0], np.cumsum(a * width)[:-1]]).astype(np.int64)
+        S = int(np.sum(a * width))
+        H = len(self.channels)
+        sigma = np.array([[math.sqrt(a / rhos[q]) for q in qs] for rhos in self.rhos], dtype=np.float64)
+        if self.seed is not None:
+            seeds = np.random.default_rng(self.seed).integers(0, 2**64, size=(H, a), dtype=np.uint64)
+        else:
+            seeds = np.array([[random_seed64() for _ in range(a)] for _ in range(H)], dtype=np.uint64)
+        masks = np.array([c.masks() for c in self.channels], dtype=np.uint64)
+        n_sk = len(qs)
+        self.state = DPSWState(
+            cells=np.zeros(H * S, dtype=np.float64), off=off, width=width,
+            shift=np.array([64 - (int(v).bit_length() - 1) for v in width], dtype=np.uint64),
+            sigma=sigma, I=np.array(g.I, dtype=np.int64), Ip=np.array(g.Ip, dtype=np.int64),
+            seeds=seeds, mask=masks, family=np.array([c.family for c in self.channels], dtype=np.int64),
+            rng=make_rng(self.seed),
+            clock=np.array([0, 0, g.L], dtype=np.int64),
+            owner=np.full(n_sk, -1, dtype=np.int64), start=np.zeros(n_sk, dtype=np.int64),
+            end=np.full(n_sk, np.iinfo(np.int64).max, dtype=np.int64),
+            writes=np.zeros(n_sk, dtype=np.int64), last=np.full(n_sk, -1, dtype=np.int64),
+            geom=np.array([g.L, m, K, a, S], dtype=np.int64))
+
+    def reset(self) -> None:
+        """Forget everything: new hash seeds, new noise (a new instance, §9 P11)."""
+        self._build()
+        self.reads = []
+
+    @property
+    def t(self) -> int:
+        return int(self.state.clock[0])
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.state.cells.nbytes)
+
+    # ---- verbs
+    def update(self, keys: np.ndarray) -> None:
+        if len(keys):
+            _ingest(self.state, np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1, 2))
+
+    def sigmas(self, channel: int = 0) -> tuple[float, ...]:
+        """Noise standard deviation of the PCMS at each I-index (public)."""
+        return tuple(math.sqrt(self.depth / r) for r in self.rhos[channel])
+
+    def plan(self, rule: str = "004", gamma: float = 0.0, channel: int = 0, t: int | None = None) -> Plan:
+        return self.geometry.plan(self.t if t is None else t, rule, self.sigmas(channel), gamma)
+
+    def plan_ids(self, plan: Plan) -> np.ndarray:
+        """Sketch ids of ``plan``; raises unless every one is a complete PCMS of the named substream."""
+        st, g = self.state, self.geometry
+        if plan.t > self.t:
+            raise RuntimeError(f"plan for t={plan.t} is ahead of the stream (t={self.t})")
+        ids = np.array([self.sketch_id(e) for e in plan.entries], dtype=np.int64)
+        for e, sid in zip(plan.entries, ids):
+            lo, hi = g.entry_range(e)
+            if not (st.owner[sid] == e.k and st.end[sid] == hi and hi <= self.t and st.writes[sid] == hi - lo + 1):
+                raise RuntimeError(f"privacy invariant violated: plan reads sketch {e} that is not frozen "
+                                   f"(owner {st.owner[sid]}, end {st.end[sid]}, t {self.t})")
+            if self.record_reads:
+                self.reads.append((e, int(sid), int(st.writes[sid]), int(st.last[sid]), self.t))
+        return ids
+
+    def estimate(self, keys: np.ndarray, channel: int = 0, plan: Plan | None = None,
+                 estimator: str = "min", debias: bool = False) -> np.ndarray:
+        """Window frequency estimates of ``keys`` (§4.1) from frozen PCMSs of ``channel``."""
+        if estimator not in ESTIMATORS:
+            raise ValueError(f"estimator ({estimator!r}) must be one of {ESTIMATORS}")
+        plan = self.plan() if plan is None else plan
+        ids = self.plan_ids(plan)
+        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1, 2)
+        out = np.empty(len(keys), dtype=np.float64)
+        _estimate(self.state, channel, ids, keys, estimator == "sum-min", out)
+        if debias:
+            out += self.noise_bias(plan, channel, estimator)
+        return out
+
+    def noise_bias(self, plan: Plan, channel: int = 0, estimator: str = "min") -> float:
+        """``c_a·Σσ_k`` (min) or ``c_a·√Σσ_k²`` (sum-min): the public expected shortfall of the
+        estimate caused by taking minima over noisy rows (§4.2, §4.4 (iii))."""
+        sig = np.array([self.sigmas(channel)[e.q] for e in plan.entries])
+        c = expected_max_normal(self.depth)
+        return float(c * (np.sqrt(np.sum(sig ** 2)) if estimator == "sum-min" else np.sum(sig)))
+
+    def noise_std(self, plan: Plan, channel: int = 0) -> float:
+        """``√Σσ_k²`` over the plan: the public noise scale of one estimate."""
+        return float(math.sqrt(sum(self.sigmas(channel)[e.q] ** 2 for e in plan.entries)))

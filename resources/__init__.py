@@ -1,0 +1,6 @@
+"""Data bundled with dptop, located through ``importlib.resources`` (provenance in SOURCES.md)."""
+from importlib.resources import files
+from pathlib import Path
+
+# A wheel installs package data as plain files, so the resource is a real path the parser can map.
+DEMO_CAPTURE = Path(str(files(__name__).joinpath("demo.pcap")))
