@@ -93,26 +93,38 @@ def hash_key(hi, lo, seed):
 
 
 class KeyBatch:
-    """What capture hands the engine: ``keys`` ``(n, 2) uint64`` and packet times ``ts_ns``
-    (``int64`` nanoseconds since the Unix epoch), in arrival order. Read-only once built: the
-    runner gives the same batch to every algorithm thread."""
+    """What capture hands the engine, in arrival order: ``keys`` ``(n, 2) uint64`` (the packet
+    source), packet times ``ts_ns`` (``int64`` ns since the Unix epoch) and, where the source
+    knows them, ``dst`` ``(n, 2) uint64`` (the packet destination) and ``length`` (``uint32``
+    bytes on the wire, the record's original length). Read-only once built: the runner gives the
+    same batch to every algorithm thread. Algorithms read ``keys``; the monitor decides what
+    ``keys`` holds (source or destination, packets or byte units) before they see the batch."""
 
-    __slots__ = ("keys", "ts_ns")
+    __slots__ = ("keys", "ts_ns", "dst", "length")
 
-    def __init__(self, keys: np.ndarray, ts_ns: np.ndarray | None = None):
-        keys = np.ascontiguousarray(keys, dtype=KEY_DTYPE).reshape(-1, 2)
-        if ts_ns is None:
-            ts_ns = np.zeros(len(keys), dtype=np.int64)
-        ts_ns = np.ascontiguousarray(ts_ns, dtype=np.int64)
-        if len(ts_ns) != len(keys):
-            raise ValueError(f"ts_ns has {len(ts_ns)} entries but keys has {len(keys)}")
-        keys.flags.writeable = False
-        ts_ns.flags.writeable = False
+    def __init__(self, keys: np.ndarray, ts_ns: np.ndarray | None = None, dst: np.ndarray | None = None,
+                 length: np.ndarray | None = None):
+        keys = _frozen(keys, KEY_DTYPE).reshape(-1, 2)
+        n = len(keys)
         self.keys = keys
-        self.ts_ns = ts_ns
+        self.ts_ns = np.zeros(n, dtype=np.int64) if ts_ns is None else _frozen(ts_ns, np.int64)
+        self.dst = None if dst is None else _frozen(dst, KEY_DTYPE).reshape(-1, 2)
+        self.length = None if length is None else _frozen(length, np.uint32)
+        for name in ("ts_ns", "dst", "length"):
+            arr = getattr(self, name)
+            if arr is not None and len(arr) != n:
+                raise ValueError(f"{name} has {len(arr)} entries but keys has {n}")
 
     def __len__(self) -> int:
         return len(self.keys)
 
     def slice(self, start: int, stop: int) -> "KeyBatch":
-        return KeyBatch(self.keys[start:stop], self.ts_ns[start:stop])
+        return KeyBatch(self.keys[start:stop], self.ts_ns[start:stop],
+                        None if self.dst is None else self.dst[start:stop],
+                        None if self.length is None else self.length[start:stop])
+
+
+def _frozen(arr, dtype) -> np.ndarray:
+    out = np.ascontiguousarray(arr, dtype=dtype)
+    out.flags.writeable = False
+    return out
