@@ -33,7 +33,7 @@ demo: $(STAMP) system-deps
 # import-linter reads the installed layout (one package, dptop), so it checks a plain install of the
 # tree made into build/lint: the editable install maps folders in a way its graph builder cannot walk.
 lint: $(STAMP)
-	rm -rf build/lint
+	rm -rf build
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation --target build/lint .
 	PYTHONPATH=build/lint $(VENV)/bin/lint-imports
 

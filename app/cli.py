@@ -17,9 +17,9 @@ from pathlib import Path
 
 from dptop import __version__
 from dptop.engine.core import registry
-from dptop.engine.baselines.exact import Exact
-from dptop.engine.core.runner import Runner
+from dptop.engine.core.clock import parse_time_range
 from dptop.engine.core.settings import Settings, parse_param
+from dptop.monitor.config import RunConfig, SourceSpec, config_errors
 from dptop.resources import DEMO_CAPTURE
 
 DEFAULT_ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries", "countmin")
@@ -55,11 +55,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
 
 
-def settings_from_args(args, stream_length: int | None = None) -> Settings:
+def settings_from_args(args) -> Settings:
     return Settings(k=args.k, k_tilde=args.k_tilde, epsilon=args.epsilon, delta=args.delta, seed=args.seed,
                     epoch_packets=args.epoch_packets, epoch_seconds=args.epoch_seconds, horizon=args.horizon,
-                    restart=args.restart, window=args.window, gamma=args.gamma, stream_length=stream_length,
-                    extra=dict(args.param))
+                    restart=args.restart, window=args.window, gamma=args.gamma, extra=dict(args.param))
 
 
 def algorithm_names(spec: str | None) -> list[str]:
@@ -74,61 +73,35 @@ def algorithm_names(spec: str | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def build_runner(names: list[str], settings: Settings, top: int | None) -> tuple[Runner, str]:
-    """A runner over ``names`` plus the exact baseline that backs the JSON's ``exact`` section."""
-    algorithms = [registry.make(n, settings) for n in names]
-    exact_name = "exact"
-    if "exact" not in names:
-        exact_name = "exact (reference)"
-        reference = Exact(settings)
-        reference.name = exact_name
-        algorithms.append(reference)
-    for a in algorithms:
-        if a.name == "exact" or a.name == exact_name:
-            a.settings = a.settings.with_(extra={**a.settings.extra, "top": top})
-    return Runner(algorithms), exact_name
+def config_from_args(args) -> RunConfig:
+    names = algorithm_names(args.algorithms)
+    settings = settings_from_args(args)
+    top = args.top if args.top is not None else max(args.k, 10)
+    if top < 0:
+        raise ValueError(f"--top ({top}) must be >= 0 (0 = every source)")
+    config = RunConfig(tuple(names), settings.with_(extra={**settings.extra, "top": top}))
+    for name, error in config_errors(config).items():
+        raise ValueError(error if name == "settings" else f"{name}: {error}")
+    return config
 
 
-def result_json(command: str, settings: Settings, source: dict, runner: Runner, exact_name: str, names) -> dict:
-    snap = runner.snapshot().by_name()
-    exact = next(a for a in runner.algorithms if a.name == exact_name)
-    top = exact.release()
-    algorithms = {}
-    for name in names:
-        s = snap[name]
-        algorithms[name] = {
-            "private": s.private,
-            "family": s.family,
-            "guarantee": None if s.guarantee is None else s.guarantee.to_json(),
-            "updates_per_second": s.updates_per_second,
-            "packets": s.packets,
-            "drops": s.drops,
-            "status": s.status,
-            "releases": [r.to_json() for r in runner.releases(name)],
-        }
-    private = [snap[n].guarantee for n in names if snap[n].guarantee is not None]
-    return {
-        "dptop": __version__,
-        "command": command,
-        "settings": {k: v for k, v in vars(settings).items()},
-        "source": source,
-        "exact": {"total": exact.counter.total, "distinct": exact.counter.size,
-                  "top": [{"address": it.address, "count": int(it.estimate)} for it in top.items]},
-        "algorithms": algorithms,
-        "budget": budget_json(private),
-    }
+def cmd_replay(args) -> int:
+    from dptop.headless import run
+
+    config = config_from_args(args)
+    time_range = parse_time_range(args.time_range) if args.time_range else None
+    if time_range and args.epoch_seconds is None:
+        raise ValueError("--time-range is the public range of time epochs: give --epoch-seconds too")
+    spec = SourceSpec("file", path=str(args.path), speed=args.speed, time_range=time_range)
+    return run("replay", spec, config, args.json_out, config.settings.extra["top"])
 
 
-def budget_json(guarantees) -> dict | None:
-    """Sequential composition of every private panel's budget over the same packets."""
-    from dptop.engine.privacy.composition import Cost, compose_sequential
+def cmd_capture(args) -> int:
+    from dptop.headless import run
 
-    if not guarantees:
-        return None
-    total = compose_sequential(Cost(g.epsilon, g.delta or 0.0, g.rho) for g in guarantees)
-    return {"epsilon": total.epsilon, "delta": total.delta, "rho": total.rho,
-            "composition": "sequential (all private algorithms see the same packets)",
-            "neighbouring": sorted({g.neighbouring for g in guarantees})}
+    config = config_from_args(args)
+    spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration)
+    return run("capture", spec, config, args.json_out, config.settings.extra["top"])
 
 
 def _write_json(result: dict, out: str) -> None:
@@ -137,86 +110,6 @@ def _write_json(result: dict, out: str) -> None:
         sys.stdout.write(text + "\n")
     else:
         Path(out).write_text(text + "\n")
-
-
-def _print_table(result: dict, file=None) -> None:
-    file = file or sys.stdout
-    src = result["source"]
-    print(f"{src.get('path', src.get('iface', ''))}: {src['packets']} packets, {src['ip_packets']} with an IP source",
-          file=file)
-    print("exact top:", ", ".join(f"{r['address']} {r['count']}" for r in result["exact"]["top"][:10]), file=file)
-    for name, a in result["algorithms"].items():
-        label = a["guarantee"]["text"] if a["guarantee"] else "non-private"
-        rel = a["releases"][-1] if a["releases"] else None
-        items = ", ".join(f"{i['address']} {i['estimate']:.0f}" for i in rel["items"][:10]) if rel else ""
-        thr = f" threshold {rel['threshold']:.1f}" if rel and rel["threshold"] is not None else ""
-        print(f"\n{name} [{label}] {a['updates_per_second'] / 1e6:.2f}M updates/s{thr}", file=file)
-        if not items:
-            st = a["status"]
-            why = st.get("note") or ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in st.items()
-                                              if k.startswith("packets_until") and v)
-            items = "(nothing released" + (f" — {why})" if why else ")")
-        print(f"  {items}", file=file)
-
-
-def _finish(args, command, settings, source, runner, exact_name, names) -> int:
-    result = result_json(command, settings, source, runner, exact_name, names)
-    if args.json_out:
-        _write_json(result, args.json_out)
-    if args.json_out != "-":
-        _print_table(result)
-    return 0
-
-
-def cmd_replay(args) -> int:
-    from dptop.capture.pcap import count_packets
-    from dptop.capture.replay import FileReplay
-
-    path = Path(args.path)
-    stream_length = count_packets(path)
-    settings = settings_from_args(args, stream_length=stream_length)
-    names = algorithm_names(args.algorithms)
-    runner, exact_name = build_runner(names, settings, args.top if args.top is not None else max(args.k, 10))
-    runner.start()
-    replay = FileReplay(path, runner.feed, speed=args.speed, records=stream_length)
-    try:
-        replay.start()
-        replay.join()
-        runner.finish()
-    finally:
-        replay.stop()
-        runner.stop()
-    st = replay.stats()
-    source = {"path": str(path), "packets": st.packets, "ip_packets": st.ip_packets, "skipped": dict(st.skipped),
-              "warnings": list(st.warnings)}
-    for w in st.warnings:
-        print(f"dptop: warning: {w}", file=sys.stderr)
-    return _finish(args, "replay", settings, source, runner, exact_name, names)
-
-
-def cmd_capture(args) -> int:
-    from dptop.capture.live import LiveCapture
-
-    settings = settings_from_args(args)
-    names = algorithm_names(args.algorithms)
-    runner, exact_name = build_runner(names, settings, args.top if args.top is not None else max(args.k, 10))
-    runner.start()
-    live = LiveCapture(args.iface, runner.offer, bpf=args.bpf, count=args.count, duration=args.duration)
-    try:
-        live.start()
-        while not live.stats().finished:
-            time.sleep(0.05)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        live.stop()
-    live.join()
-    runner.finish()
-    st = live.stats()
-    source = {"iface": args.iface, "bpf": args.bpf, "packets": st.packets, "ip_packets": st.ip_packets,
-              "skipped": dict(st.skipped), "kernel_drops": st.kernel_drops, "queue_drops": st.queue_drops,
-              "warnings": list(st.warnings)}
-    return _finish(args, "capture", settings, source, runner, exact_name, names)
 
 
 def cmd_synth(args) -> int:
@@ -249,20 +142,26 @@ def cmd_list(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    """Empirical privacy audit of one release mechanism (dptop.engine.audit.statistics)."""
+    """Empirical privacy audit of a release mechanism (dptop.engine.audit) or of the product path
+    (dptop.monitor.audit: capture files through a monitor session and its JSON)."""
     from dptop.engine.audit import cases as audit_cases
+    from dptop.monitor.audit import PRODUCT_TARGETS
 
+    targets = {**audit_cases.TARGETS, **PRODUCT_TARGETS}
     if args.mechanism == "list":
-        for name, cls in audit_cases.TARGETS.items():
-            print(f"{name:20s} {'broken' if cls.broken else 'real':7s} {cls.description}")
+        for name, cls in targets.items():
+            print(f"{name:28s} {'broken' if cls.broken else 'real':7s} {cls.description}")
         return 0
+    if args.mechanism not in targets:
+        raise ValueError(f"unknown audit mechanism {args.mechanism!r}; known: {', '.join(targets)}")
     if args.json_out == "-":
         report = None
     else:
         def report(pair):
             verdict = "VIOLATION" if pair.violation else "no violation"
             print(f"  {pair.pair}: {verdict}, ε lower bound {pair.epsilon_lower_bound:.3f}", flush=True)
-    result = audit_cases.run(args.mechanism, args.runs, args.confidence, args.seed, args.events, report)
+    result = audit_cases.run_target(targets[args.mechanism](), args.runs, args.confidence, args.seed, args.events,
+                                    report)
     if args.json_out:
         _write_json(result.to_json(), args.json_out)
     if args.json_out != "-":
@@ -326,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="run the algorithms over a pcap/pcapng capture")
     p.add_argument("path")
     p.add_argument("--speed", type=float, default=None, help="follow packet timestamps at this speed (default: as fast as possible)")
+    p.add_argument("--time-range", default=None, metavar="START:END",
+                   help="public range of the time epochs, Unix seconds START:END or ISO 8601 START/END "
+                        "(default: the file's first to last packet stamp, then stated as public)")
     _add_run_options(p)
     p.set_defaults(func=cmd_replay)
 
@@ -379,16 +281,47 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Exit codes: 0 done, 1 runtime error, 2 usage (bad option or parameter), 128 + signal."""
+    try:
+        args = build_parser().parse_args(argv)
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("dptop: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args) -> int:
     from dptop.capture.pcap import CaptureError
 
-    args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, OSError, CaptureError) as exc:
+    except ValueError as exc:
         print(f"dptop: error: {exc}", file=sys.stderr)
         return 2
+    except (CaptureError, OSError, MemoryError) as exc:
+        text = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror and exc.filename \
+            else str(exc) or type(exc).__name__
+        print(f"dptop: error: {text}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
-        return 130
+        raise
+    except Exception:  # noqa: BLE001 - no traceback reaches a user: one line and a log file
+        print(f"dptop: internal error ({sys.exc_info()[1]!r}); details in {_log_traceback()}", file=sys.stderr)
+        return 1
+
+
+def _log_traceback() -> str:
+    import tempfile
+    import traceback
+
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dptop"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        folder = Path(tempfile.gettempdir())
+    path = folder / f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    path.write_text(traceback.format_exc())
+    return str(path)
 
 
 if __name__ == "__main__":

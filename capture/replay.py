@@ -8,6 +8,10 @@ smooth whatever ``batch_size``; the sequence of keys and time stamps is identica
 (HOUSE_STYLE.md, "Replay follows packet timestamps"). Out-of-order stamps are paced by their
 running maximum. ``loop=True`` starts over at the end with stamps shifted by one file span plus
 one mean packet gap per pass, so time keeps increasing.
+
+``grid`` (a public ``TimeGrid``) reads the file in canonical order instead (capture/epochorder.py):
+batches tagged with their cell, each packet in the cell of its own stamp, packets outside the grid
+dropped and counted. Looping is refused then: a pass repeats every packet (the grid is fixed).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from dptop.capture import epochorder
 from dptop.capture.pcap import CaptureStats, count_packets, open_capture
 from dptop.capture.source import Source
 from dptop.engine.core.keys import KeyBatch
@@ -33,7 +38,7 @@ class FileReplay(Source):
     thread_name = "dptop-replay"
 
     def __init__(self, path, sink: Callable[[KeyBatch], bool], speed: float | None = None,
-                 loop: bool = False, batch_size: int = 65536, records: int | None = None):
+                 loop: bool = False, batch_size: int = 65536, records: int | None = None, grid=None):
         if speed is not None and not (isinstance(speed, (int, float)) and math.isfinite(speed) and speed > 0):
             raise ValueError(f"speed ({speed!r}) must be None (as fast as possible) or a finite number > 0")
         if not (isinstance(batch_size, int) and batch_size >= 1):
@@ -43,7 +48,10 @@ class FileReplay(Source):
         self.speed = speed
         self.loop = bool(loop)
         self.batch_size = batch_size
+        if loop and grid is not None:
+            raise ValueError("loop replays every packet again; it cannot run on a fixed public time range")
         self._reader = open_capture(self.path)
+        self._plan = None if grid is None else epochorder.plan(self.path, grid)
         # progress counts records handed over: the reader reads ahead of the pacing
         self._records = count_packets(self.path) if records is None else records
         self._done_stats = CaptureStats()  # totals of finished passes
@@ -55,6 +63,8 @@ class FileReplay(Source):
         skipped = dict(done.skipped)
         for reason, c in cur.skipped.items():
             skipped[reason] = skipped.get(reason, 0) + c
+        if self._plan is not None and self._plan.outside:
+            skipped[epochorder.OUTSIDE] = self._plan.outside
         return {
             "packets": done.packets + cur.packets - self._pending,
             "ip_packets": self._fed,
@@ -71,13 +81,19 @@ class FileReplay(Source):
         clock = None  # [wall start, first packet time] of the pacing clock
         while True:
             lo = hi = None
-            for batch in self._reader.batches(self.batch_size):
+            batches = self._reader.batches(self.batch_size)
+            if self._plan is not None:
+                batches = epochorder.canonical(batches, self._plan)
+            for batch in batches:
+                if not len(batch):
+                    continue
                 ts = batch.ts_ns + offset if offset else batch.ts_ns
                 lo = int(ts.min()) if lo is None else min(lo, int(ts.min()))
                 hi = int(ts.max()) if hi is None else max(hi, int(ts.max()))
                 if clock is None:
                     clock = [time.monotonic(), int(ts[0])]
-                if not self._feed(KeyBatch(batch.keys, ts), clock):
+                if not self._feed(batch if ts is batch.ts_ns else KeyBatch(batch.keys, ts, batch.dst, batch.length),
+                                  clock):
                     return
             if not self.loop or lo is None or self.stopping:
                 return

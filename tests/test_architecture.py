@@ -36,3 +36,16 @@ def test_headless_import_of_engine_capture_and_cli_loads_no_qt():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_cli_and_gui_share_the_monitor_session():
+    """Both views run a dptop.monitor Session (import-linter forbids them the runner itself)."""
+    import ast
+
+    def imports(path: Path) -> set[str]:
+        tree = ast.parse(path.read_text())
+        return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+
+    assert "dptop.monitor.session" in imports(ROOT / "app" / "headless.py")
+    assert "dptop.monitor.session" in imports(ROOT / "app" / "gui" / "main.py")
+    assert "dptop.monitor.result" in imports(ROOT / "app" / "gui" / "export.py")

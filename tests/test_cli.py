@@ -79,15 +79,24 @@ def test_synth_writes_a_pcap_scapy_reads(tmp_path, capsys):
     assert {r["address"]: r["count"] for r in out["exact"]["top"]} == dict(truth)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["replay", "/nonexistent.pcap"], "/nonexistent.pcap"),
-    (["replay", str(DEMO_CAPTURE), "--algorithms", "nosuch"], "unknown algorithm 'nosuch'"),
-    (["replay", str(DEMO_CAPTURE), "--algorithms", "spacesaving", "--k", "0"], r"k (0) must be >= 1"),
+@pytest.mark.parametrize("argv, message, code", [
+    (["replay", "/nonexistent.pcap"], "/nonexistent.pcap", 1),
+    (["replay", str(DEMO_CAPTURE), "--algorithms", "nosuch"], "unknown algorithm 'nosuch'", 2),
+    (["replay", str(DEMO_CAPTURE), "--algorithms", "spacesaving", "--k", "0"], "k (0) must be in [1, 4194304]", 2),
+    (["replay", str(DEMO_CAPTURE), "--epsilon", "1e300"], "epsilon (1e+300) must be in (0.0, 64.0]", 2),
+    (["replay", str(DEMO_CAPTURE), "--k", "1000000000"], "k (1000000000) must be in", 2),
+    (["replay", str(DEMO_CAPTURE), "--algorithms", "countmin", "--param", "width=1099511627776"], "--param width", 2),
+    (["replay", str(DEMO_CAPTURE), "--algorithms", "countmin", "--param", "depth=-3"], "--param depth (-3)", 2),
+    (["replay", str(DEMO_CAPTURE), "--algorithms", "dpss", "--param", "bogus=1"], "unknown --param 'bogus'", 2),
+    (["replay", str(DEMO_CAPTURE), "--top", "-1"], "--top (-1) must be >= 0", 2),
+    (["replay", str(DEMO_CAPTURE), "--time-range", "1:2"], "give --epoch-seconds too", 2),
 ])
-def test_bad_input_gives_clear_error(capsys, argv, message):
-    assert main(argv) == 2
+def test_bad_input_gives_clear_error(capsys, argv, message, code):
+    """One line naming the parameter, exit 2 for usage and 1 for runtime errors, no traceback."""
+    assert main(argv) == code
     err = capsys.readouterr().err
-    assert err.startswith("dptop: error:") and message in err
+    assert err.startswith("dptop: error:") and message in err and "Traceback" not in err
+    assert err.count("\n") == 1, err
 
 
 def test_list_names_the_baselines(capsys):

@@ -120,8 +120,8 @@ def test_count_epochs():
 
 
 def test_time_epochs_release_empty_cells_and_use_the_grid():
-    alg = DPSpaceSaving(_settings(epoch_seconds=1.0))
     t0 = 1_700_000_000 * 10**9
+    alg = DPSpaceSaving(_settings(epoch_seconds=1.0, time_range=(t0, t0 + 3 * 10**9)))
     ts = np.array([t0 + 100_000_000] * 600 + [t0 + 900_000_000] * 600 + [t0 + 2_500_000_000] * 10)
     batch = KeyBatch(_keys([1] * 1200 + [2] * 10), ts)
     out = alg.consume(batch)
@@ -131,17 +131,28 @@ def test_time_epochs_release_empty_cells_and_use_the_grid():
     assert {it.lo - BASE for it in out[0].items} == {1}
     assert out[0].span.end - out[0].span.start == max(out[0].status["noisy_length"], 0)
     assert "epoch 0: packet time [1700000000.000, 1700000001.000) s" in out[0].guarantee.scope
+    assert "public grid" in out[0].guarantee.scope
     assert out[0].guarantee.neighbouring == NEIGHBOUR_ADD_REMOVE
     status = alg.status()
     assert (status["epoch"], status["packets_in_epoch"], status["epoch_mode"]) == (2, 10, "seconds")
-    assert status["packets_until_release"] == alg.min_packets - 10
+    assert status["min_packets"] == alg.min_packets
     assert [r.span.index for r in alg.finish()] == [2]
 
 
-def test_time_jump_is_refused():
-    alg = DPSpaceSaving(_settings(epoch_seconds=0.001))
-    with pytest.raises(ValueError, match="packet time jumps by"):
-        alg.consume(KeyBatch(_keys([1, 2]), np.array([0, 10**15])))
+def test_time_epochs_drop_stamps_outside_the_range_or_in_closed_cells():
+    """A packet a year ahead, or stamped into a closed cell, is dropped and counted; nothing aborts
+    and the number of releases stays the number of cells."""
+    t0 = 1_700_000_000 * 10**9
+    alg = DPSpaceSaving(_settings(epoch_seconds=0.5, time_range=(t0, t0 + 2 * 10**9)))
+    ts = np.array([t0 + 10**8, t0 + 365 * 86400 * 10**9, t0 + 6 * 10**8, t0 + 10**8, t0 - 1])
+    out = alg.consume(KeyBatch(_keys([1, 2, 3, 4, 5]), ts))
+    assert [r.span.index for r in out] == [0] and alg.dropped == 3
+    assert [r.span.index for r in alg.finish()] == [1, 2, 3]
+
+
+def test_time_epochs_need_a_public_range():
+    with pytest.raises(ValueError, match="public time range"):
+        DPSpaceSaving(_settings(epoch_seconds=1.0))
 
 
 def test_whole_stream_and_budget_per_epoch():

@@ -1,47 +1,41 @@
-"""Budget panel: what each private algorithm spends per packet and, since they all read the same
-packets, the sequential-composition total (dptop.engine.privacy.composition), in (ε, δ) and ρ where zCDP."""
+"""Budget panel: the session's privacy ledger (dptop.monitor.ledger) — what each private algorithm
+has spent per packet over the whole session and the sequential-composition total, per unit."""
 from __future__ import annotations
 
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
 from dptop.gui.help import TIPS
 from dptop.gui.models import BudgetModel, BudgetRow
-from dptop.engine.privacy.composition import Cost, compose_sequential, group_privacy
-from dptop.engine.core.release import NEIGHBOUR_ADD_REMOVE, NEIGHBOUR_SUBSTITUTE
 
 
-def budget_rows(guarantees: dict) -> list[BudgetRow]:
-    """``{name: Guarantee}`` of the private algorithms -> one row each plus the total."""
-    rows = [BudgetRow(n, g.model, g.measure, g.epsilon, g.delta, g.rho, g.neighbouring, g.scope)
-            for n, g in guarantees.items() if g is not None]
-    if not rows:
+def budget_rows(ledger: dict | None) -> list[BudgetRow]:
+    """The ledger (``dptop.monitor.ledger.Ledger.to_json``) -> one row per algorithm and unit,
+    each unit's total last in its block."""
+    if not ledger:
         return []
-    costs = [Cost(r.epsilon, r.delta or 0.0, r.rho) for r in rows]
-    relations = {r.neighbouring for r in rows}
-    relation = rows[0].neighbouring
-    if len(relations) > 1:
-        # mixed: state the total for substitution of one packet's source; an add/remove
-        # guarantee covers a substitution (one removal + one addition) by group privacy (m = 2)
-        costs = [group_privacy(c, 2) if r.neighbouring == NEIGHBOUR_ADD_REMOVE else c for c, r in zip(costs, rows)]
-        relation = NEIGHBOUR_SUBSTITUTE
-    total = compose_sequential(costs)
-    rows.append(BudgetRow(f"Total ({len(rows)} private)", "sequential composition",
-                          "approximate DP" if total.delta else "pure DP", total.epsilon, total.delta, total.rho,
-                          relation, "the same packets, every algorithm"))
+    rows = []
+    for group in [ledger, *ledger.get("other_units", [])]:
+        lines = group.get("algorithms", {})
+        if not lines:
+            continue
+        for name, ln in lines.items():
+            rows.append(BudgetRow(name, ln["scope"], ln["measure"], ln["epsilon"], ln["delta"], ln["rho"],
+                                  ln["neighbouring"], f"{ln['releases']} releases, {ln['segments']} run(s)"))
+        private = "" if group["private"] else " — NOT private (seeded)"
+        rows.append(BudgetRow(f"Total per {group['unit']}{private}", "sequential composition",
+                              "approximate DP" if group["delta"] else "pure DP", group["epsilon"], group["delta"],
+                              group["rho"], group["neighbouring"], "everything published so far"))
     return rows
 
 
-def composition_note(rows: list[BudgetRow]) -> str:
-    if not rows:
-        return "No private algorithm enabled: nothing is private, nothing is spent."
-    relations = {r.neighbouring for r in rows[:-1]}
-    note = TIPS["composition"]
-    if len(relations) > 1:
-        note += (" The algorithms protect different neighbouring relations, so the total is stated for "
-                 "substitution of one packet's source: an add/remove guarantee (ε, δ) counts there as "
-                 "(2ε, 2e^ε·δ) by group privacy (a substitution is one removal plus one addition). "
-                 "Packet presence (add/remove) is not protected by the total.")
-    return note
+def composition_note(ledger: dict | None) -> str:
+    if not ledger or not ledger.get("algorithms") and not ledger.get("other_units"):
+        return "Nothing private published yet: nothing is spent."
+    notes = [TIPS["composition"], *ledger.get("notes", [])]
+    if ledger.get("other_units"):
+        notes.append("Other units (a client host, a local-DP report) are separate promises and never add to "
+                     "the per-packet total.")
+    return " ".join(notes)
 
 
 class BudgetPanel(QWidget):
@@ -61,11 +55,10 @@ class BudgetPanel(QWidget):
         layout.addWidget(self.note)
         self._key = None
 
-    def update_from(self, guarantees: dict) -> None:
-        key = tuple((n, g) for n, g in guarantees.items())
-        if key == self._key:
+    def update_from(self, ledger: dict | None) -> None:
+        """Show the session's ledger (the same one the CLI's JSON and the export carry)."""
+        if ledger == self._key:
             return
-        self._key = key
-        rows = budget_rows(guarantees)
-        self.model.set_rows(rows)
-        self.note.setText(composition_note(rows))
+        self._key = ledger
+        self.model.set_rows(budget_rows(ledger))
+        self.note.setText(composition_note(ledger))

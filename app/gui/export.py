@@ -1,7 +1,8 @@
 """Export: the private releases (only those) with their guarantee, to JSON and CSV; a plot to PNG.
 
 Non-private releases and true counts are never written here: the file is meant to be shared, so
-it holds exactly what the private mechanisms published (``Release.to_json``).
+it holds exactly what the private mechanisms published (``Release.to_json``) and the session's
+ledger, the same one the budget panel and the CLI's JSON show.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import json
 import time
 from pathlib import Path
 
-from dptop import __version__
+from dptop.monitor.result import export_json as shareable
 
 CSV_FIELDS = ("algorithm", "release", "span_kind", "span_index", "span_start", "span_end", "t_start", "t_end",
               "threshold", "rank", "address", "estimate", "model", "measure", "epsilon", "delta", "rho",
@@ -27,12 +28,10 @@ def private_releases(releases: dict) -> dict:
     return out
 
 
-def export_json(path, releases: dict) -> dict:
-    """Write ``{dptop, exported_at, algorithms: {name: {guarantee, releases: [...]}}}``."""
-    data = {"dptop": __version__, "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "algorithms": {}}
-    for name, rels in private_releases(releases).items():
-        data["algorithms"][name] = {"guarantee": rels[-1].guarantee.to_json(),
-                                    "releases": [r.to_json() for r in rels]}
+def export_json(path, session) -> dict:
+    """Write the session's shareable part (``dptop.monitor.result.export_json``: private releases,
+    their guarantees, the ledger) with the export time."""
+    data = {**shareable(session), "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     Path(path).write_text(json.dumps(data, indent=2, default=str) + "\n")
     return data
 

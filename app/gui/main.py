@@ -24,7 +24,9 @@ from dptop.gui.help import TIPS, HelpOverlay
 from dptop.gui.panel import AlgorithmPanel
 from dptop.gui.params import ParametersPanel
 from dptop.gui.plots import ThroughputPlot, UtilityPlot
-from dptop.gui.session import RunConfig, Session, SourceSpec
+from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.ledger import Ledger
+from dptop.monitor.session import Session
 from dptop.gui.source_panel import SourcePanel
 from dptop.gui.tuning import TuningPanel
 from dptop.gui.theme import apply_plot_theme, watch_color_scheme
@@ -46,7 +48,7 @@ PREFERRED = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving")
 
 
 DEMO_SPEED = 10.0
-"""The bundled demo capture loops at this multiple of real time."""
+"""The bundled demo capture replays at this multiple of real time."""
 
 
 def default_config() -> RunConfig:
@@ -57,6 +59,14 @@ def default_config() -> RunConfig:
     # ~52k packets (under a minute at 10x) and stays released for ~80% of every horizon.
     # Single-release epochs of 5 s of packet time.
     return RunConfig(names, Settings(k=8, epsilon=0.5, delta=1e-6, epoch_seconds=5.0, horizon=1 << 18, restart=True))
+
+
+def preview_ledger(guarantees: dict) -> dict | None:
+    """What the configured algorithms would spend, as a ledger of one release each (no session yet)."""
+    ledger = Ledger()
+    for name, g in guarantees.items():
+        ledger.record(name, 0, g, 1)
+    return ledger.to_json()
 
 
 def config_to_json(config: RunConfig) -> str:
@@ -85,7 +95,6 @@ class MainWindow(QMainWindow):
         self.old_sessions: list[Session] = []
         self.frozen = False
         self.redraws: deque = deque(maxlen=400)
-        self._requested: dict[str, object] = {}
         self._last_throughput = 0.0
         apply_plot_theme(self)
 
@@ -215,15 +224,13 @@ class MainWindow(QMainWindow):
         self.throughput.reset()
         self.utility.reset()
         self.source_panel.reset_rate()
-        self._requested.clear()
         self.session = Session(self.config, record_packets=self.record_packets)
         self.session.open(spec)
         self.statusBar().showMessage(f"Reading {spec.label()}", 3000)
 
-    def open_file(self, path: str, speed: float | None = None, loop: bool = False) -> None:
+    def open_file(self, path: str, speed: float | None = None) -> None:
         self.source_panel.set_file(str(path))
         self.source_panel.set_speed(speed)
-        self.source_panel.loop.setChecked(loop)
         self.open_source(self.source_panel.spec())
 
     def stop_source(self) -> None:
@@ -246,8 +253,6 @@ class MainWindow(QMainWindow):
         restarted = []
         if self.session is not None:
             restarted = self.session.apply(config)
-            for name in restarted:
-                self._requested.pop(name, None)
         self.statusBar().showMessage(f"Applied; restarted: {', '.join(restarted) or 'none'}", 5000)
 
     # ----- the timer ---------------------------------------------------------------------
@@ -256,22 +261,13 @@ class MainWindow(QMainWindow):
         session = self.session
         snap = None if session is None else session.snapshot(lanes=LANES_PER_TICK)
         self.source_panel.show_state(snap)
-        guarantees = dict(self.params.preview) if snap is None else {}
         if snap is not None:
             stale = []
             for lane in snap.lanes:
                 panel = self.panels.get(lane.name)
-                a = lane.algorithm
-                truth = None
-                if a is not None:
-                    if a.latest is not None and self._requested.get(lane.name) is not a.latest:
-                        s = lane.settings
-                        session.truth.request(lane.name, a.latest, lane.origin, s.k, s.gamma, s.epoch_seconds)
-                        self._requested[lane.name] = a.latest
-                    truth = session.truth.result(lane.name)
-                    if a.private:
-                        guarantees[lane.name] = a.guarantee
-                        self.utility.add(now, lane.name, truth)
+                a, truth = lane.algorithm, lane.truth
+                if a is not None and a.private:
+                    self.utility.add(now, lane.name, truth)
                 if panel is not None:
                     if now - panel.texted_at >= TEXT_PERIOD or panel.generation != lane.generation:
                         panel.texted_at = now
@@ -286,7 +282,7 @@ class MainWindow(QMainWindow):
                 self._last_throughput = now
                 self.throughput.sample(snap)
                 self.utility.redraw()
-        self.budget.update_from(guarantees)
+        self.budget.update_from(snap.budget if snap is not None else preview_ledger(self.params.preview))
         self.tuning.poll()
         self.redraws.append(now)
         self.fps.setText(f"{self.redraw_rate():.0f} redraws/s")
@@ -308,10 +304,10 @@ class MainWindow(QMainWindow):
         return {n: self.session.releases(n) for n in self.session.lanes if registry.get(n).private}
 
     def export_to(self, base: Path) -> tuple[Path, Path]:
-        releases = self.private_releases()
         csv_path, json_path = base.with_suffix(".csv"), base.with_suffix(".json")
-        export_csv(csv_path, releases)
-        export_json(json_path, releases)
+        export_csv(csv_path, self.private_releases())
+        if self.session is not None:
+            export_json(json_path, self.session)
         return csv_path, json_path
 
     def export_dialog(self) -> None:
@@ -401,7 +397,7 @@ def screenshot(out: str, path: str = str(DEMO_CAPTURE), seconds: float = 8.0, si
                                                                          QSettings.Format.IniFormat))
         window.resize(*size)
         window.show()
-        window.open_file(path, speed=DEMO_SPEED, loop=True)
+        window.open_file(path, speed=DEMO_SPEED)
 
         def grab():
             window.grab().save(out, "PNG")
@@ -412,7 +408,7 @@ def screenshot(out: str, path: str = str(DEMO_CAPTURE), seconds: float = 8.0, si
 
 
 def run_gui(path: str | None = None) -> int:
-    """Open the window; replay ``path`` if given (the bundled demo capture loops at 10x)."""
+    """Open the window; replay ``path`` if given (the bundled demo capture at 10x)."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("dptop")
     app.setOrganizationName("dptop")
@@ -423,10 +419,7 @@ def run_gui(path: str | None = None) -> int:
     signal.signal(signal.SIGINT, lambda *_: window.close())  # Ctrl+C in the terminal closes cleanly
     window.show()
     if path:
-        if demo:
-            window.open_file(path, speed=DEMO_SPEED, loop=True)
-        else:
-            window.open_file(path, speed=None, loop=window.source_panel.loop.isChecked())
+        window.open_file(path, speed=DEMO_SPEED if demo else None)
     return app.exec()
 
 

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QHBoxLayout, Q
                                QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
 
 from dptop.gui.help import TIPS
-from dptop.gui.session import RunConfig
+from dptop.monitor.config import RunConfig, config_errors
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings, parse_param
 
@@ -219,14 +219,12 @@ class ParametersPanel(QWidget):
         if config is not None:
             if not config.names:
                 self.errors["algorithms"] = "enable at least one algorithm"
+            self.errors.update(config_errors(config))
+            placeholder = {} if config.settings.epoch_seconds is None else \
+                {"time_range": (0, round(config.settings.epoch_seconds * 1e9))}
             for name in config.names:
-                try:
-                    algorithm = registry.make(name, config.settings_for(name))
-                except (ValueError, TypeError) as exc:
-                    self.errors[name] = str(exc)
-                    continue
-                if algorithm.private:
-                    preview[name] = algorithm.guarantee()
+                if name not in self.errors and "settings" not in self.errors and registry.get(name).private:
+                    preview[name] = registry.make(name, config.settings_for(name, placeholder)).guarantee()
         self.preview = preview
         self.pending = None if self.errors else config
         self.error.setText("\n".join(f"{n}: {e}" for n, e in self.errors.items()))

@@ -7,7 +7,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
                                QProgressBar, QPushButton, QSpinBox, QStackedWidget, QWidget)
 
 from dptop.gui.help import TIPS
-from dptop.gui.session import SourceSpec
+from dptop.monitor.config import SourceSpec
 
 SPEEDS = (("1×", 1.0), ("2×", 2.0), ("10×", 10.0), ("100×", 100.0), ("max", None))
 KINDS = ("Capture file", "Interface", "Synthetic")
@@ -66,13 +66,16 @@ class SourcePanel(QWidget):
                 row.addWidget(w, 1 if isinstance(w, QLineEdit) else 0)
             self.stack.addWidget(page)
         self.kind.currentIndexChanged.connect(self.stack.setCurrentIndex)
+        self.kind.currentIndexChanged.connect(lambda i: self.loop.setEnabled(i == 2))  # synthetic only
 
         self.speed = QComboBox()
         for label, _ in SPEEDS:
             self.speed.addItem(label)
         self.speed.setToolTip(TIPS["speed"])
         self.loop = QCheckBox("loop")
-        self.loop.setToolTip("Start the file over at its end (time keeps increasing)")
+        self.loop.setEnabled(False)
+        self.loop.setToolTip("Synthetic streams only: start over at the end (a loop pass repeats every packet, "
+                             "which a real capture's privacy guarantee cannot absorb)")
         self.start = QPushButton("Start")
         self.start.setToolTip("Start (or restart) reading the source (Ctrl+R)")
         self.pause = QPushButton("Pause")
@@ -118,7 +121,8 @@ class SourcePanel(QWidget):
     def spec(self) -> SourceSpec:
         speed = SPEEDS[self.speed.currentIndex()][1]
         kind = ("file", "live", "synth")[self.kind.currentIndex()]
-        return SourceSpec(kind, path=self.path.text().strip() or None, speed=speed, loop=self.loop.isChecked(),
+        return SourceSpec(kind, path=self.path.text().strip() or None, speed=speed,
+                          loop=self.loop.isChecked() and kind == "synth",
                           iface=self.iface.currentText() or None, bpf=self.bpf.text().strip() or None,
                           skew=self.skew.value(), domain=self.domain.value(), length=self.length.value(),
                           seed=self.seed.value())
@@ -132,7 +136,7 @@ class SourcePanel(QWidget):
         src = snap.source
         self.pause.setText("Resume" if snap.state == "paused" else "Pause")
         if src is None:
-            self.stats.setText(snap.error or snap.state + "…")
+            self.stats.setText(snap.error or snap.phase or snap.state + "…")
             return
         pps = 0.0
         if self._last is not None and snap.time > self._last[0]:

@@ -1,5 +1,5 @@
 """Tuning panel: what-if sweeps (recall / precision / ARE versus ε, k~/k or w) on the last N
-recorded packets, run by ``dptop.gui.sweep`` on a background thread with a progress bar; the chosen
+recorded packets, run by ``dptop.monitor.sweep`` on a background thread with a progress bar; the chosen
 value can be applied to the live run."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgr
                                QVBoxLayout, QWidget)
 
 from dptop.gui.help import TIPS
-from dptop.gui.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, parse_values
+from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, parse_values
 from dptop.engine.core import registry
 
 

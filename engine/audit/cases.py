@@ -385,11 +385,17 @@ def run(name: str, runs: int, confidence: float = 0.95, seed: int | None = None,
         events: int = 3, progress=None) -> AuditResult:
     """Audit one target over all its pairs with ``runs`` runs per side. The error probability
     1 − confidence is split evenly over the pairs (and, inside ``audit_pair``, over the events)."""
+    return run_target(target(name), runs, confidence, seed, events, progress)
+
+
+def run_target(tgt: Target, runs: int, confidence: float = 0.95, seed: int | None = None,
+               events: int = 3, progress=None) -> AuditResult:
+    """``run`` for a target instance (the monitor's product-path targets use it too)."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence ({confidence!r}) must be in (0, 1)")
     if runs < 4:
         raise ValueError(f"runs ({runs}) must be >= 4")
-    tgt = target(name)
+    name = tgt.name
     eps, delta = tgt.claimed()
     pairs = tgt.pairs()
     alpha = (1.0 - confidence) / len(pairs)

@@ -62,6 +62,7 @@ class CountMinHeap(Algorithm):
     """CountMin (depth 4, width ``extra['width']`` or the power of two >= 8k) + top-k~ heap."""
 
     name = "countmin"
+    parameters = ("depth", "width")
 
     def __init__(self, settings):
         super().__init__(settings)

@@ -72,6 +72,7 @@ class Exact(Algorithm):
     """Exact counts; ``release()`` lists the top ``k`` sources (``extra['top']`` overrides; 0 = all)."""
 
     name = "exact"
+    parameters = ("top",)
 
     def __init__(self, settings):
         super().__init__(settings)

@@ -86,6 +86,7 @@ class WindowExact(Algorithm):
     else the top ``k`` (``extra['top']`` overrides)."""
 
     name = "window-exact"
+    parameters = ("top",)
     family = "sliding window"
 
     def __init__(self, settings):

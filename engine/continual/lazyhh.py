@@ -284,6 +284,7 @@ class LazyHH(ContinualAlgorithm):
     001 Fig 4c), β = ``extra['beta']`` (default δ/2), width option ``extra['option']`` ('A')."""
 
     name = "lazyhh"
+    parameters = ("beta", "option")
 
     def __init__(self, settings):
         k = check_positive_int("k", settings.k)

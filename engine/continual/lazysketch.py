@@ -282,6 +282,8 @@ class _SketchAlgorithm(ContinualAlgorithm):
     addresses). With no labels the items are empty and the status says why: labels taken from
     the traffic or from a non-private structure would not be private (spec §5.4, P15)."""
 
+    parameters = ("beta", "width", "depth", "query")
+
     sketch_class: type
     kind: str
 

@@ -33,6 +33,9 @@ class Algorithm(ABC):
     name: ClassVar[str]
     private: ClassVar[bool] = False
     family: ClassVar[str] = "baseline"
+    parameters: ClassVar[tuple[str, ...] | None] = ()
+    """The ``Settings.extra`` options (``--param NAME=VALUE``) this algorithm reads; None if it
+    does not declare them (then no option is refused on its behalf)."""
 
     def __init__(self, settings: Settings):
         self.settings = settings

@@ -98,18 +98,23 @@ class KeyBatch:
     knows them, ``dst`` ``(n, 2) uint64`` (the packet destination) and ``length`` (``uint32``
     bytes on the wire, the record's original length). Read-only once built: the runner gives the
     same batch to every algorithm thread. Algorithms read ``keys``; the monitor decides what
-    ``keys`` holds (source or destination, packets or byte units) before they see the batch."""
+    ``keys`` holds (source or destination, packets or byte units) before they see the batch.
 
-    __slots__ = ("keys", "ts_ns", "dst", "length")
+    ``epoch`` is set when the stream runs on a public ``TimeGrid`` (engine/core/clock.py): every
+    packet of the batch lies in that cell, batches arrive in cell order, and an empty batch with
+    a larger ``epoch`` is the public clock's tick that closes the cells before it."""
+
+    __slots__ = ("keys", "ts_ns", "dst", "length", "epoch")
 
     def __init__(self, keys: np.ndarray, ts_ns: np.ndarray | None = None, dst: np.ndarray | None = None,
-                 length: np.ndarray | None = None):
+                 length: np.ndarray | None = None, epoch: int | None = None):
         keys = _frozen(keys, KEY_DTYPE).reshape(-1, 2)
         n = len(keys)
         self.keys = keys
         self.ts_ns = np.zeros(n, dtype=np.int64) if ts_ns is None else _frozen(ts_ns, np.int64)
         self.dst = None if dst is None else _frozen(dst, KEY_DTYPE).reshape(-1, 2)
         self.length = None if length is None else _frozen(length, np.uint32)
+        self.epoch = epoch
         for name in ("ts_ns", "dst", "length"):
             arr = getattr(self, name)
             if arr is not None and len(arr) != n:
@@ -121,7 +126,12 @@ class KeyBatch:
     def slice(self, start: int, stop: int) -> "KeyBatch":
         return KeyBatch(self.keys[start:stop], self.ts_ns[start:stop],
                         None if self.dst is None else self.dst[start:stop],
-                        None if self.length is None else self.length[start:stop])
+                        None if self.length is None else self.length[start:stop], self.epoch)
+
+    def take(self, index: np.ndarray, epoch: int | None = None) -> "KeyBatch":
+        """The packets at ``index`` (positions or a mask), in that order, tagged with ``epoch``."""
+        return KeyBatch(self.keys[index], self.ts_ns[index], None if self.dst is None else self.dst[index],
+                        None if self.length is None else self.length[index], epoch)
 
 
 def _frozen(arr, dtype) -> np.ndarray:

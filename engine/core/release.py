@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from dptop.engine.core.keys import decode_key
 
 MODEL_NONE = "non-private"
@@ -146,8 +148,18 @@ class Release:
 
 
 def sorted_items(his, los, estimates, limit: int | None = None) -> tuple[ReleasedItem, ...]:
-    """Items ordered by estimate descending, ties broken by key ascending (P12-safe)."""
-    rows = sorted(zip(his, los, estimates), key=lambda r: (-float(r[2]), int(r[0]), int(r[1])))
-    if limit is not None:
-        rows = rows[:limit]
-    return tuple(ReleasedItem(int(h), int(l), float(e)) for h, l, e in rows)
+    """Items ordered by estimate descending, ties broken by key ascending (P12-safe). With a
+    ``limit``, a partial selection keeps the work linear in the number of items (a live view of
+    millions of exact counts must not sort them all)."""
+    his = np.asarray(his, dtype=np.uint64)
+    los = np.asarray(los, dtype=np.uint64)
+    est = np.asarray(estimates, dtype=np.float64)
+    if limit is not None and len(est) > limit:
+        if limit <= 0:
+            return ()
+        kth = np.partition(est, len(est) - limit)[len(est) - limit]  # the limit-th largest estimate
+        keep = np.flatnonzero(est >= kth)
+        his, los, est = his[keep], los[keep], est[keep]
+    order = np.lexsort((los, his, -est))[:limit]
+    return tuple(ReleasedItem(int(h), int(l), float(e))
+                 for h, l, e in zip(his[order].tolist(), los[order].tolist(), est[order].tolist()))

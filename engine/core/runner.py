@@ -5,8 +5,12 @@ parallel. Each thread has a bounded queue: ``feed`` (file replay) waits for room
 lost, ``offer`` (live capture) never waits and counts a drop per algorithm whose queue is full.
 Batches are read-only (``KeyBatch`` freezes its arrays) and shared, never copied.
 
-The GUI and CLI read an immutable ``Snapshot``: latest release per algorithm, busy-time
-throughput, packets, queue depths, drops and errors. An exception in an algorithm's thread is
+The GUI and CLI read an immutable ``Snapshot``: latest release per algorithm, throughput (per
+second of wall time since the first batch, and per CPU-second of the algorithm's thread), packets,
+queue depths, drops and errors. ``live()`` views are taken at most every ``live_interval`` seconds
+and only once the work since the last one is at least ``LIVE_WORK_RATIO`` times what that view
+cost, so a costly view slows the display, never the algorithm. The release history kept in memory
+is bounded (``history``); ``released`` counts every release ever published. An exception in an algorithm's thread is
 recorded in the snapshot, stops that algorithm only, and is re-raised by ``join``/``finish``.
 """
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from dptop.engine.core.base import Algorithm
@@ -22,6 +27,9 @@ from dptop.engine.core.release import Guarantee, Release
 
 _STOP = object()
 _FINISH = object()
+
+LIVE_WORK_RATIO = 20.0
+"""A live view is taken only after at least this many times its own cost of algorithm work."""
 
 
 class AlgorithmError(RuntimeError):
@@ -34,7 +42,7 @@ class AlgorithmSnapshot:
     private: bool
     family: str
     packets: int  # packets processed
-    updates_per_second: float  # packets / seconds spent inside consume()
+    updates_per_second: float  # packets per CPU-second of the algorithm's thread (rate while busy)
     queue_depth: int
     drops: int  # packets dropped because the queue was full
     releases: int  # releases published so far
@@ -44,6 +52,8 @@ class AlgorithmSnapshot:
     error: str | None
     done: bool
     ready: bool  # False while the kernels compile
+    packets_per_second: float = 0.0  # packets per second of wall time since the first batch
+    busy_share: float = 0.0  # CPU-seconds of the thread per wall second over the same time
 
 
 @dataclass(frozen=True)
@@ -68,15 +78,18 @@ class Snapshot:
 class _Worker:
     """One algorithm, its queue and its thread."""
 
-    def __init__(self, algorithm: Algorithm, queue_size: int, live_interval: float):
+    def __init__(self, algorithm: Algorithm, queue_size: int, live_interval: float, history: int):
         self.algorithm = algorithm
         self.queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self.live_interval = live_interval
         self.lock = threading.Lock()
         self.packets = 0
-        self.busy = 0.0
+        self.busy = 0.0  # CPU-seconds inside consume()
+        self.first = None  # wall time of the first batch
+        self.last = None  # wall time the last batch was done
         self.drops = 0
-        self.history: list[Release] = []
+        self.history: deque[Release] = deque(maxlen=history)
+        self.released = 0
         self.latest: Release | None = None
         self.status: dict = {}
         self.exception: BaseException | None = None
@@ -88,6 +101,7 @@ class _Worker:
         status = self.algorithm.status()
         with self.lock:
             self.history.extend(releases)
+            self.released += len(releases)
             if live is not None:
                 self.latest = live
             elif releases:
@@ -96,7 +110,7 @@ class _Worker:
 
     def _run(self) -> None:
         alg = self.algorithm
-        last_live = 0.0
+        last_live, live_cost, work = 0.0, 0.0, 0.0
         try:
             alg.warm_up()
             with self.lock:
@@ -108,16 +122,20 @@ class _Worker:
                 if item is _FINISH:
                     self._publish(alg.finish(), None)
                     return
-                t0 = time.perf_counter()
+                w0, c0 = time.perf_counter(), time.thread_time()
                 released = alg.consume(item)
-                t1 = time.perf_counter()
+                w1, c1 = time.perf_counter(), time.thread_time()
+                work += c1 - c0
                 with self.lock:
-                    self.busy += t1 - t0
+                    self.busy += c1 - c0
                     self.packets += len(item)
+                    self.first = w0 if self.first is None else self.first
+                    self.last = w1
                 live = None
-                if t1 - last_live >= self.live_interval:
+                if w1 - last_live >= self.live_interval and work >= LIVE_WORK_RATIO * live_cost:
                     live = alg.live()
                     last_live = time.perf_counter()
+                    live_cost, work = last_live - w1, 0.0
                 if released or live is not None or not self.status:
                     self._publish(released, live)
         except BaseException as exc:  # noqa: BLE001 - recorded, surfaced by join()
@@ -140,21 +158,24 @@ class _Worker:
         alg = self.algorithm
         with self.lock:
             rate = self.packets / self.busy if self.busy > 0 else 0.0
+            wall = (self.last - self.first) if self.first is not None and self.last > self.first else 0.0
             error = None if self.exception is None else f"{type(self.exception).__name__}: {self.exception}"
             return AlgorithmSnapshot(alg.name, alg.private, alg.family, self.packets, rate,
-                                     self.queue.qsize(), self.drops, len(self.history), self.latest,
-                                     alg.guarantee(), dict(self.status), error, self.done, self.ready)
+                                     self.queue.qsize(), self.drops, self.released, self.latest,
+                                     alg.guarantee(), dict(self.status), error, self.done, self.ready,
+                                     self.packets / wall if wall else 0.0, self.busy / wall if wall else 0.0)
 
 
 class Runner:
     """Feeds ``algorithms`` in parallel. Use as ``start``, then ``feed``/``offer`` batches, then
     ``finish`` (drain and final releases) or ``stop`` (abandon queued work). Both are idempotent."""
 
-    def __init__(self, algorithms: list[Algorithm], queue_size: int = 32, live_interval: float = 0.1):
+    def __init__(self, algorithms: list[Algorithm], queue_size: int = 32, live_interval: float = 0.1,
+                 history: int = 4096):
         names = [a.name for a in algorithms]
         if len(set(names)) != len(names):
             raise ValueError(f"each algorithm may run once; got {names}")
-        self.workers = [_Worker(a, queue_size, live_interval) for a in algorithms]
+        self.workers = [_Worker(a, queue_size, live_interval, history) for a in algorithms]
         self._stop = threading.Event()
         self._started = False
         self._closed = False
@@ -251,7 +272,7 @@ class Runner:
                 raise AlgorithmError(f"algorithm {w.algorithm.name!r} failed: {w.exception}") from w.exception
 
     def releases(self, name: str) -> list[Release]:
-        """Every release ``name`` published so far (a copy)."""
+        """The releases of ``name`` still held (the last ``history``; a copy)."""
         for w in self.workers:
             if w.algorithm.name == name:
                 with w.lock:

@@ -27,6 +27,9 @@ class Settings:
     gamma: float | None = None
     stream_length: int | None = None
     """Packet count of a replayed file when known before the run (public under substitution)."""
+    time_range: tuple[int, int | None] | None = None
+    """Public time range ``(start_ns, end_ns)`` of the session's time epochs; ``end_ns`` None for
+    an open-ended live capture (engine/core/clock.py)."""
     extra: dict = field(default_factory=dict)
     """Algorithm-specific options, keyed by option name (e.g. ``{"depth": 5}``)."""
 
@@ -73,3 +76,41 @@ def parse_param(text: str) -> tuple[str, object]:
         except ValueError:
             pass
     return name.replace("-", "_"), value
+
+
+RANGES = {
+    # name: (low, high, inclusive low) -- checked before any algorithm allocates anything
+    "k": (1, 1 << 22, True),
+    "k_tilde": (2, 1 << 24, True),
+    "epsilon": (0.0, 64.0, False),
+    "delta": (0.0, 0.5, False),
+    "epoch_packets": (1, 1 << 40, True),
+    "epoch_seconds": (1e-6, 1e7, True),
+    "horizon": (1, 1 << 40, True),
+    "window": (2, 1 << 32, True),
+    "gamma": (0.0, 1.0, False),
+}
+"""The documented valid range of every shared parameter (README, "Parameters")."""
+
+EXTRA_RANGES = {"depth": (1, 64), "width": (2, 1 << 26), "top": (0, 1 << 24), "t_max": (1, 1 << 48),
+                "substreams": (1, 1 << 20), "max_nodes": (1, 1 << 20), "domain_scan": (1, 1 << 24)}
+"""Ranges of the integer ``--param`` options that size memory."""
+
+
+def check_ranges(settings: Settings) -> None:
+    """Raise ``ValueError`` naming the first parameter outside its documented range."""
+    for name, (low, high, closed) in RANGES.items():
+        value = getattr(settings, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise ValueError(f"{name} ({value!r}) must be a number")
+        if not ((value >= low) if closed else (value > low)) or value > high:
+            bracket = "[" if closed else "("
+            raise ValueError(f"{name} ({value!r}) must be in {bracket}{low!r}, {high!r}]")
+    for name, (low, high) in EXTRA_RANGES.items():
+        value = settings.extra.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ValueError(f"--param {name} ({value!r}) must be an integer in [{low}, {high}]")

@@ -59,6 +59,7 @@ class DPMisraGries(Epoched):
     """DP Misra-Gries [002 Alg 2 / §6] with k~ counters, Mode A (discrete) or pure."""
 
     name = "dpmg"
+    parameters = ("mode",)
 
     def __init__(self, settings):
         self.k = check_positive_int("k", settings.k)

@@ -67,8 +67,7 @@ class DPSpaceSaving(Epoched):
                 f"slack s_n={self.slack})",)
 
     def epoch_status(self):
-        return {"min_packets": self.min_packets,
-                "packets_until_release": max(0, self.min_packets - self._epoch.packets)}
+        return {"min_packets": self.min_packets}
 
     def _new_state(self):
         return make_state(self.k_tilde)

@@ -203,6 +203,8 @@ def next_pow2(x: int) -> int:
 class _EEHH(Epoched):
     """Shared release logic of the two sketch instantiations."""
 
+    parameters = ("t_max",)
+
     signed = False
 
     def __init__(self, settings):

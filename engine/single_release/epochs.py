@@ -4,13 +4,17 @@ A single-release mechanism (DPSS, DP-MG, EEHH) reads a stream once and publishes
 monitor cuts the stream into public tumbling **epochs**; each epoch gets a fresh instance (new
 summary, new noise, new hash seeds), is released once when it closes, and is then discarded.
 
-* ``--epoch-seconds S``: epochs are the cells of the fixed grid ``[i·S, (i+1)·S)`` of packet time
-  (``KeyBatch.ts_ns``, seconds since the Unix epoch). The grid does not depend on the data, so
-  under add/remove of one packet every packet lies in exactly one epoch and the session is
-  (ε, δ) per packet by parallel composition. Every grid cell from the first packet's to the last
-  packet's is released, empty ones included, so the *number* of releases does not reveal whether
-  a quiet cell saw a packet. Replay follows packet time; the clock is the latest packet time seen
-  (a packet stamped earlier than the open epoch is counted in the open epoch).
+* ``--epoch-seconds S``: epochs are the cells of a public ``TimeGrid`` (engine/core/clock.py) over
+  the session's public time range (``Settings.time_range``: the replay's declared or file range,
+  the live session's wall clock). Each packet belongs to the cell of its own stamp: the monitor
+  hands over batches in cell order tagged with their cell (``KeyBatch.epoch``), and an empty
+  tagged batch is the clock's tick. Untagged batches are cut by their own stamps here. A packet
+  whose cell has closed, or outside the range, is dropped and counted (operational). Every cell of
+  the range is released, empty ones included, so under add/remove of one packet every other
+  packet keeps its epoch, the number and time bounds of the releases are fixed, and the session is
+  (ε, δ) per packet by parallel composition. An open-ended range (live capture without a
+  duration) releases through the cell its final tick names. The session starts each instance with
+  a tick naming its first cell (0, or the clock's cell when an Apply restarts it).
 * ``--epoch-packets N``: epochs of N packets. The spec warns (§9, P16) that count-based boundaries
   shift when one packet is removed, so the add/remove guarantee does **not** compose across
   epochs. What does hold: under *substitution* of one packet's source the boundaries are fixed,
@@ -33,15 +37,12 @@ import numpy as np
 
 from dptop.engine.privacy.composition import Budget, Cost, group_privacy
 from dptop.engine.core.base import Algorithm
+from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.privacy.noise import NoiseSource
 from dptop.engine.core.release import (MEASURE_APPROX, MEASURE_PURE, MODEL_SINGLE, NEIGHBOUR_ADD_REMOVE,
                             NEIGHBOUR_SUBSTITUTE, Guarantee, Release, Span)
 from dptop.engine.core.settings import check_positive_int
-
-MAX_EMPTY_EPOCHS = 100_000
-"""A packet-time jump over more empty epochs than this is refused (a corrupt timestamp would
-otherwise produce millions of empty releases)."""
 
 COUNT_EPOCH_NOTE = (
     "count-based epochs: boundaries shift when one packet is removed (dpss-eehh.md §9, P16), so "
@@ -86,7 +87,7 @@ class Epoched(Algorithm):
         super().__init__(settings)
         self.epoch_packets, self.epoch_seconds = check_epoch_options(
             settings.epoch_packets, settings.epoch_seconds)
-        self._epoch_ns = None if self.epoch_seconds is None else round(self.epoch_seconds * 1e9)
+        self.grid, self._bounded = time_grid(settings, self.epoch_seconds)
         self.noise = NoiseSource(settings.seed)
         self.reset()
 
@@ -120,8 +121,9 @@ class Epoched(Algorithm):
     def reset(self) -> None:
         self.packets = 0
         self._last = None
-        self._index = 0
-        self._grid = None  # grid cell of the open epoch (epoch_seconds mode)
+        self._index = 0  # the open epoch (in time mode: its grid cell)
+        self.dropped = 0  # packets of cells already closed or outside the range (time mode)
+        self._joined = False  # time mode: the first tagged batch (the session's tick) sets the start cell
         self._offset = 0  # released noisy length so far (span positions)
         self._epoch = _Epoch(Budget(self.cost()))
         self._epoch.state = self._new_state()  # built now so the first packets do not wait for it
@@ -144,7 +146,7 @@ class Epoched(Algorithm):
         out: list[Release] = []
         if self.epoch_packets is not None:
             self._consume_counted(batch.keys, out)
-        elif self._epoch_ns is not None:
+        elif self.grid is not None:
             self._consume_timed(batch, out)
         else:
             self.update(batch.keys)
@@ -152,8 +154,11 @@ class Epoched(Algorithm):
         return out
 
     def finish(self) -> list[Release]:
-        """Release the last (possibly partial) epoch; a stream without packets releases once."""
-        if self._epoch.packets > 0 or self._grid is not None or self._last is None:
+        """Release the last (possibly partial) epoch; a stream without packets releases once. On a
+        time grid: every cell left in a bounded range; nothing more in an open-ended one."""
+        if self.grid is not None:
+            return [self._close() for _ in range(self._index, self.grid.cells)] if self._bounded else []
+        if self._epoch.packets > 0 or self._last is None:
             return [self._close()]
         return []
 
@@ -165,7 +170,8 @@ class Epoched(Algorithm):
         same view as the non-private panels); it is never part of a release."""
         mode = ("packets" if self.epoch_packets is not None else
                 "seconds" if self.epoch_seconds is not None else "whole stream")
-        return {"epoch": self._index, "epoch_mode": mode, "packets_in_epoch": self._epoch.packets,
+        extra = {"packets_dropped": self.dropped} if self.grid is not None else {}
+        return {"epoch": self._index, "epoch_mode": mode, "packets_in_epoch": self._epoch.packets, **extra,
                 **self.epoch_status()}
 
     def guarantee(self, span: Span | None = None) -> Guarantee:
@@ -188,7 +194,7 @@ class Epoched(Algorithm):
                 return f"one release per epoch ({rule})"
             return f"epoch {span.index}: packets {span.start}–{span.end - 1} ({rule})"
         if self.epoch_seconds is not None:
-            rule = f"epochs of {self.epoch_seconds:g} s of packet time"
+            rule = f"epochs of {self.epoch_seconds:g} s of packet time on a public grid"
             if span is None or span.t_start is None:
                 return f"one release per epoch ({rule})"
             return f"epoch {span.index}: packet time [{span.t_start:.3f}, {span.t_end:.3f}) s ({rule})"
@@ -202,8 +208,6 @@ class Epoched(Algorithm):
         rel = Release(self.name, span, tuple(items), threshold, self.guarantee(span), dict(status))
         self._last = rel
         self._index += 1
-        if self._grid is not None:
-            self._grid += 1
         self._epoch = _Epoch(Budget(self.cost()))
         return rel
 
@@ -213,10 +217,9 @@ class Epoched(Algorithm):
             return Span(start, start + ep.packets, "epoch", self._index)
         start = self._offset
         self._offset += max(int(n_noisy or 0), 0)
-        if self._epoch_ns is not None and self._grid is not None:
-            t0 = self._grid * self._epoch_ns / 1e9
-            return Span(start, self._offset, "epoch", self._index, t0, t0 + self.epoch_seconds)
-        return Span(start, self._offset, "stream" if self._epoch_ns is None else "epoch", self._index)
+        if self.grid is not None:
+            return Span(start, self._offset, "epoch", self._index, *self.grid.bounds(self._index))
+        return Span(start, self._offset, "stream", self._index)
 
     def _consume_counted(self, keys: np.ndarray, out: list) -> None:
         i = 0
@@ -228,23 +231,38 @@ class Epoched(Algorithm):
                 out.append(self._close())
 
     def _consume_timed(self, batch: KeyBatch, out: list) -> None:
+        """Cell-ordered input: a tagged batch is one cell (an empty one a tick); an untagged one is
+        cut into runs of equal cell by the packets' own stamps."""
+        if batch.epoch is not None:
+            if not self._joined:  # an instance started mid-session (Apply) joins at the clock's cell
+                self._index, self._joined = max(0, batch.epoch), True
+            self._to_cell(batch.epoch, batch.keys, out)
+            return
+        self._joined = True
         if len(batch) == 0:
             return
-        cells = batch.ts_ns // self._epoch_ns
-        if self._grid is not None:
-            cells = np.maximum(cells, self._grid)
-        cells = np.maximum.accumulate(cells)
+        cells = self.grid.cell_of(batch.ts_ns)
         cuts = np.flatnonzero(np.diff(cells)) + 1
-        starts = np.concatenate(([0], cuts))
-        ends = np.concatenate((cuts, [len(cells)]))
-        for a, b in zip(starts.tolist(), ends.tolist()):
-            cell = int(cells[a])
-            if self._grid is None:
-                self._grid = cell
-            if cell - self._grid > MAX_EMPTY_EPOCHS:
-                raise ValueError(
-                    f"packet time jumps by {cell - self._grid} epochs of {self.epoch_seconds:g} s "
-                    f"(more than {MAX_EMPTY_EPOCHS}); use a larger --epoch-seconds or fix the capture's timestamps")
-            while self._grid < cell:
-                out.append(self._close())  # the open epoch, then any empty ones before ``cell``
-            self.update(batch.keys[a:b])
+        for a, b in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(cells)])).tolist()):
+            self._to_cell(int(cells[a]), batch.keys[a:b], out)
+
+    def _to_cell(self, cell: int, keys: np.ndarray, out: list) -> None:
+        if cell < self._index or cell >= self.grid.cells:  # closed, or outside the range (-1)
+            self.dropped += len(keys)
+            return
+        while self._index < cell:
+            out.append(self._close())  # the open epoch, then any empty ones before ``cell``
+        self.update(keys)
+
+
+def time_grid(settings, epoch_seconds: float | None) -> tuple[TimeGrid | None, bool]:
+    """The public grid of time epochs, and whether its range has an end (engine/core/clock.py)."""
+    if epoch_seconds is None:
+        return None, False
+    if settings.time_range is None:
+        raise ValueError("epoch_seconds needs a public time range (time_range: the replay's declared or file "
+                         "range, or the live session's clock)")
+    start, end = settings.time_range
+    if end is None:
+        return TimeGrid(int(start), round(epoch_seconds * 1e9), MAX_CELLS), False
+    return TimeGrid.over(int(start), int(end), epoch_seconds), True

@@ -125,6 +125,8 @@ class DPSWHeavyHitters(Algorithm):
     """DPSW-Sketch heavy hitters over the last ``window`` packets (estimate >= (γ − 1/b)·w, §5.1)."""
 
     name = "dpsw"
+    parameters = ("substream_length", "substreams", "alpha", "depth", "width", "plan", "estimator", "debias",
+                  "scale", "kappa", "max_nodes", "candidates", "domain_scan", "levels", "ipv6_levels")
     private = True
     family = "sliding window"
 

@@ -1,4 +1,5 @@
-"""The GUI's headless session (app/gui/session.py): synthetic and live sources, restarts, shutdown."""
+"""The headless monitor session (app/monitor/session.py): synthetic and live sources, restarts,
+the ledger across an Apply, shutdown."""
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -8,7 +9,8 @@ import time
 
 import pytest
 
-from dptop.gui.session import RunConfig, Session, SourceSpec
+from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.session import Session
 from dptop.engine.core.settings import Settings
 
 
@@ -29,14 +31,32 @@ def test_synthetic_stream_reaches_every_lane_and_apply_restarts_only_what_change
         lanes = {l.name: l for l in session.snapshot().lanes}
         assert all(l.algorithm.packets == 20_000 for l in lanes.values())
         assert lanes["dpss"].algorithm.latest.guarantee.epsilon == 0.5
-        old = dict(session.lanes)
-        restarted = session.apply(RunConfig(("exact", "spacesaving", "dpss"), Settings(k=8, epsilon=0.25)))
-        assert restarted == ["dpss"]
-        assert session.lanes["exact"] is old["exact"] and session.lanes["dpss"] is not old["dpss"]
-        restarted = session.apply(RunConfig(("exact",), Settings(k=4, epsilon=0.25)))
-        assert restarted == ["exact"] and list(session.lanes) == ["exact"]
+        assert session.apply(RunConfig(("exact", "spacesaving", "dpss"), Settings(k=8, epsilon=0.25))) == []
     finally:
         assert session.close(1.0) == []
+
+
+def test_apply_while_running_restarts_only_what_changed_and_the_ledger_keeps_earlier_releases():
+    """ε lowered mid-run: the earlier instance's releases stay counted (the ledger states the
+    larger ε, not the one in force now), the baseline keeps running."""
+    base = Settings(k=8, epsilon=0.5, epoch_packets=2000)
+    session = Session(RunConfig(("exact", "spacesaving", "dpss"), base))
+    try:
+        session.open(SourceSpec("synth", skew=1.2, domain=1000, length=40_000, seed=3, speed=0.5, rate=10_000))
+        assert wait(lambda: session.state == "running" and (session.snapshot().lanes[2].algorithm or 0)
+                    and session.snapshot().lanes[2].algorithm.releases >= 2), session.error
+        old = dict(session.lanes)
+        restarted = session.apply(RunConfig(("exact", "spacesaving", "dpss"), base.with_(epsilon=0.25)))
+        assert restarted == ["dpss"]
+        assert session.lanes["exact"] is old["exact"] and session.lanes["dpss"] is not old["dpss"]
+        session.stop(flush=True)
+        assert session.wait(30) == "stopped"
+        budget = session.snapshot().budget
+        line = budget["algorithms"]["dpss"]
+        assert line["segments"] == 2 and line["epsilon"] == pytest.approx(1.0)  # 2 x 0.5 (count epochs)
+        assert any("Apply" in n for n in budget["notes"])
+    finally:
+        assert session.close(2.0) == []
 
 
 def test_a_bad_capture_file_is_reported_not_raised(tmp_path):

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from dptop.engine.core import registry
+from dptop.engine.core.clock import TimeGrid
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.settings import Settings
 
-from dptop.gui.truth import Recording, resolve_span, slice_truth, utility_of
+from dptop.monitor.truth import Recording, resolve_span, slice_truth, utility_of
 
 PARAMETERS = {"epsilon": "ε", "k_tilde": "k~ / k", "window": "window w"}
 DEFAULT_VALUES = {"epsilon": "0.1, 0.25, 0.5, 0.75, 0.9", "k_tilde": "1.5, 2, 4, 8", "window": "1000, 4000, 16000"}
@@ -59,12 +60,20 @@ class Sweep:
                  repetitions: int = 3):
         if len(keys) == 0:
             raise ValueError("no recorded packets yet: start a source first")
+        base = base.with_(stream_length=len(keys))
+        self.rec = Recording(len(keys))
+        if base.epoch_seconds is not None:  # the recording's own range, on the live run's grid rule
+            base = base.with_(time_range=(int(ts.min()), int(ts.max()) + 1))
+            cells = TimeGrid.over(*base.time_range, base.epoch_seconds).cell_of(ts)
+            cuts = np.flatnonzero(np.diff(cells)) + 1
+            for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(cells)]))):
+                self.rec.append(KeyBatch(keys[a:b], ts[a:b], epoch=int(cells[a])))
+        else:
+            self.rec.append(KeyBatch(keys, ts))
         for v in values:  # fail now, with the algorithm's own message, not in the thread
-            registry.make(name, settings_for(base, parameter, v).with_(stream_length=len(keys)))
+            registry.make(name, settings_for(base, parameter, v))
         self.name, self.base, self.parameter, self.values = name, base, parameter, list(values)
         self.keys, self.ts, self.repetitions = keys, ts, int(repetitions)
-        self.rec = Recording(len(keys))
-        self.rec.append(KeyBatch(keys, ts))
         self._cancel = threading.Event()
         self._lock = threading.Lock()
         self.points: list[SweepPoint] = []
@@ -88,7 +97,7 @@ class Sweep:
         try:
             total = len(self.values) * self.repetitions
             for i, value in enumerate(self.values):
-                settings = settings_for(self.base, self.parameter, value).with_(stream_length=len(self.keys))
+                settings = settings_for(self.base, self.parameter, value)
                 utilities = []
                 for r in range(self.repetitions):
                     releases = self._one_run(settings)
@@ -118,6 +127,6 @@ class Sweep:
         return [r for r in releases if r.span.end > r.span.start or r.span.t_start is not None]
 
     def _evaluate(self, release, settings: Settings):
-        a, b = resolve_span(release, 0, settings.epoch_seconds, self.rec, finished=True)
+        a, b = resolve_span(release, 0, self.rec, finished=True)
         counts, heavy, _ = slice_truth(release, self.keys[a:b], settings.k, settings.gamma)
         return utility_of(release, counts, heavy)

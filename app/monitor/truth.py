@@ -1,14 +1,15 @@
 """The exact baseline each GUI panel is compared with: true counts over the span a release covers.
 
 Headless (no Qt). A ``Truth`` thread receives the same batches as the algorithms (the session's
-tee) and keeps a ``Recording`` of the last ``capacity`` keys with their running-maximum time
-stamps. A panel asks for the truth of one release; the answer covers exactly the packets that
-release covers (``resolve_span``):
+tee, in the canonical order of the public clock) and keeps exact counts of the whole stream (the
+JSON's ``exact``) and a ``Recording`` of the last ``capacity`` keys with their time-epoch cell. The
+session asks for the truth of each lane's latest release; the answer covers exactly the packets
+that release covers (``resolve_span``):
 
 * count-based epochs, windows, prefixes: packet positions ``[span.start, span.end)`` shifted by
   the lane's origin (the stream position at which that algorithm joined);
-* time-based epochs (``span.t_start`` set, kind ``epoch``): the packets whose running-max time
-  stamp falls in ``[t_start, t_end)``, the rule engine/single_release/epochs.py applies (its positions are noisy);
+* time-based epochs (``span.t_start`` set, kind ``epoch``): the packets of cell ``span.index`` of
+  the public grid (engine/core/clock.py), which are contiguous in canonical order;
 
 and is computed cheaply: epochs and windows count their slice once; prefixes (continual
 observation, which re-publishes a longer prefix every 0.1 s) keep one growing counter per start
@@ -35,16 +36,18 @@ ANCHOR_IDLE_SECONDS = 5.0  # drop a prefix counter nobody asked about for this l
 
 
 class Recording:
-    """The last ``capacity`` keys and running-max time stamps, addressed by global position."""
+    """The last ``capacity`` keys and time stamps with their time-epoch cell (-1: none), addressed
+    by global position."""
 
     def __init__(self, capacity: int):
         if capacity < 1:
             raise ValueError(f"capacity ({capacity}) must be >= 1")
         self.capacity = int(capacity)
         self.keys = np.zeros((self.capacity, 2), dtype=KEY_DTYPE)
-        self.tmax = np.zeros(self.capacity, dtype=np.int64)
+        self.ts = np.zeros(self.capacity, dtype=np.int64)
+        self.cell = np.full(self.capacity, -1, dtype=np.int64)
         self.pos = 0  # packets appended so far
-        self.last_t = np.iinfo(np.int64).min
+        self.last_cell = -1  # the public clock's latest cell (ticks included)
 
     @property
     def first(self) -> int:
@@ -52,23 +55,24 @@ class Recording:
         return max(0, self.pos - self.capacity)
 
     def append(self, batch: KeyBatch) -> None:
+        if batch.epoch is not None:
+            self.last_cell = max(self.last_cell, batch.epoch)
         keys, ts = batch.keys, batch.ts_ns
         if len(keys) == 0:
             return
-        tmax = np.maximum.accumulate(np.maximum(ts, self.last_t))
-        self.last_t = int(tmax[-1])
         if len(keys) > self.capacity:
             skip = len(keys) - self.capacity
             self.pos += skip
-            keys, tmax = keys[skip:], tmax[skip:]
+            keys, ts = keys[skip:], ts[skip:]
+        cell = -1 if batch.epoch is None else batch.epoch
         i = self.pos % self.capacity
         head = min(len(keys), self.capacity - i)
-        self.keys[i:i + head] = keys[:head]
-        self.tmax[i:i + head] = tmax[:head]
         rest = len(keys) - head
-        if rest:
-            self.keys[:rest] = keys[head:]
-            self.tmax[:rest] = tmax[head:]
+        for dst, src in ((self.keys, keys), (self.ts, ts)):
+            dst[i:i + head] = src[:head]
+            dst[:rest] = src[head:]
+        self.cell[i:i + head] = cell
+        self.cell[:rest] = cell
         self.pos += len(keys)
 
     def holds(self, a: int, b: int) -> bool:
@@ -91,33 +95,28 @@ class Recording:
         if not parts:
             return np.zeros((0, 2), KEY_DTYPE), np.zeros(0, np.int64)
         keys = np.concatenate([self.keys[p:q] for p, q in parts])
-        ts = np.concatenate([self.tmax[p:q] for p, q in parts])
+        ts = np.concatenate([self.ts[p:q] for p, q in parts])
         return keys, ts
 
-    def position_of_time(self, t_ns: int) -> int:
-        """First global position whose running-max time stamp is >= ``t_ns``."""
-        a = self.first
-        offset = a
-        for p, q in self._parts(a, self.pos):
-            k = int(np.searchsorted(self.tmax[p:q], t_ns, side="left"))
+    def position_of_cell(self, cell: int) -> int:
+        """First global position whose cell is >= ``cell`` (cells never decrease)."""
+        offset = self.first
+        for p, q in self._parts(self.first, self.pos):
+            k = int(np.searchsorted(self.cell[p:q], cell, side="left"))
             if k < q - p:
                 return offset + k
             offset += q - p
         return self.pos
 
 
-def resolve_span(release: Release, origin: int, epoch_seconds: float | None, rec: Recording,
-                 finished: bool) -> tuple[int, int] | None:
+def resolve_span(release: Release, origin: int, rec: Recording, finished: bool) -> tuple[int, int] | None:
     """Global positions ``[a, b)`` of the packets ``release`` covers, or ``None`` while the truth
     has not seen them all yet. Raises ``LookupError`` if they are older than the recording."""
     span = release.span
-    if span.kind == "epoch" and span.t_start is not None and epoch_seconds:
-        step = round(epoch_seconds * 1e9)
-        t0 = round(span.t_start * 1e9 / step) * step  # undo float rounding of the grid cell
-        t1 = t0 + step
-        if rec.last_t < t1 and not finished:
+    if span.kind == "epoch" and span.t_start is not None:
+        if rec.last_cell <= span.index and not finished:
             return None
-        a, b = rec.position_of_time(t0), rec.position_of_time(t1)
+        a, b = rec.position_of_cell(span.index), rec.position_of_cell(span.index + 1)
         a, b = max(a, origin), max(b, origin)
     elif span.kind == "stream" and release.private:
         # whole-stream single release: its span positions are noisy; it covers everything seen
@@ -205,7 +204,6 @@ class _Request:
     origin: int
     k: int
     gamma: float | None
-    epoch_seconds: float | None
 
 
 class Truth:
@@ -214,6 +212,7 @@ class Truth:
 
     def __init__(self, capacity: int = 1 << 20, queue_size: int = 64):
         self.rec = Recording(capacity)
+        self.total = ExactCounter()  # every packet of the session (the JSON's ``exact``)
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self._lock = threading.Lock()
         self._requests: dict[str, _Request] = {}
@@ -262,11 +261,10 @@ class Truth:
         return self._thread.is_alive()
 
     # ----- GUI side ----------------------------------------------------------------------
-    def request(self, panel: str, release: Release, origin: int, k: int, gamma: float | None = None,
-                epoch_seconds: float | None = None) -> None:
+    def request(self, panel: str, release: Release, origin: int, k: int, gamma: float | None = None) -> None:
         """Ask for the truth of ``release`` (the latest request per panel wins)."""
         with self._lock:
-            self._requests[panel] = _Request(release, origin, k, gamma, epoch_seconds)
+            self._requests[panel] = _Request(release, origin, k, gamma)
 
     def result(self, panel: str) -> TruthResult | None:
         with self._lock:
@@ -276,6 +274,17 @@ class Truth:
         with self._lock:
             self._requests.pop(panel, None)
             self._results.pop(panel, None)
+
+    def exact(self, top: int | None) -> tuple[int, int, tuple]:
+        """(packets, distinct sources, the ``top`` heaviest as ReleasedItems; None = all) so far."""
+        with self._lock:
+            return self.total.total, self.total.size, self.total.top(top)
+
+    def wait_idle(self, timeout: float = 10.0) -> None:
+        """Wait until every batch fed so far has been counted (the views read ``exact`` after it)."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline and self._thread.is_alive():
+            time.sleep(0.005)
 
     def recording(self, last: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """A copy of the last ``last`` recorded keys and time stamps (thread-safe)."""
@@ -292,11 +301,13 @@ class Truth:
                     batch = self._queue.get(timeout=0.05)
                 except queue.Empty:
                     batch = None
-                if batch is not None and len(batch):
+                if batch is not None:
                     with self._lock:
                         self.rec.append(batch)
+                        self.total.add(batch.keys)
                     for anchor in list(self._anchors.values()):
                         anchor.counter.add(batch.keys)
+                    self._queue.task_done()
                 if batch is None or self._queue.empty():
                     self._answer()
         except BaseException as exc:  # noqa: BLE001 - shown in the GUI
@@ -324,7 +335,7 @@ class Truth:
 
     def _compute(self, req: _Request) -> TruthResult | None:
         rel, rec = req.release, self.rec
-        ab = resolve_span(rel, req.origin, req.epoch_seconds, rec, self._finished)
+        ab = resolve_span(rel, req.origin, rec, self._finished)
         if ab is None:
             return None
         a, b = ab

@@ -1,11 +1,5 @@
-"""The GUI's exact baseline (app/gui/truth.py) against plain-Python counts over the same spans.
-
-Headless: no Qt is created here (dptop.gui's package init only pins None/True/False, see there).
-"""
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
+"""The monitor's exact baseline (app/monitor/truth.py) against plain-Python counts over the same
+spans. Headless: no Qt."""
 import time
 from collections import Counter
 from pathlib import Path
@@ -13,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dptop.gui.sweep import Sweep, parse_values, settings_for
-from dptop.gui.truth import Recording, Truth, prefix_count, resolve_span
+from dptop.monitor.sweep import Sweep, parse_values, settings_for
+from dptop.monitor.truth import Recording, Truth, prefix_count, resolve_span
 from dptop.capture.pcap import read_keys
 from dptop.engine.core.keys import KeyBatch, keys_from_addresses
 from dptop.engine.core.release import Release, ReleasedItem, Span
@@ -51,11 +45,22 @@ def test_recording_wraps_and_slices_like_the_stream(demo):
     assert np.array_equal(got, keys[len(keys) - 700:len(keys) - 50])
     with pytest.raises(ValueError, match="not in the recording"):
         rec.slice(0, 10)
-    # time lookup follows the running maximum of the stamps, as engine/single_release/epochs.py does
-    tmax = np.maximum.accumulate(ts)
-    for probe in (int(tmax[-900]), int(tmax[-1]) + 1, int(tmax[-1000])):
-        want = len(keys) - 1000 + int(np.searchsorted(tmax[-1000:], probe, side="left"))
-        assert rec.position_of_time(probe) == want
+
+
+def test_recording_finds_the_packets_of_a_time_epoch(demo):
+    """Batches arrive in cell order (the public clock's canonical order); a cell's packets are
+    contiguous and found by their tag, the ticks (empty batches) move the clock."""
+    keys, ts = demo
+    rec = Recording(1000)
+    cells = [0] * 300 + [2] * 500 + [3] * 700
+    rec.append(KeyBatch(keys[:300], ts[:300], epoch=0))
+    rec.append(KeyBatch(keys[:0], ts[:0], epoch=2))
+    rec.append(KeyBatch(keys[300:800], ts[300:800], epoch=2))
+    rec.append(KeyBatch(keys[800:1500], ts[800:1500], epoch=3))
+    assert rec.last_cell == 3 and rec.first == 500
+    for cell in (2, 3, 4):
+        want = 500 + int(np.searchsorted(np.array(cells[500:]), cell, side="left"))
+        assert rec.position_of_cell(cell) == want
 
 
 def test_truth_counts_epoch_prefix_and_window_spans(demo):
@@ -69,19 +74,16 @@ def test_truth_counts_epoch_prefix_and_window_spans(demo):
             "prefix": (Span(0, 4000, "prefix"), 0),
             "late": (Span(0, 1500, "horizon", 1), 2000),  # a lane that joined at position 2000
         }
-        t0 = float(np.maximum.accumulate(ts)[1500]) / 1e9 // 2 * 2  # the 2 s epoch holding packet 1500
-        cases["epoch"] = (Span(0, 0, "epoch", 3, t0, t0 + 2.0), 0)
+        cases["epoch"] = (Span(0, 0, "epoch", 7, 7.0, 8.0), 0)  # the tagged cell 7 (fed below)
+        truth.feed(KeyBatch(keys[:600], ts[:600], epoch=7))
+        truth.feed(KeyBatch(keys[:0], ts[:0], epoch=8))
+        n = len(keys)
         expected = {}
         for name, (span, origin) in cases.items():
-            if span.t_start is not None:
-                tm = np.maximum.accumulate(ts)
-                a = int(np.searchsorted(tm, round(t0 * 1e9), "left"))
-                b = int(np.searchsorted(tm, round((t0 + 2) * 1e9), "left"))
-            else:
-                a, b = origin + span.start, origin + span.end
-            rel = release_of(keys[a:b], span)
-            expected[name] = (rel, a, b, naive(keys[a:b]))
-            truth.request(name, rel, origin, k=8, epoch_seconds=2.0)
+            a, b = (n, n + 600) if span.t_start is not None else (origin + span.start, origin + span.end)
+            rel = release_of(keys[:600] if span.t_start is not None else keys[a:b], span)
+            expected[name] = (rel, a, b, naive(keys[:600] if span.t_start is not None else keys[a:b]))
+            truth.request(name, rel, origin, k=8)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not all(truth.result(n) for n in cases):
             time.sleep(0.02)
@@ -104,13 +106,13 @@ def test_truth_waits_for_packets_it_has_not_seen(demo):
     rec = Recording(1 << 13)
     rec.append(KeyBatch(keys[:100], ts[:100]))
     rel = release_of(keys[:200], Span(0, 200, "prefix"))
-    assert resolve_span(rel, 0, None, rec, finished=False) is None
+    assert resolve_span(rel, 0, rec, finished=False) is None
     rec.append(KeyBatch(keys[100:300], ts[100:300]))
-    assert resolve_span(rel, 0, None, rec, finished=False) == (0, 200)
+    assert resolve_span(rel, 0, rec, finished=False) == (0, 200)
     # a private whole-stream release (noisy positions) covers everything once the stream ends
     whole = release_of(keys[:300], Span(5, 290, "stream"), private=True)
-    assert resolve_span(whole, 0, None, rec, finished=False) is None
-    assert resolve_span(whole, 0, None, rec, finished=True) == (0, 300)
+    assert resolve_span(whole, 0, rec, finished=False) is None
+    assert resolve_span(whole, 0, rec, finished=True) == (0, 300)
 
 
 def test_prefix_count_counts_every_address_in_the_network():

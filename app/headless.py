@@ -1,0 +1,195 @@
+"""The command line's view of a monitoring session: ``dptop replay`` and ``dptop capture``.
+
+One ``dptop.monitor.session.Session`` does the work, exactly as behind the window. This view
+adds what a terminal user expects: the ``--json`` destination is opened before any work (a bad
+path fails at once), a progress line on stderr for long runs, SIGINT and SIGTERM stop the source
+and flush the algorithms so the table and the JSON still come out, marked ``"partial": true``
+(exit 130 / 143), and the table is printed even when writing the JSON fails.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from contextlib import contextmanager
+
+from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.result import session_json
+from dptop.monitor.session import Session
+
+DONE = ("finished", "stopped", "failed")
+PROGRESS_AFTER = 1.0  # seconds before the first progress line
+PROGRESS_EVERY_PIPE = 10.0  # seconds between lines when stderr is not a terminal
+
+
+class JsonOut:
+    """``--json OUT|-``: opened (and one byte written, so a full device fails now) before the run."""
+
+    def __init__(self, target: str | None):
+        self.target, self.fh = target, None
+        if target and target != "-":
+            self.fh = open(target, "w")
+            self.fh.write("\n")
+            self.fh.flush()
+
+    def write(self, result: dict) -> None:
+        text = json.dumps(result, indent=2, default=str) + "\n"
+        if self.target == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return
+        if self.fh is None:
+            return
+        if self.fh.seekable():
+            self.fh.seek(0)
+            self.fh.truncate()
+        self.fh.write(text)
+        self.fh.flush()
+
+    def close(self) -> None:
+        if self.fh is not None:
+            try:
+                self.fh.close()
+            except OSError:
+                pass
+
+
+class Progress:
+    """``replay: 3.2M/10.0M packets (32 %), 4.1M/s, ETA 2 s`` on stderr."""
+
+    def __init__(self, session: Session, stream=None):
+        self.session, self.stream = session, stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.shown = False
+        self.phase = ""
+
+    def update(self) -> None:
+        now = time.monotonic()
+        phase = self.session.phase
+        if phase and phase != self.phase and now - self.start > 0.5:
+            self._line(phase)
+            self.phase = phase
+        elapsed = now - self.start
+        if elapsed < PROGRESS_AFTER or (not self.tty and now - self.last < PROGRESS_EVERY_PIPE):
+            return
+        st = self.session.source_stats()
+        if st is None:
+            return
+        rate = st.ip_packets / elapsed if elapsed else 0.0
+        text = f"{st.ip_packets / 1e6:.2f}M packets, {rate / 1e6:.2f}M/s"
+        if st.fraction:
+            total = self.session.public.get("stream_length") or 0
+            eta = elapsed * (1 - st.fraction) / st.fraction
+            text = (f"{st.packets / 1e6:.2f}M/{total / 1e6:.2f}M records ({100 * st.fraction:.0f} %), "
+                    f"{rate / 1e6:.2f}M IP packets/s, ETA {eta:.0f} s")
+        self._line(text, overwrite=self.tty)
+        self.last = now
+
+    def _line(self, text: str, overwrite: bool = False) -> None:
+        end = "\r" if overwrite else "\n"
+        self.stream.write(f"dptop: {text}\033[K{end}" if overwrite else f"dptop: {text}{end}")
+        self.stream.flush()
+        self.shown = self.shown or overwrite
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+@contextmanager
+def stop_on_signals(session: Session):
+    """SIGINT / SIGTERM: the first stops the source and flushes the algorithms, a second one
+    abandons the work. Yields a dict whose ``signal`` names the first signal received."""
+    got: dict = {"signal": None}
+
+    def handler(signum, frame):
+        if got["signal"] is None:
+            got["signal"] = signum
+            print(f"\ndptop: {signal.Signals(signum).name}: stopping, writing what was computed so far",
+                  file=sys.stderr)
+            session.stop(flush=True)
+        else:
+            session.stop()
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield got
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int) -> int:
+    """Run a session to its end and report it; returns the exit code."""
+    out = JsonOut(json_target)
+    session = Session(config)
+    try:
+        with stop_on_signals(session) as got:
+            session.open(spec)
+            progress = Progress(session)
+            while session.wait(0.2) not in DONE:
+                progress.update()
+            progress.done()
+        result = session_json(session, command, top, partial=got["signal"] is not None)
+    finally:
+        session.close(timeout=5.0)
+    rc = 0
+    if result.get("error"):
+        print(f"dptop: error: {result['error']}", file=sys.stderr)
+        rc = 1
+    for warning in result["source"].get("warnings", []):
+        print(f"dptop: warning: {warning}", file=sys.stderr)
+    if json_target != "-":
+        print_table(result)
+    try:
+        out.write(result)
+    except OSError as exc:
+        print(f"dptop: error: cannot write the JSON to {json_target}: {exc.strerror or exc}", file=sys.stderr)
+        rc = 1
+    finally:
+        out.close()
+    if got["signal"] is not None:
+        return 128 + int(got["signal"])
+    return rc
+
+
+def print_table(result: dict, file=None) -> None:
+    file = file or sys.stdout
+    src = result["source"]
+    where = src.get("path") or src.get("iface", "")
+    partial = " (partial: interrupted)" if result.get("partial") else ""
+    print(f"{where}: {src['packets']} packets, {src['ip_packets']} with an IP source{partial}", file=file)
+    for reason, n in result.get("dropped", {}).items():
+        print(f"  dropped by the public clock: {n} {reason}", file=file)
+    print("exact top (non-private):", ", ".join(f"{r['address']} {r['count']}" for r in result["exact"]["top"][:10]),
+          file=file)
+    for name, a in result["algorithms"].items():
+        if a.get("guarantee") is None and a.get("error"):
+            print(f"\n{name}: error: {a['error']}", file=file)
+            continue
+        label = a["guarantee"]["text"] if a.get("guarantee") else "non-private"
+        rel = a["releases"][-1] if a["releases"] else None
+        items = ", ".join(f"{i['address']} {i['estimate']:.0f}" for i in rel["items"][:10]) if rel else ""
+        thr = f" threshold {rel['threshold']:.1f}" if rel and rel["threshold"] is not None else ""
+        print(f"\n{name} [{label}] {a['packets_per_second'] / 1e6:.2f}M packets/s "
+              f"(busy {100 * a['busy_share']:.0f} % of a core){thr}", file=file)
+        if not items:
+            items = "(nothing released" + (f": {why}" if (why := empty_reason(a)) else "") + ")"
+        print(f"  {items}", file=file)
+    budget = result.get("budget")
+    if budget:
+        print(f"\nprivacy budget: {budget['total']}", file=file)
+
+
+def empty_reason(algorithm: dict) -> str:
+    """Why a private panel is empty, from public figures only (its parameters and limits)."""
+    st = algorithm.get("status") or {}
+    if st.get("note"):
+        return str(st["note"])
+    if st.get("min_packets"):
+        return f"an epoch needs at least {st['min_packets']} packets before anything can pass the threshold"
+    return ""

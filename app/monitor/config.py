@@ -1,0 +1,104 @@
+"""What a monitoring session reads and runs: the source, the algorithms and their settings."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dptop.engine.core import registry
+from dptop.engine.core.settings import Settings, check_ranges
+
+NON_PRIVATE_FIELDS = ("k", "k_tilde", "extra")
+"""The settings fields the non-private baselines read (a change of epsilon does not restart them)."""
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """What to read: ``kind`` is "file", "live" or "synth".
+
+    ``time_range`` (ns, ns) is the declared public range of a replay's time epochs (default: the
+    file's own first and last stamps, then stated as public). ``loop`` is offered for synthetic
+    streams only: a loop pass repeats every packet, which a real capture's guarantee cannot absorb.
+    """
+
+    kind: str = "file"
+    path: str | None = None
+    speed: float | None = None  # None: as fast as possible
+    loop: bool = False
+    iface: str | None = None
+    bpf: str | None = None
+    count: int | None = None  # live: stop after this many packets
+    duration: float | None = None  # live: stop after this many seconds from the first packet slot
+    time_range: tuple[int, int] | None = None
+    skew: float = 1.1
+    domain: int = 1 << 16
+    length: int = 1 << 18
+    seed: int = 1
+    rate: int = 20_000
+
+    def __post_init__(self):
+        if self.kind not in ("file", "live", "synth"):
+            raise ValueError(f"source kind ({self.kind!r}) must be 'file', 'live' or 'synth'")
+        if self.loop and self.kind != "synth":
+            raise ValueError("loop replays every packet again (each pass multiplies what it reveals about them); "
+                             "it is offered for synthetic streams only")
+
+    def label(self) -> str:
+        if self.kind == "file":
+            return Path(self.path or "").name
+        if self.kind == "live":
+            return f"{self.iface}" + (f" [{self.bpf}]" if self.bpf else "")
+        return f"synthetic Zipf({self.skew:g}) over {self.domain} sources"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The enabled algorithms, the shared settings and per-algorithm ``extra`` options."""
+
+    names: tuple[str, ...]
+    settings: Settings = field(default_factory=Settings)
+    extras: dict = field(default_factory=dict)
+
+    def settings_for(self, name: str, public: dict | None = None) -> Settings:
+        """``name``'s settings with the session's public facts (stream length, time range)."""
+        s = self.settings.with_(extra={**self.settings.extra, **self.extras.get(name, {})})
+        return s.with_(**public) if public else s
+
+
+def affected(name: str, old: Settings, new: Settings) -> bool:
+    """Whether switching ``name`` from ``old`` to ``new`` settings needs a restart."""
+    if registry.get(name).private:
+        return old != new
+    return any(getattr(old, f) != getattr(new, f) for f in NON_PRIVATE_FIELDS)
+
+
+def check_params(names, extra: dict) -> None:
+    """Every ``--param`` option must be one that a selected algorithm reads (``Algorithm.parameters``)."""
+    declared = [registry.get(n).parameters for n in names]
+    if any(p is None for p in declared):
+        return
+    known = {p for ps in declared for p in ps} | {"top"}
+    for name in extra:
+        if name not in known:
+            raise ValueError(f"unknown --param {name!r} (options of {', '.join(names)}: "
+                             f"{', '.join(sorted(known))})")
+
+
+def config_errors(config: RunConfig) -> dict[str, str]:
+    """Every reason ``config`` cannot run, by algorithm name ("settings" for the shared ones): the
+    documented ranges first (before anything allocates), then each constructor's own checks, so
+    the CLI and the GUI refuse the same things with the same words."""
+    try:
+        check_ranges(config.settings)
+        check_params(config.names, config.settings.extra)
+    except ValueError as exc:
+        return {"settings": str(exc)}
+    errors = {}
+    s = config.settings
+    placeholder = {} if s.epoch_seconds is None else {"time_range": (0, max(1, round(s.epoch_seconds * 1e9)))}
+    for name in config.names:
+        try:
+            check_ranges(config.settings_for(name))
+            registry.make(name, config.settings_for(name, placeholder))
+        except (ValueError, TypeError, MemoryError) as exc:
+            errors[name] = str(exc) if not isinstance(exc, MemoryError) else "not enough memory for these parameters"
+    return errors

@@ -1,0 +1,466 @@
+"""One monitoring session, headless: the source, one runner per algorithm ("lane"), ground truth,
+the public clock of time epochs and the privacy ledger. The CLI and the GUI are views over it.
+
+States: ``idle -> starting -> running (<-> paused) -> finished``, or ``stopping -> stopped`` on a
+stop, or ``failed``. Every method is valid in every state: a stop or close that lands while the
+source is still being opened (counting a file, planning epochs, compiling kernels) ends the start
+instead of being lost, and ``close`` joins every thread the session ever started.
+
+Public facts a guarantee takes as given (``public``): a replay's record count (the continual
+observation horizon) and, with time epochs, the time range (declared, or the file's own first and
+last stamps); a live capture's clock starts when the capture opens, after every kernel is ready.
+The source's sink is a tee: truth first (lossless), then every lane, ``feed`` (lossless) for
+replays and ``offer`` (counted drops) for live capture, all in the canonical cell order of the
+public grid (capture/epochorder.py, and ``_live_sink`` on the wall clock).
+"""
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dptop.engine.core import registry
+from dptop.engine.core.clock import MAX_CELLS, TimeGrid
+from dptop.engine.core.keys import KEY_DTYPE, KeyBatch
+from dptop.engine.core.runner import AlgorithmSnapshot, Runner
+from dptop.monitor.config import RunConfig, SourceSpec, affected
+from dptop.monitor.ledger import Ledger
+from dptop.monitor.truth import Truth, TruthResult
+
+REPLAY_BATCH = 1 << 16
+"""Replay batch size: large, so the per-batch Python work of the threads stays small; slow
+algorithms get it in chunks (``Lane.chunks``)."""
+
+CHUNK_SECONDS = 0.2
+"""A lane is fed chunks it processes in about this long, so it notices a stop well within a second."""
+
+LATE = "stamped in an epoch the clock had closed"
+AHEAD = "stamped ahead of the capture clock"
+
+STATES = ("idle", "starting", "running", "paused", "finished", "stopping", "stopped", "failed")
+
+
+class Lane:
+    """One algorithm's runner and where it joined the stream."""
+
+    def __init__(self, name: str, config: RunConfig, public: dict, generation: int, history: int, make):
+        self.name, self.generation = name, generation
+        self.settings = config.settings_for(name, public)
+        self.origin: int | None = None
+        self.error: str | None = None
+        self.view: LaneView | None = None
+        self.viewed_at = 0.0
+        self.rate = 0.0  # packets per CPU-second measured so far (0: unknown)
+        self.runner: Runner | None = None
+        try:
+            self.runner = Runner([make(name, self.settings)], queue_size=8, live_interval=0.1,
+                                 history=history).start()
+        except (ValueError, TypeError) as exc:
+            self.error = str(exc)
+
+    def snapshot(self) -> AlgorithmSnapshot | None:
+        if self.runner is None:
+            return None
+        snap = self.runner.snapshot().algorithms[0]
+        self.rate = snap.updates_per_second
+        return snap
+
+    @property
+    def ready(self) -> bool:
+        return self.runner is None or all(w.ready or w.done for w in self.runner.workers)
+
+    def chunks(self, batch: KeyBatch):
+        """``batch`` cut into pieces this algorithm processes in about ``CHUNK_SECONDS``."""
+        size = max(1024, int(self.rate * CHUNK_SECONDS)) if self.rate > 0 else 4096
+        if len(batch) <= size:
+            yield batch
+            return
+        for start in range(0, len(batch), size):
+            yield batch.slice(start, start + size)
+
+
+@dataclass(frozen=True)
+class LaneView:
+    name: str
+    generation: int
+    origin: int
+    settings: object
+    algorithm: AlgorithmSnapshot | None
+    error: str | None
+    truth: TruthResult | None = None
+
+
+@dataclass(frozen=True)
+class SessionSnapshot:
+    time: float
+    state: str
+    phase: str  # what a starting session is doing ("compiling kernels...")
+    error: str | None
+    source: object  # dptop.capture.source.SourceStats or None
+    source_label: str
+    lanes: tuple[LaneView, ...]
+    truth_packets: int
+    dropped: dict  # packets dropped by the public clock, by reason (operational)
+    budget: dict | None  # the ledger (dptop.monitor.ledger)
+
+
+class Session:
+    def __init__(self, config: RunConfig, record_packets: int = 1 << 20, history: int = 4096, make=registry.make):
+        self.config = config
+        self._make = make  # name, settings -> algorithm (the audit's broken variants substitute one)
+        self.history = history
+        self.truth = Truth(record_packets).start()
+        self.ledger = Ledger()
+        self.lanes: dict[str, Lane] = {}  # replaced, never mutated (the sink iterates it)
+        self.source = None
+        self.spec: SourceSpec | None = None
+        self.public: dict = {}
+        self.public_source = ""  # where the public time range came from
+        self.grid: TimeGrid | None = None
+        self.state, self.phase, self.error = "idle", "", None
+        self.dropped: dict[str, int] = {}
+        self._cell = 0  # the public clock's current cell (time epochs)
+        self._generation = 0
+        self._lock = threading.RLock()  # state transitions and the lane set
+        self._stopping = threading.Event()
+        self._flush = False
+        self._starter: threading.Thread | None = None
+        self._tmp = None
+        self._runners: list[Runner] = []  # every runner ever started (close joins them all)
+
+    # ----- state ---------------------------------------------------------------------------
+    def _set(self, state: str, phase: str = "") -> bool:
+        """Move to ``state`` unless a stop already decided the outcome."""
+        with self._lock:
+            if self._stopping.is_set() and state in ("starting", "running", "paused", "finished"):
+                return False
+            self.state, self.phase = state, phase
+            return True
+
+    def open(self, spec: SourceSpec) -> None:
+        """Start reading ``spec`` (returns at once; see ``snapshot().state``). Once per session."""
+        with self._lock:
+            if self._starter is not None:
+                raise RuntimeError("a session reads one source; open a new session for another")
+            self.spec = spec
+            self._set("starting", "opening the source")
+            self._starter = threading.Thread(target=self._run, name="dptop-session", daemon=True)
+            self._starter.start()
+
+    def _run(self) -> None:
+        try:
+            source = self._open_source(self.spec)
+            if source is None:
+                return
+            self.source = source
+            if not self._set("running"):
+                source.stop()
+                return
+            source.start()
+            while source.is_alive() and not self._stopping.is_set():
+                source.join(0.1)
+                self._tick()
+            if self._stopping.is_set() and not self._flush:
+                return
+            source.stop()
+            source.join()
+            self._tick(final=True)
+        except Exception as exc:  # noqa: BLE001 - shown by the views
+            with self._lock:
+                self.error, self.state = f"{type(exc).__name__}: {exc}", "failed"
+            return
+        self._finish_lanes()
+        self._set("finished") or self._set_stopped()
+
+    def _set_stopped(self) -> None:
+        with self._lock:
+            if self.state != "failed":
+                self.state = "stopped"
+
+    def _finish_lanes(self) -> None:
+        self.truth.finish()
+        for lane in list(self.lanes.values()):
+            if lane.runner is not None:
+                try:
+                    lane.runner.finish()
+                except Exception:  # noqa: BLE001 - the lane's snapshot carries the error
+                    pass
+                self._record(lane)
+
+    # ----- the source ----------------------------------------------------------------------
+    def _open_source(self, spec: SourceSpec):
+        epoch_seconds = self.config.settings.epoch_seconds
+        if spec.kind == "live":
+            return self._open_live(spec, epoch_seconds)
+        from dptop.capture.pcap import count_packets
+        from dptop.capture.replay import FileReplay
+
+        path = spec.path
+        if spec.kind == "synth":
+            from dptop.capture.synth import write_zipf_pcap
+
+            self.phase = "writing the synthetic stream"
+            self._tmp = tempfile.TemporaryDirectory(prefix="dptop-synth-")
+            path = str(Path(self._tmp.name) / "zipf.pcap")
+            write_zipf_pcap(path, spec.skew, spec.domain, spec.length, spec.seed, rate_pps=spec.rate)
+        self.phase = "counting packets"
+        self.public = {"stream_length": count_packets(path)}
+        if epoch_seconds is not None:
+            self.phase = "planning time epochs"
+            start, end = self._time_range(path, spec.time_range)
+            self.public["time_range"] = (int(start), int(end))
+            self.grid = TimeGrid.over(start, end, epoch_seconds)
+        if self._stopping.is_set():
+            return None
+        if not self._start_lanes():
+            return None
+        return FileReplay(path, self._sink, speed=spec.speed, loop=spec.loop, batch_size=REPLAY_BATCH,
+                          records=self.public["stream_length"], grid=self._replay_grid())
+
+    def _time_range(self, path, declared: tuple[int, int] | None) -> tuple[int, int]:
+        """The public range of a replay's time epochs: the declared one, else the file's own."""
+        from dptop.capture import epochorder
+
+        if declared:
+            self.public_source = "declared"
+            return declared
+        self.public_source = "the file's first and last packet stamps"
+        span = epochorder.time_range(path)
+        return (0, 1) if span is None else (span[0], span[1] + 1)  # no IP packet: one empty epoch
+
+    def _replay_grid(self) -> TimeGrid | None:
+        """The grid the replay reads the file in (its canonical order)."""
+        return self.grid
+
+    def _open_live(self, spec: SourceSpec, epoch_seconds: float | None):
+        from dptop.capture.live import LiveCapture
+
+        if epoch_seconds is not None:  # provisional, so the lanes can be built while kernels compile
+            self.public["time_range"] = (time.time_ns(), None)
+        if not self._start_lanes():  # kernels first: the socket opens only once they are ready
+            return None
+        if epoch_seconds is not None:  # the clock starts now, with nothing fed yet
+            start = time.time_ns()
+            end = None if spec.duration is None else start + round(spec.duration * 1e9)
+            self.public["time_range"] = (start, end)
+            self.public_source = "the capture's wall clock"
+            self.grid = TimeGrid(start, round(epoch_seconds * 1e9), MAX_CELLS) if end is None else \
+                TimeGrid.over(start, end, epoch_seconds)
+            self._restart_all()
+            if not self._start_lanes(build=False):
+                return None
+        return LiveCapture(spec.iface, self._live_sink, bpf=spec.bpf or None, count=spec.count,
+                           duration=spec.duration)
+
+    def _start_lanes(self, build: bool = True) -> bool:
+        """Build the lanes and wait until every kernel is compiled (or loaded from the cache)."""
+        self.phase = "compiling kernels (first start after install)..."
+        with self._lock:
+            if self._stopping.is_set():
+                return False
+            if build:
+                self.lanes = {n: self._lane(n) for n in self.config.names}
+        while not all(lane.ready for lane in self.lanes.values()):
+            if self._stopping.is_set():
+                return False
+            time.sleep(0.02)
+        self.phase = ""
+        return True
+
+    def _restart_all(self) -> None:
+        with self._lock:
+            old, self.lanes = self.lanes, {n: self._lane(n) for n in self.config.names}
+        for lane in old.values():
+            if lane.runner is not None:
+                lane.runner.stop()
+
+    def _lane(self, name: str) -> Lane:
+        self._generation += 1
+        lane = Lane(name, self.config, self.public, self._generation, self.history, self._make)
+        if lane.runner is not None:
+            self._runners.append(lane.runner)
+            if self.grid is not None:  # the clock's tick naming the lane's first cell
+                lane.runner.feed(KeyBatch(np.zeros((0, 2), KEY_DTYPE), epoch=self._cell))
+        return lane
+
+    # ----- the sink ------------------------------------------------------------------------
+    def _sink(self, batch: KeyBatch) -> bool:
+        if batch.epoch is not None:
+            self._cell = batch.epoch
+        first = self.truth.feed(batch)
+        live = self.spec is not None and self.spec.kind == "live"
+        accepted = True
+        for lane in list(self.lanes.values()):
+            if lane.runner is None:
+                continue
+            if lane.origin is None:
+                lane.origin = first
+            for piece in lane.chunks(batch):
+                if live:
+                    accepted = lane.runner.offer(piece) and accepted
+                else:
+                    lane.runner.feed(piece)
+        return accepted
+
+    def _live_sink(self, batch: KeyBatch) -> bool:
+        """Live packets on the wall-clock grid: each to the cell of its own stamp; stamps in a
+        closed cell or ahead of the clock are dropped and counted."""
+        if self.grid is None:
+            return self._sink(batch)
+        self._tick()
+        cells = self.grid.cell_of(batch.ts_ns)
+        late = cells < self._cell
+        ahead = cells > self._cell
+        for reason, mask in ((LATE, late), (AHEAD, ahead)):
+            if mask.any():
+                self.dropped[reason] = self.dropped.get(reason, 0) + int(np.count_nonzero(mask))
+        keep = np.flatnonzero(~(late | ahead))
+        return self._sink(batch.take(keep, self._cell)) if len(keep) else True
+
+    def _tick(self, final: bool = False) -> None:
+        """Live capture: close the cells the wall clock has left (an empty tagged batch)."""
+        if self.grid is None or self.spec is None or self.spec.kind != "live":
+            return
+        now = int(self.grid.cell_of(np.array([time.time_ns()]))[0])
+        cell = self.grid.cells if now < 0 else now
+        if final:
+            cell += 1  # the stop is public: the cell it falls in is the last one released
+        if cell > self._cell:
+            self._cell = cell
+            self._sink(KeyBatch(np.zeros((0, 2), KEY_DTYPE), epoch=cell))
+
+    # ----- controls ------------------------------------------------------------------------
+    def pause(self) -> None:
+        with self._lock:
+            if self.source is not None and self.state == "running":
+                self.source.pause()
+                self.state = "paused"
+
+    def resume(self) -> None:
+        with self._lock:
+            if self.source is not None and self.state == "paused":
+                self.source.resume()
+                self.state = "running"
+
+    def apply(self, config: RunConfig) -> list[str]:
+        """Switch to ``config``; restarts (new runner, fresh state) exactly the algorithms whose
+        settings changed or that were enabled, stops the disabled ones. Releases published
+        before stay in the ledger. Returns the restarted names."""
+        with self._lock:
+            old = self.lanes
+            new: dict[str, Lane] = {}
+            restarted = []
+            self.config = config
+            running = self.state in ("starting", "running", "paused") and not self._stopping.is_set()
+            for name in config.names:
+                lane = old.get(name)
+                target = config.settings_for(name, self.public)
+                if lane is not None and not affected(name, lane.settings, target) and lane.error is None:
+                    new[name] = lane
+                elif running and (self.source is not None or old):
+                    new[name] = self._lane(name)
+                    restarted.append(name)
+            self.lanes = new
+        for name, lane in old.items():
+            if new.get(name) is not lane and lane.runner is not None:
+                lane.runner.stop()
+                self._record(lane)
+        if restarted:
+            self.ledger.note("parameters applied during the run take effect on the packets after the Apply; "
+                             "releases published before stay counted")
+        return restarted
+
+    def stop(self, flush: bool = False) -> None:
+        """Ask every thread to end (returns at once; idempotent). ``flush``: stop the source but
+        let the algorithms finish what they have (final releases, e.g. after Ctrl-C)."""
+        with self._lock:
+            self._flush = flush and self.state in ("running", "paused")
+            self._stopping.set()
+            if self.state not in ("failed", "finished", "stopped"):
+                self.state = "stopping"
+        if self.source is not None:
+            self.source.stop()
+        if not self._flush:
+            for runner in list(self._runners):
+                runner.stop()
+            self.truth.stop()
+            with self._lock:
+                if self.state == "stopping":
+                    self.state = "stopped"
+
+    def wait(self, timeout: float | None = None) -> str:
+        """Wait for the session to end (finished, stopped or failed); returns the state."""
+        if self._starter is not None and self._starter.ident is not None:
+            self._starter.join(timeout)
+        with self._lock:
+            if self.state == "stopping" and (self._starter is None or not self._starter.is_alive()):
+                self.state = "stopped"
+            return self.state
+
+    def threads(self) -> list[threading.Thread]:
+        """Every thread this session started."""
+        out = [t for t in (self._starter, self.truth._thread) if t is not None]
+        if self.source is not None and self.source._thread is not None:
+            out.append(self.source._thread)
+        for runner in self._runners:
+            out.extend(w.thread for w in runner.workers)
+        return out
+
+    def close(self, timeout: float = 1.0) -> list[str]:
+        """Stop and wait up to ``timeout`` seconds in total; returns the names of threads still alive."""
+        self.stop()
+        deadline = time.monotonic() + timeout
+        threads = self.threads()
+        for t in threads:
+            if t.ident is not None:
+                t.join(max(0.0, deadline - time.monotonic()))
+        if self._tmp is not None and not (self._starter and self._starter.is_alive()):
+            self._tmp.cleanup()
+        return [t.name for t in threads if t.is_alive()]
+
+    # ----- reading -------------------------------------------------------------------------
+    def _record(self, lane: Lane) -> None:
+        snap = lane.snapshot()
+        if snap is not None:
+            self.ledger.record(lane.name, lane.generation, snap.guarantee, snap.releases)
+
+    def snapshot(self, lanes: int | None = None) -> SessionSnapshot:
+        """The session now. ``lanes``: refresh at most that many lanes' views (the least recently
+        refreshed) and reuse the others' previous ones, so a 20 Hz timer spreads the lock work."""
+        current = list(self.lanes.values())
+        due = current if lanes is None else sorted(current, key=lambda l: l.viewed_at)[:lanes]
+        now = time.monotonic()
+        for lane in due:
+            snap = lane.snapshot()
+            truth = None
+            if snap is not None:
+                self.ledger.record(lane.name, lane.generation, snap.guarantee, snap.releases)
+                if snap.latest is not None:
+                    s = lane.settings
+                    self.truth.request(lane.name, snap.latest, lane.origin or 0, s.k, s.gamma)
+                truth = self.truth.result(lane.name)
+            lane.view = LaneView(lane.name, lane.generation, lane.origin or 0, lane.settings, snap, lane.error,
+                                 truth)
+            lane.viewed_at = now
+        views = [lane.view if lane.view is not None else
+                 LaneView(lane.name, lane.generation, lane.origin or 0, lane.settings, None, lane.error)
+                 for lane in current]
+        stats = self.source_stats()
+        state = self.state
+        if state == "running" and stats is not None and stats.paused:
+            state = "paused"
+        return SessionSnapshot(time.monotonic(), state, self.phase, self.error or self.truth.error, stats,
+                               "" if self.spec is None else self.spec.label(), tuple(views), self.truth.fed,
+                               dict(self.dropped), self.ledger.to_json())
+
+    def source_stats(self):
+        """The source's counters (``dptop.capture.source.SourceStats``), or None before it opened."""
+        return None if self.source is None else self.source.stats()
+
+    def releases(self, name: str):
+        lane = self.lanes.get(name)
+        return [] if lane is None or lane.runner is None else lane.runner.releases(name)

@@ -1,0 +1,67 @@
+"""The product-path audit (app/monitor/audit.py): neighbouring capture files through a monitor
+session and its JSON. The real path shows no violation; each broken variant is caught on the pair
+that exposes it (the slow test runs every pair of every target with more runs)."""
+import pytest
+
+from dptop.engine.audit.cases import run_target
+from dptop.monitor.audit import PRODUCT_TARGETS, json_features
+
+EXPOSING_PAIR = {
+    "product-epochs-file-order": "one packet re-stamped 1.5 s ahead",
+    "product-epochs-data-grid": "first packet removed",
+    "product-exact-status": "one packet added at an epoch boundary",
+}
+
+
+def _only(target, pair_name):
+    pairs = [p for p in target.pairs() if p.name == pair_name]
+    assert pairs, pair_name
+    target.pairs = lambda: pairs
+    return target
+
+
+@pytest.mark.parametrize("name", sorted(EXPOSING_PAIR))
+def test_broken_product_paths_are_caught(name):
+    result = run_target(_only(PRODUCT_TARGETS[name](), EXPOSING_PAIR[name]), runs=30, seed=3)
+    assert result.violation, result.summary()
+
+
+def test_real_product_path_keeps_its_claim():
+    result = run_target(PRODUCT_TARGETS["product-epochs"](), runs=30, seed=3)
+    assert not result.violation, result.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(PRODUCT_TARGETS))
+def test_every_pair_of_every_product_target(name):
+    result = run_target(PRODUCT_TARGETS[name](), runs=200, seed=5)
+    assert result.violation == PRODUCT_TARGETS[name].broken, result.summary()
+
+
+def test_neighbouring_captures_give_the_same_releases_bounds_and_heavy_labels():
+    """The acceptance check in plain terms: one packet added, removed, stamped out of order or a
+    year ahead changes neither the number of releases, nor their time bounds, nor (heavy sources
+    far above the threshold) the labels of any epoch."""
+    target = PRODUCT_TARGETS["product-epochs"]()
+    pairs = target.pairs()
+    x = target.sample(pairs[0].x_prime, 1, seed=1)[0]
+    for pair in pairs:
+        for path in (pair.x, pair.x_prime):
+            got = target.sample(path, 1, seed=1)[0]
+            for alg in target.algorithms:
+                assert got[f"{alg} releases"] == x[f"{alg} releases"] == 4.0
+                assert [k for k in got if k.startswith(f"{alg} bounds")] == \
+                       [k for k in x if k.startswith(f"{alg} bounds")]
+                for e in range(4):
+                    assert {k for k in got if k.startswith(f"{alg} e{e} set")} == \
+                           {k for k in x if k.startswith(f"{alg} e{e} set")}, (pair.name, alg, e)
+
+
+def test_features_cover_only_the_private_part():
+    result = {"algorithms": {"exact": {"private": False, "releases": [{"items": []}]},
+                             "dpss": {"private": True, "releases": [
+                                 {"span": {"t_start": 1.0, "t_end": 2.0}, "items": [{"address": "a", "estimate": 3}],
+                                  "status": {"noisy_length": 5, "k": 4}}]}}}
+    f = json_features(result)
+    assert f["dpss releases"] == 1.0 and f["dpss e0 item a"] == 3.0 and "dpss e0 status k=4" in f
+    assert not any(k.startswith("exact") for k in f)
