@@ -92,7 +92,7 @@ def cmd_replay(args) -> int:
     time_range = parse_time_range(args.time_range) if args.time_range else None
     if time_range and args.epoch_seconds is None:
         raise ValueError("--time-range is the public range of time epochs: give --epoch-seconds too")
-    spec = SourceSpec("file", path=str(args.path), speed=args.speed, time_range=time_range)
+    spec = SourceSpec("file", path=str(args.path), speed=args.speed, time_range=time_range, max_gap=args.max_gap)
     return run("replay", spec, config, args.json_out, config.settings.extra["top"])
 
 
@@ -225,6 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="run the algorithms over a pcap/pcapng capture")
     p.add_argument("path")
     p.add_argument("--speed", type=float, default=None, help="follow packet timestamps at this speed (default: as fast as possible)")
+    p.add_argument("--max-gap", type=float, default=5.0, metavar="S",
+                   help="paced replay: wait at most S seconds for the next packet (default 5)")
     p.add_argument("--time-range", default=None, metavar="START:END",
                    help="public range of the time epochs, Unix seconds START:END or ISO 8601 START/END "
                         "(default: the file's first to last packet stamp, then stated as public)")

@@ -79,12 +79,12 @@ class Progress:
         if st is None:
             return
         rate = st.ip_packets / elapsed if elapsed else 0.0
-        text = f"{st.ip_packets / 1e6:.2f}M packets, {rate / 1e6:.2f}M/s"
+        text = f"{si(st.ip_packets)} packets, {si(rate)}/s"
         if st.fraction:
             total = self.session.public.get("stream_length") or 0
             eta = elapsed * (1 - st.fraction) / st.fraction
-            text = (f"{st.packets / 1e6:.2f}M/{total / 1e6:.2f}M records ({100 * st.fraction:.0f} %), "
-                    f"{rate / 1e6:.2f}M IP packets/s, ETA {eta:.0f} s")
+            text = (f"{si(st.packets)}/{si(total)} records ({100 * st.fraction:.0f} %), "
+                    f"{si(rate)} IP packets/s, ETA {eta:.0f} s")
         self._line(text, overwrite=self.tty)
         self.last = now
 
@@ -98,6 +98,14 @@ class Progress:
         if self.shown:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def si(n: float) -> str:
+    """12345678 -> '12.3M'."""
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:.0f}"
 
 
 @contextmanager

@@ -2,7 +2,8 @@
 
 ``speed=None`` feeds as fast as the sink takes it; ``speed=s`` plays ``s`` seconds of capture
 per wall-clock second: a packet stamped ``t`` is handed over when ``(t - t_first) / s`` seconds
-of (unpaused) wall time have passed. Batches are split at the packets due so far, so pacing is
+of (unpaused) wall time have passed; a wait longer than ``max_gap`` seconds (an idle gap, or a
+corrupt stamp far ahead) is cut to ``max_gap`` and reported as a warning. Batches are split at the packets due so far, so pacing is
 smooth whatever ``batch_size``; the sequence of keys and time stamps is identical at every speed
 (only batch boundaries differ), so a replay gives the same releases as the capture seen live
 (HOUSE_STYLE.md, "Replay follows packet timestamps"). Out-of-order stamps are paced by their
@@ -38,12 +39,17 @@ class FileReplay(Source):
     thread_name = "dptop-replay"
 
     def __init__(self, path, sink: Callable[[KeyBatch], bool], speed: float | None = None,
-                 loop: bool = False, batch_size: int = 65536, records: int | None = None, grid=None):
+                 loop: bool = False, batch_size: int = 65536, records: int | None = None, grid=None,
+                 max_gap: float = 5.0):
         if speed is not None and not (isinstance(speed, (int, float)) and math.isfinite(speed) and speed > 0):
             raise ValueError(f"speed ({speed!r}) must be None (as fast as possible) or a finite number > 0")
         if not (isinstance(batch_size, int) and batch_size >= 1):
             raise ValueError(f"batch_size ({batch_size!r}) must be an integer >= 1")
+        if not (isinstance(max_gap, (int, float)) and max_gap > 0):
+            raise ValueError(f"max_gap ({max_gap!r}) must be > 0 seconds")
         super().__init__(sink)
+        self.max_gap = float(max_gap)
+        self.skipped_gap = 0.0  # seconds of idle wall time skipped by the gap cap
         self.path = Path(path)
         self.speed = speed
         self.loop = bool(loop)
@@ -73,7 +79,9 @@ class FileReplay(Source):
             "bytes_total": cur.bytes_total,
             "fraction": (min(1.0, max(0, cur.packets - self._pending) / self._records)
                          if self._records else cur.fraction),
-            "warnings": tuple(done.warnings) + tuple(cur.warnings),
+            "warnings": tuple(done.warnings) + tuple(cur.warnings) + (
+                (f"paced replay skipped {self.skipped_gap:.1f} s of idle gaps longer than {self.max_gap:g} s "
+                 f"(--max-gap)",) if self.skipped_gap else ()),
         }
 
     def _run(self) -> None:
@@ -130,6 +138,10 @@ class FileReplay(Source):
                 j = int(np.searchsorted(due_ts, now_ts, side="right"))
                 if j <= i:
                     wait = (float(due_ts[i]) - now_ts) / (self.speed * 1e9)
+                    if wait > self.max_gap:  # an idle gap (or a corrupt stamp): skip all but max_gap of it
+                        clock[0] -= wait - self.max_gap
+                        self.skipped_gap += wait - self.max_gap
+                        continue
                     if not self._sleep(min(wait, _MAX_SLEEP)):
                         return False
                     continue

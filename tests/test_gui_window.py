@@ -251,3 +251,29 @@ def test_dropping_a_capture_file_replays_it(qtbot, make_window):
     assert window.source_panel.path.text() == str(DEMO)
     qtbot.waitUntil(lambda: window.session.state == "finished", timeout=WARM)
     qtbot.waitUntil(lambda: window.panels["exact"].model.rowCount() == 8, timeout=10_000)
+
+
+def test_one_ledger_for_the_cli_the_budget_panel_and_the_export(qtbot, make_window, tmp_path, capsys):
+    """dpss (add/remove) + lazyhh and dpsw (substitution) at ε = 0.5 each: 2.0 per packet under
+    substitution, the same numbers in `dptop replay --json`, the window's budget panel and its export."""
+    from dptop.cli import main
+
+    argv = ["replay", str(DEMO), "--algorithms", "dpss,lazyhh,dpsw", "--epsilon", "0.5", "--delta", "1e-6",
+            "--json", "-"]
+    assert main(argv) == 0
+    cli = json.loads(capsys.readouterr().out)["budget"]
+    assert cli["epsilon"] == pytest.approx(2.0) and cli["neighbouring"] == "substitution of one packet's source"
+
+    window = make_window(names=("dpss", "lazyhh", "dpsw"), epoch_seconds=None, restart=False)
+    replay(qtbot, window)
+    qtbot.waitUntil(lambda: window.budget.model.rows() and window.budget.model.rows()[-1].epsilon == 2.0,
+                    timeout=10_000)
+    total = window.budget.model.rows()[-1]
+    _, json_path = window.export_to(tmp_path / "releases")
+    exported = json.loads(json_path.read_text())["budget"]
+    for source in (cli, exported):
+        assert source["epsilon"] == pytest.approx(total.epsilon)
+        assert source["delta"] == pytest.approx(total.delta)
+        assert source["neighbouring"] == total.neighbouring
+        assert {n: v["epsilon"] for n, v in source["algorithms"].items()} == \
+               {"dpss": pytest.approx(1.0), "lazyhh": pytest.approx(0.5), "dpsw": pytest.approx(0.5)}

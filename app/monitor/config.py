@@ -23,6 +23,7 @@ class SourceSpec:
     kind: str = "file"
     path: str | None = None
     speed: float | None = None  # None: as fast as possible
+    max_gap: float = 5.0  # paced replay: longest wait (s) for the next packet
     loop: bool = False
     iface: str | None = None
     bpf: str | None = None

@@ -113,7 +113,7 @@ class Session:
         self.config = config
         self._make = make  # name, settings -> algorithm (the audit's broken variants substitute one)
         self.history = history
-        self.truth = Truth(record_packets).start()
+        self.truth = Truth(record_packets)  # started by open(): a session never opened owns no thread
         self.ledger = Ledger()
         self.lanes: dict[str, Lane] = {}  # replaced, never mutated (the sink iterates it)
         self.source = None
@@ -130,7 +130,7 @@ class Session:
         self._flush = False
         self._starter: threading.Thread | None = None
         self._tmp = None
-        self._runners: list[Runner] = []  # every runner ever started (close joins them all)
+        self._runners: list[Runner] = []  # every runner whose threads may still run (close joins them)
 
     # ----- state ---------------------------------------------------------------------------
     def _set(self, state: str, phase: str = "") -> bool:
@@ -147,6 +147,7 @@ class Session:
             if self._starter is not None:
                 raise RuntimeError("a session reads one source; open a new session for another")
             self.spec = spec
+            self.truth.start()
             self._set("starting", "opening the source")
             self._starter = threading.Thread(target=self._run, name="dptop-session", daemon=True)
             self._starter.start()
@@ -219,7 +220,7 @@ class Session:
         if not self._start_lanes():
             return None
         return FileReplay(path, self._sink, speed=spec.speed, loop=spec.loop, batch_size=REPLAY_BATCH,
-                          records=self.public["stream_length"], grid=self._replay_grid())
+                          records=self.public["stream_length"], grid=self._replay_grid(), max_gap=spec.max_gap)
 
     def _time_range(self, path, declared: tuple[int, int] | None) -> tuple[int, int]:
         """The public range of a replay's time epochs: the declared one, else the file's own."""
@@ -282,6 +283,7 @@ class Session:
         self._generation += 1
         lane = Lane(name, self.config, self.public, self._generation, self.history, self._make)
         if lane.runner is not None:
+            self._runners = [r for r in self._runners if any(w.thread.is_alive() for w in r.workers)]
             self._runners.append(lane.runner)
             if self.grid is not None:  # the clock's tick naming the lane's first cell
                 lane.runner.feed(KeyBatch(np.zeros((0, 2), KEY_DTYPE), epoch=self._cell))

@@ -1,0 +1,80 @@
+"""Results survive: SIGINT/SIGTERM during a replay flush what was computed into a valid partial
+JSON (exit 130/143); a bad --json path fails before any work; a corrupt far-future stamp does not
+stall a paced replay (--max-gap)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from dptop.capture.synth import write_pcap, write_zipf_pcap
+
+T0 = 1_700_000_000 * 10**9
+
+
+def _dptop(*argv, **kw):
+    return subprocess.Popen([sys.executable, "-m", "dptop", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kw)
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_leaves_a_valid_partial_json_with_the_exact_counts_so_far(tmp_path, sig, code):
+    pcap, out = tmp_path / "z.pcap", tmp_path / "out.json"
+    write_zipf_pcap(pcap, 1.1, 1000, 200_000, seed=1, rate_pps=10_000)  # 20 s of packet time
+    proc = _dptop("replay", str(pcap), "--algorithms", "dpss,exact", "--speed", "1", "--json", str(out))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and "records" not in (line := proc.stderr.readline()):
+        pass  # the first progress line: the replay is under way
+    time.sleep(1.0)
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code, stderr
+    assert "Traceback" not in stderr and signal.Signals(sig).name in stderr
+    result = json.loads(out.read_text())
+    assert result["partial"] is True
+    seen = result["source"]["ip_packets"]
+    assert 0 < seen < 200_000
+    assert result["exact"]["total"] == seen == result["algorithms"]["exact"]["packets"]
+    assert len(result["algorithms"]["dpss"]["releases"]) == 1  # the flushed whole-stream release
+    assert "partial: interrupted" in stdout
+
+
+def test_an_unwritable_json_path_fails_before_the_replay(tmp_path):
+    pcap = tmp_path / "z.pcap"
+    write_zipf_pcap(pcap, 1.1, 1000, 1000, seed=1)
+    for target in ("/dev/full", str(tmp_path / "missing" / "out.json")):
+        t0 = time.monotonic()
+        proc = _dptop("replay", str(pcap), "--algorithms", "exact", "--speed", "0.001", "--json", target)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 1 and stderr.startswith("dptop: error:"), stderr
+        assert "Traceback" not in stderr and time.monotonic() - t0 < 30
+
+
+def test_a_corrupt_far_future_stamp_does_not_stall_a_paced_replay(tmp_path):
+    pcap = tmp_path / "gap.pcap"
+    ts = T0 + np.arange(100, dtype=np.int64) * 10**6
+    ts[50] = T0 + 10**18  # about 31 years ahead
+    write_pcap(pcap, np.full(100, 0x0A00_0001, np.uint32), ts)
+    t0 = time.monotonic()
+    proc = _dptop("replay", str(pcap), "--algorithms", "exact", "--speed", "1", "--max-gap", "1", "--json", "-")
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    result = json.loads(stdout)
+    assert result["exact"]["total"] == 100 and "--max-gap" in stderr
+    assert time.monotonic() - t0 < 60
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/timeout"), reason="needs coreutils timeout")
+def test_timeout_sigint_as_in_the_readme(tmp_path):
+    pcap, out = tmp_path / "z.pcap", tmp_path / "out.json"
+    write_zipf_pcap(pcap, 1.1, 1000, 200_000, seed=2, rate_pps=10_000)
+    proc = subprocess.run(["timeout", "--preserve-status", "-s", "INT", "8", sys.executable, "-m", "dptop", "replay", str(pcap),
+                           "--algorithms", "exact", "--speed", "1", "--json", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    result = json.loads(out.read_text())
+    assert result["partial"] and result["exact"]["total"] == result["source"]["ip_packets"] > 0
