@@ -27,7 +27,7 @@ def test_a_signal_leaves_a_valid_partial_json_with_the_exact_counts_so_far(tmp_p
     write_zipf_pcap(pcap, 1.1, 1000, 200_000, seed=1, rate_pps=10_000)  # 20 s of packet time
     proc = _dptop("replay", str(pcap), "--algorithms", "dpss,exact", "--speed", "1", "--json", str(out))
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and "records" not in (line := proc.stderr.readline()):
+    while time.monotonic() < deadline and "records" not in proc.stderr.readline():
         pass  # the first progress line: the replay is under way
     time.sleep(1.0)
     proc.send_signal(sig)
