@@ -19,7 +19,7 @@ from dptop import __version__
 from dptop.engine.core import registry
 from dptop.engine.core.clock import parse_time_range
 from dptop.engine.core.settings import Settings, parse_param
-from dptop.monitor.config import RunConfig, SourceSpec, config_errors
+from dptop.monitor.config import Counting, RunConfig, SourceSpec, config_errors
 from dptop.resources import DEMO_CAPTURE
 
 DEFAULT_ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries", "countmin")
@@ -51,6 +51,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gamma", type=float, default=None, help="sliding window heavy-hitter fraction G (items above G*w)")
     p.add_argument("--param", type=_param_arg, action="append", default=[], metavar="NAME=VALUE",
                    help="algorithm-specific option, e.g. --param depth=5 (repeatable)")
+    p.add_argument("--key", choices=("src", "dst"), default="src",
+                   help="count per source (default) or per destination address")
+    p.add_argument("--weight", choices=("packets", "bytes"), default="packets",
+                   help="count packets (default) or bytes: a packet counts ceil(length/BYTE_UNIT) units, at most "
+                        "BYTE_CAP, and its guarantee is that of BYTE_CAP units by group privacy")
+    p.add_argument("--byte-unit", type=int, default=64, help="bytes per counted unit with --weight bytes (default 64)")
+    p.add_argument("--byte-cap", type=int, default=24, help="units one packet may count at most (default 24)")
     p.add_argument("--top", type=int, default=None, help="length of exact.top (default max(k, 10); 0 = all)")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
 
@@ -79,7 +86,8 @@ def config_from_args(args) -> RunConfig:
     top = args.top if args.top is not None else max(args.k, 10)
     if top < 0:
         raise ValueError(f"--top ({top}) must be >= 0 (0 = every source)")
-    config = RunConfig(tuple(names), settings.with_(extra={**settings.extra, "top": top}))
+    counting = Counting(args.key, args.weight, args.byte_unit, args.byte_cap)
+    config = RunConfig(tuple(names), settings.with_(extra={**settings.extra, "top": top}), counting=counting)
     for name, error in config_errors(config).items():
         raise ValueError(error if name == "settings" else f"{name}: {error}")
     return config

@@ -196,8 +196,10 @@ def print_table(result: dict, file=None) -> None:
 def empty_reason(algorithm: dict) -> str:
     """Why a private panel is empty, from public figures only (its parameters and limits)."""
     st = algorithm.get("status") or {}
-    if st.get("note"):
-        return str(st["note"])
-    if st.get("min_packets"):
-        return f"an epoch needs at least {st['min_packets']} packets before anything can pass the threshold"
-    return ""
+    limit = st.get("detectable") or {}
+    if limit.get("note"):
+        return str(limit["note"])
+    if limit.get("count"):
+        return (f"a source needs >= {limit['count']} packets ({100 * limit['share']:.1f} %) in {limit['over']} "
+                f"to be released with probability 0.9")
+    return str(st.get("note", ""))

@@ -52,17 +52,56 @@ class SourceSpec:
 
 
 @dataclass(frozen=True)
+class Counting:
+    """What a packet counts as: its source or destination address (``key``), one unit or
+    ⌈length / ``unit``⌉ units of ``unit`` bytes capped at ``cap`` (``weight``). In bytes every
+    algorithm sees a packet as up to ``cap`` updates, so the per-packet guarantee is that of
+    ``cap`` updates by group privacy (the ledger converts it)."""
+
+    key: str = "src"
+    weight: str = "packets"
+    unit: int = 64
+    cap: int = 24
+
+    def __post_init__(self):
+        if self.key not in ("src", "dst"):
+            raise ValueError(f"--key ({self.key!r}) must be 'src' or 'dst'")
+        if self.weight not in ("packets", "bytes"):
+            raise ValueError(f"--weight ({self.weight!r}) must be 'packets' or 'bytes'")
+        if not (isinstance(self.unit, int) and 1 <= self.unit <= 65536):
+            raise ValueError(f"--byte-unit ({self.unit!r}) must be an integer in [1, 65536]")
+        if not (isinstance(self.cap, int) and 1 <= self.cap <= 4096):
+            raise ValueError(f"--byte-cap ({self.cap!r}) must be an integer in [1, 4096]")
+
+    @property
+    def group(self) -> int:
+        """Updates one packet may contribute (group privacy factor of the per-packet guarantee)."""
+        return self.cap if self.weight == "bytes" else 1
+
+    def describe(self) -> str:
+        what = "source" if self.key == "src" else "destination"
+        if self.weight == "packets":
+            return f"packets per {what} address"
+        return (f"bytes per {what} address, counted in units of {self.unit} bytes (a packet counts "
+                f"⌈length/{self.unit}⌉ units, at most {self.cap}); estimates are shown in bytes")
+
+
+@dataclass(frozen=True)
 class RunConfig:
-    """The enabled algorithms, the shared settings and per-algorithm ``extra`` options."""
+    """The enabled algorithms, the shared settings, per-algorithm ``extra`` options and what a
+    packet counts as."""
 
     names: tuple[str, ...]
     settings: Settings = field(default_factory=Settings)
     extras: dict = field(default_factory=dict)
+    counting: Counting = field(default_factory=Counting)
 
     def settings_for(self, name: str, public: dict | None = None) -> Settings:
-        """``name``'s settings with the session's public facts (stream length, time range)."""
+        """``name``'s settings with the session's public facts (stream length, time range) and the
+        defaults its class picks from them (``Algorithm.with_defaults``)."""
         s = self.settings.with_(extra={**self.settings.extra, **self.extras.get(name, {})})
-        return s.with_(**public) if public else s
+        s = s.with_(**public) if public else s
+        return registry.get(name).with_defaults(s)
 
 
 def affected(name: str, old: Settings, new: Settings) -> bool:

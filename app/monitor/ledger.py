@@ -39,6 +39,7 @@ class _Segment:
     guarantee: Guarantee
     releases: int = 0
     note: str = ""
+    group: int = 1  # updates one packet may contribute (bytes mode): the cost per packet is that of a group
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,13 @@ def in_relation(g: Guarantee, relation: str) -> Cost:
     return cost
 
 
+def per_packet(cost: Cost, group: int) -> Cost:
+    """The cost of one packet that contributes ``group`` updates (group privacy)."""
+    if group <= 1:
+        return cost
+    return group_privacy(cost, group) if cost.delta > 0 else Cost(group * cost.epsilon)
+
+
 def unit_of(g: Guarantee) -> str:
     """The ledger line a guarantee belongs to: every packet-level unit ("one packet", "one packet
     (its source address)") is one line."""
@@ -107,14 +115,20 @@ class Ledger:
         self._segments: dict[tuple[str, int], _Segment] = {}
         self.notes: list[str] = []
 
-    def record(self, name: str, generation: int, guarantee: Guarantee | None, releases: int, note: str = "") -> None:
-        """Algorithm ``name`` (instance ``generation``) has published ``releases`` releases so far."""
+    def record(self, name: str, generation: int, guarantee: Guarantee | None, releases: int, note: str = "",
+               group: int = 1) -> None:
+        """Algorithm ``name`` (instance ``generation``) has published ``releases`` releases so far;
+        one packet is ``group`` of its updates (byte counting)."""
         if guarantee is None or releases <= 0:
             return
         with self._lock:
             seg = self._segments.get((name, generation))
             if seg is None:
-                seg = self._segments[(name, generation)] = _Segment(name, generation, guarantee, note=note)
+                if group > 1:
+                    note = (note + "; " if note else "") + (f"bytes: a packet is up to {group} updates, so its "
+                                                            f"cost is {group} updates' by group privacy")
+                seg = self._segments[(name, generation)] = _Segment(name, generation, guarantee, note=note,
+                                                                    group=group)
             seg.guarantee, seg.releases = guarantee, max(seg.releases, releases)
 
     def note(self, text: str) -> None:
@@ -142,7 +156,7 @@ class Ledger:
             by_name.setdefault(seg.name, []).append(seg)
         lines = []
         for name, segs in by_name.items():
-            costs = [in_relation(s.guarantee, relation) for s in segs]
+            costs = [per_packet(in_relation(s.guarantee, relation), s.group) for s in segs]
             worst = max(costs, key=lambda c: (c.epsilon, c.delta))
             latest = max(segs, key=lambda s: s.generation).guarantee
             private = not any(is_seeded(s.guarantee) for s in segs)

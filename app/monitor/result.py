@@ -41,7 +41,17 @@ def public_json(session: Session) -> dict:
     return out
 
 
-def algorithm_json(lane_view, releases) -> dict:
+def release_json(release, scale: int) -> dict:
+    """``Release.to_json`` with estimates and threshold in bytes when counting byte units."""
+    out = release.to_json()
+    if scale != 1:
+        out["items"] = [{**it, "estimate": it["estimate"] * scale} for it in out["items"]]
+        if out["threshold"] is not None:
+            out["threshold"] *= scale
+    return out
+
+
+def algorithm_json(lane_view, releases, scale: int = 1) -> dict:
     s = lane_view.algorithm
     if s is None:
         return {"private": None, "error": lane_view.error, "releases": []}
@@ -57,7 +67,7 @@ def algorithm_json(lane_view, releases) -> dict:
         "status": s.status,
         "error": s.error,
         "releases_published": s.releases,
-        "releases": [r.to_json() for r in releases],
+        "releases": [release_json(r, scale) for r in releases],
     }
 
 
@@ -65,12 +75,15 @@ def session_json(session: Session, command: str, top: int | None, partial: bool 
     session.truth.wait_idle()
     snap = session.snapshot()
     total, distinct, items = session.truth.exact(top or None)  # 0 = every source
-    algorithms = {v.name: algorithm_json(v, session.releases(v.name)) for v in snap.lanes}
+    c = session.config.counting
+    scale = c.unit if c.weight == "bytes" else 1
+    algorithms = {v.name: algorithm_json(v, session.releases(v.name), scale) for v in snap.lanes}
     out = {
         "dptop": __version__,
         "command": command,
         "partial": partial,
         "settings": {k: v for k, v in vars(session.config.settings).items()},
+        "counting": {**vars(session.config.counting), "text": session.config.counting.describe()},
         "source": source_json(session),
         "public": public_json(session),
         "dropped": snap.dropped,
@@ -89,6 +102,8 @@ def export_json(session: Session) -> dict:
     """What may be shared: the private releases with their guarantees, and the ledger. No exact
     figure, no non-private algorithm."""
     snap = session.snapshot()
+    c = session.config.counting
+    scale = c.unit if c.weight == "bytes" else 1
     algorithms = {}
     for v in snap.lanes:
         if v.algorithm is None or not v.algorithm.private:
@@ -96,6 +111,7 @@ def export_json(session: Session) -> dict:
         rels = [r for r in session.releases(v.name) if r.guarantee is not None]
         algorithms[v.name] = {"guarantee": None if v.algorithm.guarantee is None else v.algorithm.guarantee.to_json(),
                               "releases_published": v.algorithm.releases,
-                              "releases": [r.to_json() for r in rels]}
+                              "releases_dropped_from_memory": max(0, v.algorithm.releases - len(rels)),
+                              "releases": [release_json(r, scale) for r in rels]}
     return {"dptop": __version__, "algorithms": algorithms, "budget": snap.budget,
-            "public": public_json(session)}
+            "counting": session.config.counting.describe(), "public": public_json(session)}

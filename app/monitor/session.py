@@ -290,10 +290,31 @@ class Session:
         return lane
 
     # ----- the sink ------------------------------------------------------------------------
+    def _counted(self, batch: KeyBatch) -> tuple[KeyBatch, tuple | None]:
+        """``batch`` as the algorithms count it (dptop.monitor.config.Counting): destination keys,
+        and in bytes each packet repeated ⌈length/unit⌉ times, at most ``cap``; plus, in bytes,
+        (keys, true byte counts) for the exact baseline."""
+        c = self.config.counting
+        if c.key == "src" and c.weight == "packets":
+            return batch, None
+        keys = batch.keys
+        if c.key == "dst":
+            if batch.dst is None:
+                raise ValueError("--key dst: this source does not provide destination addresses")
+            keys = batch.dst
+        if c.weight == "packets":
+            return KeyBatch(keys, batch.ts_ns, epoch=batch.epoch), None
+        if batch.length is None:
+            raise ValueError("--weight bytes: this source does not provide packet lengths")
+        units = np.clip(-(-batch.length.astype(np.int64) // c.unit), 1, c.cap)
+        counted = KeyBatch(np.repeat(keys, units, axis=0), np.repeat(batch.ts_ns, units), epoch=batch.epoch)
+        return counted, (keys, batch.length)
+
     def _sink(self, batch: KeyBatch) -> bool:
+        batch, exact = self._counted(batch)
         if batch.epoch is not None:
             self._cell = batch.epoch
-        first = self.truth.feed(batch)
+        first = self.truth.feed(batch, exact)
         live = self.spec is not None and self.spec.kind == "live"
         accepted = True
         for lane in list(self.lanes.values()):
@@ -428,7 +449,10 @@ class Session:
     def _record(self, lane: Lane) -> None:
         snap = lane.snapshot()
         if snap is not None:
-            self.ledger.record(lane.name, lane.generation, snap.guarantee, snap.releases)
+            self.ledger.record(lane.name, lane.generation, snap.guarantee, snap.releases, group=self._group())
+
+    def _group(self) -> int:
+        return self.config.counting.group
 
     def snapshot(self, lanes: int | None = None) -> SessionSnapshot:
         """The session now. ``lanes``: refresh at most that many lanes' views (the least recently
@@ -440,7 +464,7 @@ class Session:
             snap = lane.snapshot()
             truth = None
             if snap is not None:
-                self.ledger.record(lane.name, lane.generation, snap.guarantee, snap.releases)
+                self.ledger.record(lane.name, lane.generation, snap.guarantee, snap.releases, group=self._group())
                 if snap.latest is not None:
                     s = lane.settings
                     self.truth.request(lane.name, snap.latest, lane.origin or 0, s.k, s.gamma)

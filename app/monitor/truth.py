@@ -229,13 +229,15 @@ class Truth:
         self._thread.start()
         return self
 
-    def feed(self, batch: KeyBatch) -> int:
-        """Queue ``batch``; returns the global position of its first packet."""
+    def feed(self, batch: KeyBatch, exact: tuple | None = None) -> int:
+        """Queue ``batch`` (as the algorithms count it); returns the global position of its first
+        update. ``exact``: (keys, weights) for the whole-session exact counts when they differ
+        from ``batch`` (byte counting: true bytes, not capped units)."""
         first = self._fed
         self._fed += len(batch)
         while not self._stop.is_set():
             try:
-                self._queue.put(batch, timeout=0.05)
+                self._queue.put((batch, exact), timeout=0.05)
                 break
             except queue.Full:
                 continue
@@ -298,13 +300,16 @@ class Truth:
             ExactCounter().add(np.zeros((1, 2), KEY_DTYPE))  # load the kernels before the first request
             while not self._stop.is_set():
                 try:
-                    batch = self._queue.get(timeout=0.05)
+                    batch, exact = self._queue.get(timeout=0.05)
                 except queue.Empty:
                     batch = None
                 if batch is not None:
                     with self._lock:
                         self.rec.append(batch)
-                        self.total.add(batch.keys)
+                        if exact is None:
+                            self.total.add(batch.keys)
+                        else:
+                            self.total.add(*exact)
                     for anchor in list(self._anchors.values()):
                         anchor.counter.add(batch.keys)
                     self._queue.task_done()

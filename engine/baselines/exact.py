@@ -17,20 +17,26 @@ from dptop.engine.core.release import Release, sorted_items
 
 
 @kernel
-def _count_batch(tab_hi, tab_lo, tab_val, hashing, size, limit, keys, start):
-    """Count ``keys[start:]`` until ``size`` would exceed ``limit``; return (next index, size)."""
+def _count_batch(tab_hi, tab_lo, tab_val, hashing, size, limit, keys, weights, start):
+    """Add ``weights[i]`` (1 when ``weights`` is empty) for ``keys[start:]`` until ``size`` would
+    exceed ``limit``; return (next index, size)."""
+    weighted = len(weights) > 0
     for i in range(start, len(keys)):
         hi = keys[i, 0]
         lo = keys[i, 1]
+        w = weights[i] if weighted else 1
         p = probe(tab_hi, tab_lo, hashing, hi, lo)
         if found(tab_hi, tab_lo, p, hi, lo):
-            tab_val[p] += 1
+            tab_val[p] += w
         else:
             if size >= limit:
                 return i, size
-            store(tab_hi, tab_lo, tab_val, p, hi, lo, 1)
+            store(tab_hi, tab_lo, tab_val, p, hi, lo, w)
             size += 1
     return len(keys), size
+
+
+_UNWEIGHTED = np.zeros(0, np.int64)
 
 
 class ExactCounter:
@@ -41,15 +47,17 @@ class ExactCounter:
         self.size = 0
         self.total = 0
 
-    def add(self, keys: np.ndarray) -> None:
+    def add(self, keys: np.ndarray, weights: np.ndarray | None = None) -> None:
+        """Count every key once, or ``weights[i]`` times (e.g. its packet's bytes)."""
+        w = _UNWEIGHTED if weights is None else np.ascontiguousarray(weights, dtype=np.int64)
         start = 0
         while True:
             t = self.table
-            start, self.size = _count_batch(t.hi, t.lo, t.val, t.hashing, self.size, len(t.hi) // 2, keys, start)
+            start, self.size = _count_batch(t.hi, t.lo, t.val, t.hashing, self.size, len(t.hi) // 2, keys, w, start)
             if start >= len(keys):
                 break
             self.table = ht.grown(t)
-        self.total += len(keys)
+        self.total += len(keys) if weights is None else int(w.sum())
 
     def items(self) -> tuple[np.ndarray, np.ndarray]:
         """``(keys (m, 2), counts (m,))`` of every distinct key, in table order."""

@@ -26,7 +26,7 @@ from dptop.engine.privacy import bulknoise
 from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, check_gaussbm_epsilon,
                             gaussbm_sigma, tree_height)
 from dptop.engine.core.hashtable import found, probe, store
-from dptop.engine.continual.horizon import ContinualAlgorithm
+from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
 from dptop.engine.core.jit import inner, kernel
 from dptop.engine.core.keys import EMPTY_WORD, KEY_DTYPE
 from dptop.engine.continual.lazysketch import LazySketch, SketchState, cms_estimate, lazy_update
@@ -107,6 +107,33 @@ class LazyHHParams:
         if slope <= 0:
             return None
         return (self.gamma + self.width + 2.0 * self.gamma) / slope
+
+
+def detection_limit(p: LazyHHParams) -> tuple[int, float]:
+    """(count released w.p. >= 0.9 by t = T, error bound of an estimate): LazySketch never
+    underestimates but for its Gaussian noise, bounded by γ w.p. >= 1 − β (spec §6.3), so a count
+    of τ(T) + γ passes; the error is the CountMin collision bound e·T/w plus γ."""
+    T = p.horizon
+    return math.ceil(p.threshold(T) + p.gamma), E * T / p.width + p.gamma
+
+
+def shortest_stream(settings, share: float) -> int | None:
+    """The smallest horizon T at which a source with ``share`` of the packets passes (None: none
+    up to 2^40), searched over powers of two and then bisected."""
+    def passes(T):
+        p = LazyHH._params(settings.with_(horizon=T, stream_length=None))
+        return detection_limit(p)[0] <= share * T
+
+    lo = max(2, (settings.k_tilde or 4 * settings.k))
+    hi = lo
+    while not passes(hi):
+        hi *= 2
+        if hi > 1 << 40:
+            return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if not passes(mid) else (lo, mid)
+    return hi
 
 
 @inner
@@ -294,6 +321,35 @@ class LazyHH(ContinualAlgorithm):
         self.params = LazyHHParams.build(k, k_tilde, settings.epsilon, settings.delta, beta, self.horizon,
                                          str(settings.extra.get("option", "A")))
         self.reset()
+
+    @classmethod
+    def with_defaults(cls, settings):
+        """k~ (when unset): the multiple of k among 2, 4, 8, 16 whose a-priori detection share at
+        the horizon is smallest (001 Fig 4c: k~/k = 4 in general; short streams favour other ones)."""
+        if settings.k_tilde is not None:
+            return settings
+        best = min((4, 2, 8, 16), key=lambda m: detection_limit(cls._params(settings.with_(k_tilde=m * settings.k)))[0])
+        return settings.with_(k_tilde=best * settings.k)
+
+    @staticmethod
+    def _params(settings) -> LazyHHParams:
+        k = check_positive_int("k", settings.k)
+        k_tilde = check_positive_int("k~", settings.k_tilde or 4 * k)
+        horizon, _ = resolve_horizon(settings, k_tilde)
+        beta = float(settings.extra.get("beta", float(settings.delta) / 2))
+        return LazyHHParams.build(k, k_tilde, settings.epsilon, settings.delta, beta, horizon,
+                                  str(settings.extra.get("option", "A")))
+
+    def detectable(self):
+        count, error = detection_limit(self.params)
+        T = self.params.horizon
+        out = {"count": count, "share": count / T, "error": error, "over": f"the horizon of T = {T} arrivals"}
+        if count > 0.1 * T:
+            need = shortest_stream(self.settings, 0.1)
+            out["note"] = (f"at ε = {self.params.epsilon:g} a source needs {count} of the {T} packets; "
+                           + (f"a 10 % source is released on streams of >= {need} packets" if need else
+                              "no stream up to 2^40 packets releases a 10 % source"))
+        return out
 
     def _new_instance(self):
         seed = None if self.settings.seed is None else self.settings.seed + self.epoch

@@ -62,6 +62,19 @@ class Algorithm(ABC):
         """Public, display-only facts (threshold, packets until the horizon, ...)."""
         return {}
 
+    def detectable(self) -> dict | None:
+        """A-priori detection limit from the parameters and public facts alone, before any data
+        (DataSketches style): the smallest ``count`` (and ``share`` of the packets it is measured
+        over) a source needs to be released with probability >= 0.9, the typical ``error`` of a
+        released estimate, over what (``over``); ``None`` for non-private baselines."""
+        return None
+
+    @classmethod
+    def with_defaults(cls, settings: Settings) -> Settings:
+        """``settings`` with this algorithm's unset parameters chosen from public facts (the
+        replay's packet count); the CLI and the GUI both go through it."""
+        return settings
+
     def warm_up(self) -> None:
         """Compile (or load from the numba cache) the kernels on a scratch instance fed
         synthetic keys, so the first real batch is not charged the compile time. The scratch
@@ -87,3 +100,11 @@ class Algorithm(ABC):
     def finish(self) -> list[Release]:
         self._last = self.release()
         return [self._last]
+
+
+def explained(limit: dict | None) -> dict | None:
+    """``limit`` (``Algorithm.detectable``) with a plain note when no source can be released."""
+    if limit and limit.get("share") is not None and limit["share"] > 1 and "note" not in limit:
+        limit = {**limit, "note": f"nothing can be released here: a source would need {limit['count']} packets, "
+                                  f"more than {limit['over']} holds"}
+    return limit

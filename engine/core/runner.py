@@ -21,7 +21,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from dptop.engine.core.base import Algorithm
+from dptop.engine.core.base import Algorithm, explained
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.release import Guarantee, Release
 
@@ -95,10 +95,13 @@ class _Worker:
         self.exception: BaseException | None = None
         self.done = False
         self.ready = False  # kernels compiled / loaded from the cache
+        self.detectable: dict | None = None  # the algorithm's a-priori detection limit
         self.thread = threading.Thread(target=self._run, name=f"dptop-{algorithm.name}", daemon=True)
 
     def _publish(self, releases: list[Release], live: Release | None) -> None:
         status = self.algorithm.status()
+        if self.detectable is not None:
+            status["detectable"] = self.detectable
         with self.lock:
             self.history.extend(releases)
             self.released += len(releases)
@@ -112,6 +115,7 @@ class _Worker:
         alg = self.algorithm
         last_live, live_cost, work = 0.0, 0.0, 0.0
         try:
+            self.detectable = explained(alg.detectable())
             alg.warm_up()
             with self.lock:
                 self.ready = True

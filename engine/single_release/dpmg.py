@@ -108,6 +108,16 @@ class DPMisraGries(Epoched):
         real = ~is_dummy(keys)
         return keys[real], counts[real], n
 
+    def limit(self, n):
+        """Misra-Gries underestimates by <= n/(k~+1); Mode A adds two DLap(ε_A) draws and cuts at
+        max(τ, ñ/k): each noise above its 5 % quantile w.p. >= 0.95 (pure mode: the same bound
+        with its own scale, stated loosely)."""
+        eps_a = self.eps_a if self.mode != "pure" else self.epsilon / (2 * self.k_tilde + 1)
+        eps_n = self.eps_n if self.mode != "pure" else self.epsilon
+        q_a, q_n = math.log(20) / eps_a, math.log(20) / eps_n
+        cut = max(getattr(self, "tau", 0), math.ceil((n + q_n) / self.k))
+        return math.ceil(cut + n / (self.k_tilde + 1) + 2 * q_a), n / (self.k_tilde + 1) + 2.0 / eps_a
+
     def _publish(self, state):
         keys, counts, n = self._stored(state)
         if self.mode == "pure":

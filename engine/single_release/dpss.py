@@ -69,6 +69,14 @@ class DPSpaceSaving(Epoched):
     def epoch_status(self):
         return {"min_packets": self.min_packets}
 
+    def limit(self, n):
+        """SpaceSaving never underestimates; the release needs c + DLap(ε_A) > τ(ñ) with
+        ñ = n + DLap(ε_n): each noise stays above its 5 % quantile, -ln(20)/ε, w.p. >= 0.95.
+        Error: SpaceSaving's overestimate <= n/k~ plus the noise's mean magnitude."""
+        q_a, q_n = math.log(20) / self.eps_a, math.log(20) / self.eps_n
+        count = math.ceil(self.threshold(n + math.ceil(q_n)) + q_a) + 1
+        return count, n / self.k_tilde + 1.0 / self.eps_a
+
     def _new_state(self):
         return make_state(self.k_tilde)
 

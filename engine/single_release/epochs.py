@@ -117,6 +117,35 @@ class Epoched(Algorithm):
         """Extra live status (public parameters, e.g. the packets needed before anything passes)."""
         return {}
 
+    def epoch_size(self) -> tuple[int | None, str]:
+        """Packets per epoch from public facts: the count epoch, the replayed stream, or the
+        average time epoch of a replay (its packet count over its public time range)."""
+        s = self.settings
+        if self.epoch_packets is not None:
+            return self.epoch_packets, f"an epoch of {self.epoch_packets} packets"
+        if self.grid is None:
+            return (s.stream_length, "the whole stream") if s.stream_length else (None, "the whole stream")
+        if s.stream_length and self._bounded:
+            n = max(1, s.stream_length // self.grid.cells)
+            return n, f"a {self.epoch_seconds:g} s epoch (about {n} packets on average)"
+        return None, f"a {self.epoch_seconds:g} s epoch"
+
+    def detectable(self) -> dict:
+        n, over = self.epoch_size()
+        if n is None:
+            return {"count": None, "share": None, "error": None, "over": over,
+                    "note": "depends on the packets in the epoch, which is not public"}
+        limit = self.limit(n)
+        if limit is None:
+            return None
+        count, error = limit
+        return {"count": count, "share": count / n, "error": error, "over": over}
+
+    def limit(self, n: int) -> tuple[int, float] | None:
+        """(count released w.p. >= 0.9, typical error of an estimate) in an epoch of ``n`` packets;
+        None where no bound is worked out (EEHH)."""
+        return None
+
     # --- Algorithm verbs -----------------------------------------------------------------------
     def reset(self) -> None:
         self.packets = 0

@@ -48,6 +48,7 @@ from dptop.engine.core.release import (
 from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
 
 DEFAULT_WINDOW = 100_000
+NOISE_MARGIN = 4.0  # threshold / noise σ of a window estimate, at least, when γ is chosen by default
 DEFAULT_SUBSTREAMS = 10  # 004 App. C: about ten substreams per window is best
 IPV4_LEVELS = (8, 16, 24, 32)
 IPV6_LEVELS = (8, 16, 24, 32, 40, 48, 56, 64)
@@ -184,6 +185,20 @@ class DPSWHeavyHitters(Algorithm):
             if not self.levels4 and not self.levels6:
                 raise ValueError("levels and ipv6_levels are both off: nothing to report")
         self.reset()
+        if settings.gamma is None:
+            self.gamma = self.default_gamma()
+
+    def default_gamma(self) -> float:
+        """γ when unset: 1/k, raised so that the threshold (γ − 1/b)·w stands at least
+        ``NOISE_MARGIN`` standard deviations of a window estimate above zero: with a smaller
+        margin a prefix tree of thousands of nodes releases noise (public numbers only)."""
+        return min(0.95, max(self.gamma, 1.0 / self.width + NOISE_MARGIN * self.window_sigma() / self.window))
+
+    def window_sigma(self) -> float:
+        """The largest noise σ of a leaf-level window estimate over the address families, steady state."""
+        t = 2 * self.window + self.geometry.L
+        return max(self.sketch.noise_std(self.sketch.plan(self.rule, self.gamma, chans[-1], t=t), chans[-1])
+                   for chans in self.groups.values())
 
     # ---- structure
     def _channels(self):
@@ -226,6 +241,24 @@ class DPSWHeavyHitters(Algorithm):
     def finish(self):
         self._last = self.release()
         return [self._last]
+
+    @classmethod
+    def with_defaults(cls, settings):
+        """The window (when unset) on a replay: the whole stream up to DEFAULT_WINDOW packets, so
+        a short capture fills its window instead of waiting for 100 000 packets that never come."""
+        if settings.window is not None or not settings.stream_length:
+            return settings
+        return settings.with_(window=max(2, min(DEFAULT_WINDOW, settings.stream_length)))
+
+    def detectable(self):
+        """A window estimate is the frozen sketches' counts (never below the true count, up to
+        the plan's public coverage) plus Gaussian noise of standard deviation σ (the plan's
+        ``noise_std`` on the leaf level, steady state): a source passes w.p. >= 0.9 with a count
+        of threshold + 1.2816·σ. Error: σ plus the CountMin collision bound w/b."""
+        sigma = self.window_sigma()
+        count = math.ceil(self.threshold + 1.2816 * sigma)
+        return {"count": count, "share": count / self.window, "error": sigma + self.window / self.width,
+                "over": f"a window of {self.window} packets"}
 
     # ---- queries
     @property
