@@ -8,6 +8,7 @@ stream that ends early is treated as the end of the file plus a warning.
 from __future__ import annotations
 
 import gzip
+import mmap
 import os
 import zlib
 from pathlib import Path
@@ -16,6 +17,10 @@ import numpy as np
 
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 1 << 22
+
+
+RELEASE_BEHIND = 1 << 22
+"""Bytes kept mapped behind the walk (``FileBytes.done``): records the caller may still slice."""
 
 
 class FileBytes:
@@ -31,13 +36,21 @@ class FileBytes:
         self.buf = np.memmap(path, dtype=np.uint8, mode="c") if self.size else np.zeros(0, np.uint8)
         self.base = 0
         self.warning: str | None = None
+        self._released = 0  # bytes at the start of the mapping already handed back (``done``)
 
     def refill(self, pos: int) -> bool:
         """Make more bytes available after ``buf[pos:]``; False at end of file."""
         return False
 
     def done(self, pos: int) -> int:
-        """File bytes consumed when the walk is at ``buf[pos]`` (for progress)."""
+        """File bytes consumed when the walk is at ``buf[pos]`` (for progress). The pages behind
+        ``pos`` are handed back to the kernel (they are never read again), so a replay's resident
+        memory stays a window of the file instead of growing to the whole file."""
+        mm = getattr(self.buf, "_mmap", None)
+        cut = (pos - RELEASE_BEHIND) // mmap.PAGESIZE * mmap.PAGESIZE
+        if mm is not None and cut > self._released:
+            mm.madvise(mmap.MADV_DONTNEED, self._released, cut - self._released)
+            self._released = cut
         return pos
 
     def close(self) -> None:
