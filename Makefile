@@ -25,6 +25,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(VENV)/bin/dptop compile
 	touch $(STAMP)
 
 demo: $(STAMP) system-deps

@@ -137,6 +137,24 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_compile(args) -> int:
+    """Compile every kernel into the user cache now (``make`` runs it once after installing), so
+    the first replay or window starts at once."""
+    from dptop.capture.pcap import warm_up
+    from dptop.engine.core.jit import cache_dir
+
+    names = registry.names()
+    t0 = time.perf_counter()
+    print(f"dptop: compiling kernels into {cache_dir()} (once per install) ...", file=sys.stderr, flush=True)
+    warm_up()
+    for i, name in enumerate(names, 1):
+        t1 = time.perf_counter()
+        registry.make(name, Settings()).warm_up()
+        print(f"dptop:   [{i}/{len(names)}] {name} {time.perf_counter() - t1:.1f} s", file=sys.stderr, flush=True)
+    print(f"dptop: kernels ready in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return 0
+
+
 def summary_line(cls) -> str:
     """The first line of a class docstring as plain text (reStructuredText ``literals`` unquoted)."""
     return (cls.__doc__ or "").strip().splitlines()[0].replace("``", "")
@@ -277,6 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_audit)
 
     _add_sweep_lazyhh(sub)
+
+    p = sub.add_parser("compile", help="compile every kernel into the user cache now (make does it once)")
+    p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("list", help="list the algorithms")
     p.set_defaults(func=cmd_list)
