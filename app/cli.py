@@ -129,9 +129,16 @@ def cmd_synth(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    from dptop import replaybench
     from dptop.engine.bench.suite import run_all
 
-    report = run_all(quick=args.quick, only=args.only)
+    wanted = None if args.only is None else {n.strip() for n in args.only.split(",")}
+    engine_only = None if wanted is None else ",".join(wanted - {"replay"}) or "none"
+    report = run_all(quick=args.quick, only=engine_only)
+    if wanted is None or "replay" in wanted:
+        out = sys.stderr if args.json_out == "-" else sys.stdout
+        rows = replaybench.run(quick=args.quick, progress=lambda line: print(line, file=out, flush=True))
+        report["reports"].append({"name": "replay", "rows": rows})
     if args.json_out:
         _write_json(report, args.json_out)
     return 0

@@ -71,8 +71,8 @@ def test_a_corrupt_far_future_stamp_does_not_stall_a_paced_replay(tmp_path):
 @pytest.mark.skipif(not os.path.exists("/usr/bin/timeout"), reason="needs coreutils timeout")
 def test_timeout_sigint_as_in_the_readme(tmp_path):
     pcap, out = tmp_path / "z.pcap", tmp_path / "out.json"
-    write_zipf_pcap(pcap, 1.1, 1000, 200_000, seed=2, rate_pps=10_000)
-    proc = subprocess.run(["timeout", "--preserve-status", "-s", "INT", "8", sys.executable, "-m", "dptop", "replay", str(pcap),
+    write_zipf_pcap(pcap, 1.1, 1000, 200_000, seed=2, rate_pps=5_000)  # 40 s of packet time
+    proc = subprocess.run(["timeout", "--preserve-status", "-s", "INT", "15", sys.executable, "-m", "dptop", "replay", str(pcap),
                            "--algorithms", "exact", "--speed", "1", "--json", str(out)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 130, proc.stderr

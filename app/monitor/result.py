@@ -74,7 +74,7 @@ def algorithm_json(lane_view, releases, scale: int = 1) -> dict:
 def session_json(session: Session, command: str, top: int | None, partial: bool = False) -> dict:
     session.truth.wait_idle()
     snap = session.snapshot()
-    total, distinct, items = session.truth.exact(top or None)  # 0 = every source
+    total, distinct, items = session.exact(top or None)  # 0 = every source
     c = session.config.counting
     scale = c.unit if c.weight == "bytes" else 1
     algorithms = {v.name: algorithm_json(v, session.releases(v.name), scale) for v in snap.lanes}

@@ -74,7 +74,11 @@ class Lane:
         return self.runner is None or all(w.ready or w.done for w in self.runner.workers)
 
     def chunks(self, batch: KeyBatch):
-        """``batch`` cut into pieces this algorithm processes in about ``CHUNK_SECONDS``."""
+        """``batch`` cut into pieces this algorithm processes in about ``CHUNK_SECONDS`` (its rate
+        while busy so far, read from the worker without its lock: a stale value only sizes chunks)."""
+        worker = self.runner.workers[0]
+        if worker.busy > 0:
+            self.rate = worker.packets / worker.busy
         size = max(1024, int(self.rate * CHUNK_SECONDS)) if self.rate > 0 else 4096
         if len(batch) <= size:
             yield batch
@@ -147,6 +151,8 @@ class Session:
             if self._starter is not None:
                 raise RuntimeError("a session reads one source; open a new session for another")
             self.spec = spec
+            if "exact" not in self.config.names or self.config.counting.weight == "bytes":
+                self.truth.count_all()  # else the exact lane's counter answers (one exact table, not two)
             self.truth.start()
             self._set("starting", "opening the source")
             self._starter = threading.Thread(target=self._run, name="dptop-session", daemon=True)
@@ -482,6 +488,17 @@ class Session:
         return SessionSnapshot(time.monotonic(), state, self.phase, self.error or self.truth.error, stats,
                                "" if self.spec is None else self.spec.label(), tuple(views), self.truth.fed,
                                dict(self.dropped), self.ledger.to_json())
+
+    def exact(self, top: int | None) -> tuple[int, int, tuple]:
+        """(packets, distinct keys, the ``top`` heaviest; None = all) of the whole session: the
+        truth's counter, or the ``exact`` lane's when that one counts every packet."""
+        if self.truth.total is not None:
+            return self.truth.exact(top)
+        lane = self.lanes.get("exact")
+        if lane is None or lane.runner is None or lane.origin not in (None, 0):  # never started, or restarted
+            return 0, 0, ()
+        counter = lane.runner.algorithms[0].counter
+        return counter.total, counter.size, counter.top(top)
 
     def source_stats(self):
         """The source's counters (``dptop.capture.source.SourceStats``), or None before it opened."""

@@ -212,7 +212,7 @@ class Truth:
 
     def __init__(self, capacity: int = 1 << 20, queue_size: int = 64):
         self.rec = Recording(capacity)
-        self.total = ExactCounter()  # every packet of the session (the JSON's ``exact``)
+        self.total: ExactCounter | None = None  # every packet of the session, when ``count_all`` was called
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self._lock = threading.Lock()
         self._requests: dict[str, _Request] = {}
@@ -277,6 +277,11 @@ class Truth:
             self._requests.pop(panel, None)
             self._results.pop(panel, None)
 
+    def count_all(self) -> None:
+        """Keep exact counts of every packet from now on (the session calls it before the first
+        batch unless an ``exact`` lane already counts them)."""
+        self.total = ExactCounter()
+
     def exact(self, top: int | None) -> tuple[int, int, tuple]:
         """(packets, distinct sources, the ``top`` heaviest as ReleasedItems; None = all) so far."""
         with self._lock:
@@ -306,10 +311,8 @@ class Truth:
                 if batch is not None:
                     with self._lock:
                         self.rec.append(batch)
-                        if exact is None:
-                            self.total.add(batch.keys)
-                        else:
-                            self.total.add(*exact)
+                        if self.total is not None:
+                            self.total.add(*((batch.keys,) if exact is None else exact))
                     for anchor in list(self._anchors.values()):
                         anchor.counter.add(batch.keys)
                     self._queue.task_done()

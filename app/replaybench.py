@@ -1,0 +1,88 @@
+"""The end-to-end bench (``dptop bench --only replay``): what a user gets from ``dptop replay``.
+
+A synthetic Zipf(1.1) capture (2^24 packets, 2^22 with ``quick``) is replayed through a monitor
+session, as the CLI does, with ``exact`` only, the private trio with ``exact``, and every default
+algorithm; the parser alone reads the same file for the ratio. Contenders alternate (ABCD ABCD
+ABCD) and each figure is the median of the repetitions, measured per wall second of the replay
+(start-up excluded: from the first packet to the end) and per CPU-second of the whole process.
+"""
+from __future__ import annotations
+
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from dptop.capture.pcap import open_capture
+from dptop.capture.synth import write_zipf_pcap
+from dptop.engine.core.settings import Settings
+from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.session import Session
+
+CONTENDERS = {
+    "exact": ("exact",),
+    "private trio + exact": ("dpss", "lazyhh", "dpsw", "exact"),
+    "all defaults": ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries", "countmin"),
+}
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def parse_only(path) -> tuple[int, float, float]:
+    """(packets, wall s, CPU s) of reading every key batch of ``path``."""
+    w0, c0, n = time.perf_counter(), _cpu(), 0
+    with open_capture(path) as reader:
+        for batch in reader.batches(1 << 16):
+            n += len(batch)
+    return n, time.perf_counter() - w0, _cpu() - c0
+
+
+def replay(path, names) -> tuple[int, float, float]:
+    """(packets, wall s from the first packet to the end, CPU s of the whole replay)."""
+    session = Session(RunConfig(names, Settings()))
+    c0 = _cpu()
+    session.open(SourceSpec("file", path=str(path)))
+    while session.state == "starting":
+        time.sleep(0.001)
+    w0 = time.perf_counter()
+    state = session.wait()
+    wall = time.perf_counter() - w0
+    packets = session.snapshot().truth_packets
+    session.close(5.0)
+    if state != "finished":
+        raise RuntimeError(f"replay bench ended {state}: {session.error}")
+    return packets, wall, _cpu() - c0
+
+
+def run(quick: bool = False, repeats: int = 3, progress=print) -> list[dict]:
+    length = 1 << (22 if quick else 24)
+    with tempfile.TemporaryDirectory(prefix="dptop-bench-") as tmp:
+        path = Path(tmp) / "zipf.pcap"
+        write_zipf_pcap(path, 1.1, 1 << 20, length, seed=11, rate_pps=1_000_000)
+        contenders = {"parser alone": None, **CONTENDERS}
+        for names in CONTENDERS.values():  # warm: kernels loaded, page cache filled
+            replay(path, names)
+        samples: dict[str, list[tuple]] = {k: [] for k in contenders}
+        for _ in range(repeats):
+            for name, names in contenders.items():
+                samples[name].append(parse_only(path) if names is None else replay(path, names))
+    rows = []
+    for name, runs in samples.items():
+        packets = runs[0][0]
+        wall = statistics.median(r[1] for r in runs)
+        cpu = statistics.median(r[2] for r in runs)
+        rows.append({"bench": "replay", "contender": name, "packets": packets, "wall_s": wall, "cpu_s": cpu,
+                     "packets_per_wall_second": packets / wall, "packets_per_cpu_second": packets / cpu})
+    parser = rows[0]
+    for row in rows:
+        row["wall_vs_parser"] = parser["wall_s"] / row["wall_s"]
+    if progress:
+        for r in rows:
+            progress(f"replay {r['contender']:22s} {r['packets_per_wall_second'] / 1e6:6.2f}M packets/s wall, "
+                     f"{r['packets_per_cpu_second'] / 1e6:6.2f}M per CPU-s, {r['wall_vs_parser']:.2f} of the parser's "
+                     f"wall rate")
+    return rows
