@@ -230,7 +230,8 @@ def cmd_synth(args) -> int:
 def cmd_bench(args) -> int:
     from dptop.engine.bench.suite import run_all
 
-    report = run_all(quick=args.quick, only=args.only)
+    report = run_all(quick=args.quick, only=args.only, anchors=args.anchors,
+                     tables=sys.stderr if args.json_out == "-" else sys.stdout)
     if args.json_out:
         _write_json(report, args.json_out)
     return 0
@@ -350,6 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="benchmark every algorithm (updates/s) and the capture path")
     p.add_argument("--quick", action="store_true", help="smaller streams (a smoke run)")
     p.add_argument("--only", default=None, help="comma-separated bench names")
+    p.add_argument("--anchors", default=None, metavar="DIR",
+                   help="folder with the authors' C++ timing drivers: time them side by side (see dptop.engine.bench.anchors)")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-")
     p.set_defaults(func=cmd_bench)
 
