@@ -7,7 +7,7 @@ slot up by one, or finding the minimum bucket, is O(1). Row i of ``L`` holds the
 and of bucket i, so one update touches few cache lines; the last row holds the scalars. Packing
 the linked-list state into one array matters for speed: numba reference-counts every array
 argument of a call, so per-packet helpers take one array, not ten (measured: ~40x on the update
-path). ``L`` is flat with rows of W = 16 fields, so an index is a shift and an add.
+path). ``L`` is flat with rows of W = 8 fields, so an index is a shift and an add.
 """
 import numpy as np
 
@@ -16,28 +16,29 @@ from dptop.engine.core.jit import inner
 NIL = -1
 SLOT_BUCKET, SLOT_PREV, SLOT_NEXT = 0, 1, 2  # per slot; prev/next inside its bucket, head = oldest
 B_COUNT, B_HEAD, B_TAIL, B_PREV, B_NEXT = 3, 4, 5, 6, 7  # per bucket; buckets sorted by count
-B_FREE = 8  # stack of free bucket indices
-W = 16
-"""Fields per row of the flat ``L`` (a power of two: row offsets are shifts, not multiplies)."""
-USED, B_MIN, FREE_TOP, N = 0, 1, 2, 3  # columns of the last row; users may add their own after N
+W = 8
+"""Fields per row of the flat ``L``: one 64-byte line, and row offsets are shifts."""
+USED, B_MIN, FREE, N = 0, 1, 2, 3  # fields of the last row (FREE: head of the free buckets, chained
+#                                    through B_NEXT); users may add their own after N
+
 
 def make_links(K: int) -> np.ndarray:
     """Flat ``L`` of K + 2 rows of W fields for K slots with no bucket yet (field i of row r at
     ``L[r * W + i]``; the last row, ``L[-W + i]``, holds the scalars)."""
     links = np.full((K + 2, W), NIL, dtype=np.int64)
     links[:, B_COUNT] = 0
-    links[: K + 1, B_FREE] = np.arange(K + 1)
+    links[:K, B_NEXT] = np.arange(1, K + 1)  # buckets 0..K free, K + 1 buckets at most in use
     links[-1, :] = 0
     links[-1, B_MIN] = NIL
-    links[-1, FREE_TOP] = K + 1
+    links[-1, FREE] = 0
     return links.reshape(-1)
 
 
 @inner
 def bucket_new(L, count, after):
     """A new empty bucket with ``count``, linked after bucket ``after`` (front if NIL)."""
-    L[-W + FREE_TOP] -= 1
-    b = L[L[-W + FREE_TOP] * W + B_FREE]
+    b = L[-W + FREE]
+    L[-W + FREE] = L[b * W + B_NEXT]
     L[b * W + B_COUNT] = count
     L[b * W + B_HEAD] = NIL
     L[b * W + B_TAIL] = NIL
@@ -70,8 +71,8 @@ def bucket_drop_if_empty(L, b):
         L[-W + B_MIN] = nx
     if nx != NIL:
         L[nx * W + B_PREV] = p
-    L[L[-W + FREE_TOP] * W + B_FREE] = b
-    L[-W + FREE_TOP] += 1
+    L[b * W + B_NEXT] = L[-W + FREE]
+    L[-W + FREE] = b
 
 
 @inner

@@ -56,8 +56,9 @@ def homes(keys, start, stop, hashing, out):
     compiler vectorises, so the hashing leaves the per-key critical path (use with ``probe_at``)."""
     seed = hashing[0]
     shift = hashing[1]
-    for i in range(start, stop):
-        out[i - start] = np.int64(hash_key(keys[i, 0], keys[i, 1], seed) >> shift)
+    chunk = keys[start:stop]
+    for i in range(len(chunk)):
+        out[i] = np.int64(hash_key(chunk[i, 0], chunk[i, 1], seed) >> shift)
 
 
 @inner
