@@ -103,20 +103,23 @@ class NoiseSource:
         return np.frombuffer(raw, dtype=np.uint64).copy()
 
     def dlap_array(self, epsilon, size: int, sensitivity: int = 1) -> np.ndarray:
-        """``size`` independent ``dlap(epsilon, sensitivity)`` draws, exactly the same law, drawn
-        in one kernel (release time: a few microseconds a draw instead of tens)."""
-        scale = Fraction(sensitivity) / _as_fraction(epsilon, "epsilon")
+        """``size`` independent ``dlap(epsilon, sensitivity)`` draws (release time: the k~ counters)."""
+        return self.discrete_laplace_batch(Fraction(sensitivity) / _as_fraction(epsilon, "epsilon"), size)
+
+    def discrete_laplace_batch(self, scale: Fraction, size: int) -> np.ndarray:
+        """``size`` independent ``discrete_laplace(scale)`` draws, exactly the same law, in one
+        kernel (a microsecond or so a draw instead of tens; the scalar sampler past 2^62)."""
         if scale.numerator > LIMIT or scale.denominator > LIMIT:
             return np.array([self.discrete_laplace(scale) for _ in range(size)], dtype=np.int64)
         return dlap_batch(self._words, scale.numerator, scale.denominator, size)
 
     def discrete_laplace_array(self, scale: Fraction, size: int) -> np.ndarray:
-        """``size`` independent exact draws with Pr[Z = z] ∝ exp(−|z|/scale), scale = t/s with
-        t, s < 2^40 (callers round the scale up to such a fraction: more noise, never less)."""
+        """``discrete_laplace_batch`` for scale = t/s with t, s < 2^40 (the d·w cells of a DP
+        sketch: callers round the scale up to such a fraction, more noise, never less)."""
         t, s = scale.numerator, scale.denominator
         if not (0 < t < 1 << 40 and 0 < s < 1 << 40):
             raise ValueError(f"scale ({scale}) must be a fraction t/s with 0 < t, s < 2^40")
-        return dlap_batch(self._words, t, s, size)
+        return self.discrete_laplace_batch(scale, size)
 
     def uniform_int(self, n: int) -> int:
         """Uniform in ``[0, n)`` (labels for pure-DP universe noise)."""
