@@ -130,14 +130,19 @@ def cmd_synth(args) -> int:
 
 def cmd_bench(args) -> int:
     from dptop import replaybench
-    from dptop.engine.bench.suite import run_all
+    from dptop.engine.bench.suite import print_report, run_all
 
     wanted = None if args.only is None else {n.strip() for n in args.only.split(",")}
-    engine_only = None if wanted is None else ",".join(wanted - {"replay"}) or "none"
-    report = run_all(quick=args.quick, only=engine_only)
+    engine_only = None if wanted is None else ",".join(wanted - {"replay", "capture"}) or "none"
+    tables = sys.stderr if args.json_out == "-" else sys.stdout
+    report = run_all(quick=args.quick, only=engine_only, anchors=args.anchors, tables=tables)
+    if wanted is None or "capture" in wanted:
+        from dptop.capture.bench import run_bench
+
+        report["reports"].append(run_bench(args.quick))
+        print_report(report["reports"][-1], tables)
     if wanted is None or "replay" in wanted:
-        out = sys.stderr if args.json_out == "-" else sys.stdout
-        rows = replaybench.run(quick=args.quick, progress=lambda line: print(line, file=out, flush=True))
+        rows = replaybench.run(quick=args.quick, progress=lambda line: print(line, file=tables, flush=True))
         report["reports"].append({"name": "replay", "rows": rows})
     if args.json_out:
         _write_json(report, args.json_out)
@@ -286,7 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="benchmark every algorithm (updates/s) and the capture path")
     p.add_argument("--quick", action="store_true", help="smaller streams (a smoke run)")
-    p.add_argument("--only", default=None, help="comma-separated bench names")
+    p.add_argument("--only", default=None, help="comma-separated bench names: algorithms, capture, single-release, "
+                   "continual, sliding-window, anchors, replay (end to end)")
+    p.add_argument("--anchors", default=None, metavar="DIR",
+                   help="folder with the authors' C++ timing drivers: time them side by side (see dptop.engine.bench.anchors)")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-")
     p.set_defaults(func=cmd_bench)
 

@@ -80,7 +80,8 @@ def test_add_remove_changes_exactly_d_cells_by_one(cls):
 
 @pytest.mark.parametrize("cls", [CountMinEEHH, CountSketchEEHH])
 def test_tracking_invariants(cls):
-    """After every batch: the minimum slot is an argmin of the recorded values, the table maps each
+    """After every batch: the heap is a min-heap over the tracked slots whose keys are their recorded
+    values (CountSketch) or lower bounds of them (CountMin, refreshed lazily), the table maps each
     tracked label to its slot, and each recorded value is the label's estimate at its last arrival
     (checked against a replay of the sketch, the reference of §6.1)."""
     alg = cls(_settings())
@@ -93,7 +94,11 @@ def test_tracking_invariants(cls):
         update_batch(st, keys[start:start + 300], cls.signed)
         size = int(st.meta[0])
         assert size == min(alg.k_tilde, len(set(stream[:start + 300])))
-        assert st.slot_val[st.meta[2]] == st.slot_val[:size].min()
+        heap, hkey = st.heap[:size], st.hkey[:size]
+        assert sorted(heap.tolist()) == list(range(size)) and (st.hpos[heap] == np.arange(size)).all()
+        assert all(hkey[(i - 1) // 2] <= hkey[i] for i in range(1, size))
+        recorded = st.slot_val[heap]
+        assert (hkey == recorded).all() if cls.signed else (hkey <= recorded).all()
         for s, (h, l) in enumerate(tracked(st).tolist()):
             p = ht.probe(st.tab.hi, st.tab.lo, st.tab.hashing, np.uint64(h), np.uint64(l))
             assert st.tab.val[p] == s

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dptop.engine.privacy.batched import dlap_batch
 from dptop.engine.privacy.noise import CSPRNG_LABEL, SEEDED_LABEL, NoiseSource, dlap_pmf, dlap_upper_tail
 
 ALPHA = 1e-3  # significance of every goodness-of-fit test here
@@ -112,3 +113,71 @@ def test_bulk_sampler_wrong_scale_rejected_and_limits():
     assert chi_square_p(draws, math.exp(-1.0)) < ALPHA
     with pytest.raises(ValueError, match="must be a fraction t/s"):
         NoiseSource(seed=1).discrete_laplace_array(Fraction(1 << 41), 3)
+
+
+# --- the batched kernel (engine/privacy/batched.py): the same law, the same tests ------------------
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+def test_dlap_array_chi_square(eps):
+    draws = NoiseSource(seed=31).dlap_array(eps, 20_000)
+    assert chi_square_p(draws, math.exp(-eps)) > ALPHA
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+def test_dlap_array_chi_square_million(eps):
+    draws = NoiseSource(seed=32).dlap_array(eps, 1_000_000)
+    p = chi_square_p(draws, math.exp(-eps))
+    assert p > ALPHA, f"chi-square p = {p:.3g} <= {ALPHA} for ε = {eps}"
+    a = math.exp(-eps)
+    var = 2 * a / (1 - a) ** 2
+    assert abs(draws.mean()) < 5 * math.sqrt(var / len(draws))
+    assert draws.var() == pytest.approx(var, rel=0.02)
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0])
+def test_dlap_array_wrong_scale_is_rejected(eps):
+    assert chi_square_p(NoiseSource(seed=33).dlap_array(eps / 2, 20_000), math.exp(-eps)) < ALPHA
+
+
+def test_dlap_array_sensitivity_and_labels():
+    draws = NoiseSource(seed=34).dlap_array(1.0, 20_000, sensitivity=4)
+    a = math.exp(-0.25)
+    assert chi_square_p(draws, a, z_max=30) > ALPHA
+    assert (NoiseSource(seed=5).dlap_array(0.5, 50) == NoiseSource(seed=5).dlap_array(0.5, 50)).all()
+    live = NoiseSource().dlap_array(0.5, 1000)  # the OS CSPRNG path
+    assert live.dtype == np.int64 and len(np.unique(live)) > 10
+
+
+def _word_stream(seed):
+    """A fixed word sequence handed out in whatever chunk sizes the caller asks for (or forces)."""
+    rng = np.random.default_rng(seed)
+    words = rng.integers(0, 2**64, size=1 << 20, dtype=np.uint64)
+    pos = [0]
+
+    def take(m, chunk=None):
+        m = chunk or m
+        out = words[pos[0]:pos[0] + m]
+        pos[0] += m
+        return out.copy()
+    return take
+
+
+@pytest.mark.parametrize("t,s", [(9, 4), (18014398509481984, 8106479329266893), (740, 1)])
+def test_dlap_batch_resumes_exactly_when_the_buffer_runs_dry(t, s):
+    """Draws are a function of the bit stream alone: a buffer handed out 3 words at a time (many
+    replays of unfinished draws) gives exactly the draws of one large buffer."""
+    whole = dlap_batch(_word_stream(40), t, s, 3000)
+    small = _word_stream(40)
+    pieces = dlap_batch(lambda m: small(m, chunk=3), t, s, 3000)
+    assert (whole == pieces).all()
+
+
+def test_dlap_batch_overflow_path_keeps_the_law():
+    """t near 2^61: t·v leaves 63 bits for most v >= 2, so those draws are finished in Python."""
+    t = (1 << 61) + 1
+    s = (1 << 61) - 1
+    draws = dlap_batch(_word_stream(41), t, s, 20_000)
+    assert chi_square_p(draws, math.exp(-s / t)) > ALPHA
+    with pytest.raises(ValueError, match="scale"):
+        dlap_batch(_word_stream(41), 1 << 62, 1, 3)

@@ -27,8 +27,8 @@ class WeakNoise(NoiseSource):
     def discrete_laplace(self, scale) -> int:
         return super().discrete_laplace(Fraction(scale) / self.factor)
 
-    def discrete_laplace_array(self, scale, size: int):
-        return super().discrete_laplace_array(Fraction(scale) / self.factor, size)
+    def discrete_laplace_batch(self, scale, size: int):
+        return super().discrete_laplace_batch(Fraction(scale) / self.factor, size)
 
 
 class ExactLengthDPSS(DPSpaceSaving):

@@ -1,4 +1,5 @@
-"""Misra-Gries in the form seed 002 requires [002 Alg 1], as numba kernels (dp-misra-gries.md §2–§3).
+"""Misra-Gries in the form seed 002 requires [002 Alg 1], O(1) amortised per update, as numba
+kernels (dp-misra-gries.md §2–§3.4).
 
 Exactly K (key, counter) pairs at all times, starting from K dummy keys ``(SENTINEL_HI, j)`` with
 counter 0. Dummy keys sort after every real key (real sources never have ``hi = SENTINEL_HI``,
@@ -10,9 +11,13 @@ keys.py), and their order is j.
 * Branch 3: otherwise the stored zero-counter key that is **smallest in the fixed key order**
   (hi, lo) is replaced by the item, with counter 1.
 
-Branch 2 costs O(K) but happens at most n/(K+1) times; it also rebuilds ``zq``, the zero slots
-in key order, which a cursor then walks in O(1) amortised (§3.1: between two Branch-2 events
-zero slots only leave the zero set and their keys do not change).
+Layout (§3.4): slots sit in the stream-summary buckets of ``summary`` (buckets of equal value,
+sorted), but a bucket holds the *raw* value c + α, where α counts Branch-2 events. Branch 2 is then
+``α += 1`` (O(1)); the zero slots are the minimum bucket when its raw value equals α, and Branch 1
+moves a slot up one bucket as in SpaceSaving. When Branch 2 turns the minimum bucket into the zero
+set, its members go into ``zq`` sorted by key (a radix sort for IPv4 keys, O(z); paid for by the
+z increments that lifted them); Branch 3 takes them in order with a cursor, skipping slots that have left the zero
+set through Branch 1 (they cannot re-enter it before the next Branch 2, which rebuilds the queue).
 
 ``MisraGries`` (name ``misragries``) is the non-private baseline: K = k~ counters (default 2k),
 releasing the top k non-zero counters. The DP releases live in ``dptop.engine.single_release.dpmg``.
@@ -25,44 +30,52 @@ import numpy as np
 
 from dptop.engine.core import hashtable as ht
 from dptop.engine.core.base import Algorithm
-from dptop.engine.core.hashtable import delete_at, found, probe, store
+from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
 from dptop.engine.core.jit import inner, kernel
 from dptop.engine.core.keys import KEY_DTYPE, SENTINEL_HI
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
+from dptop.engine.baselines.summary import (W, B_COUNT, B_HEAD, B_MIN, N, NIL, SLOT_BUCKET, SLOT_NEXT, USED,
+                                            bucket_new, make_links, move_up, slot_append)
 
-# meta[] fields
-ZQ_LEN, ZQ_POS, NZERO, ALPHA, N = 0, 1, 2, 3, 4
+ALPHA, ZQ_LEN, ZQ_POS = N + 1, N + 2, N + 3  # more scalars in the last row of ``links``
+_LOW32 = np.uint64(0xFFFF_FFFF)
+_S32 = np.uint64(32)
 
 
 class MGState(NamedTuple):
     key_hi: np.ndarray  # uint64[K]
     key_lo: np.ndarray  # uint64[K]
-    cnt: np.ndarray  # int64[K]
-    zq: np.ndarray  # int64[K]: zero slots at the last rebuild, ascending key order
-    meta: np.ndarray  # int64[5]: zq_len, zq_pos, nzero, alpha, n
+    home: np.ndarray  # int64[K]: hash-table home position of each slot's key (no rehash to find it)
+    links: np.ndarray  # int64[(K+2)·W]: ``summary`` layout, bucket values raw (c + α)
+    zq: np.ndarray  # uint64[2K]: the zero set at its last rebuild in key order (slot id in the low
+    #                 32 bits); zq[K:] is sort scratch
+    digits: np.ndarray  # int64[4, 256]: radix-sort histograms
     tab: ht.Table  # key -> slot
 
 
 @kernel
-def _insert_all(tab_hi, tab_lo, tab_val, hashing, key_hi, key_lo):
+def _init(L, tab_hi, tab_lo, tab_val, hashing, key_hi, key_lo, home):
+    b = bucket_new(L, 0, NIL)
     for j in range(len(key_hi)):
-        p = probe(tab_hi, tab_lo, hashing, key_hi[j], key_lo[j])
-        tab_hi[p] = key_hi[j]
-        tab_lo[p] = key_lo[j]
-        tab_val[p] = j
+        slot_append(L, j, b)
+        home[j] = ht.home(key_hi[j], key_lo[j], hashing)
+        p = probe_at(tab_hi, tab_lo, home[j], key_hi[j], key_lo[j])
+        store(tab_hi, tab_lo, tab_val, p, key_hi[j], key_lo[j], j)
+    L[-W + USED] = len(key_hi)
+    L[-W + ZQ_LEN] = len(key_hi)
 
 
 def make_state(capacity: int) -> MGState:
-    """INIT(K): K dummy keys with counter 0, all in the zero queue (dp-misra-gries.md §3.3)."""
+    """INIT(K): K dummy keys with counter 0, all in the zero queue in key order (§3.3)."""
     K = check_positive_int("capacity", capacity)
     key_hi = np.full(K, SENTINEL_HI, dtype=KEY_DTYPE)
     key_lo = np.arange(K, dtype=KEY_DTYPE)
-    tab = ht.make_table(4 * K)
-    _insert_all(tab.hi, tab.lo, tab.val, tab.hashing, key_hi, key_lo)
-    meta = np.array([K, 0, K, 0, 0], dtype=np.int64)
-    return MGState(key_hi, key_lo, np.zeros(K, np.int64), np.arange(K, dtype=np.int64), meta, tab)
+    st = MGState(key_hi, key_lo, np.zeros(K, np.int64), make_links(K), np.arange(2 * K, dtype=KEY_DTYPE),
+                 np.zeros((4, 256), np.int64), ht.make_table(4 * K))
+    _init(st.links, st.tab.hi, st.tab.lo, st.tab.val, st.tab.hashing, key_hi, key_lo, st.home)
+    return st
 
 
 @inner
@@ -85,68 +98,125 @@ def _sift_down(zq, key_hi, key_lo, root, end):
 
 
 @inner
-def _sort_by_key(zq, length, key_hi, key_lo):
-    """Heapsort of slot indices zq[:length] by key (hi, lo), in place (no allocation)."""
-    for start in range(length // 2 - 1, -1, -1):
-        _sift_down(zq, key_hi, key_lo, start, length)
-    for end in range(length - 1, 0, -1):
+def _heapsort_by_key(zq, z, key_hi, key_lo):
+    """Slot ids zq[:z] in (hi, lo) key order, in place."""
+    for start in range(z // 2 - 1, -1, -1):
+        _sift_down(zq, key_hi, key_lo, start, z)
+    for end in range(z - 1, 0, -1):
         zq[0], zq[end] = zq[end], zq[0]
         _sift_down(zq, key_hi, key_lo, 0, end)
 
 
 @inner
-def _decrement_all(key_hi, key_lo, cnt, zq, meta):
-    """Branch 2: every counter −1; rebuild the zero queue in key order. At most n/(K+1) times."""
-    meta[ALPHA] += 1
-    length = 0
-    for j in range(len(cnt)):
-        cnt[j] -= 1
-        if cnt[j] == 0:
-            zq[length] = j
-            length += 1
-    _sort_by_key(zq, length, key_hi, key_lo)
-    meta[ZQ_LEN] = length
-    meta[ZQ_POS] = 0
-    meta[NZERO] = length
+def _radix_sort_high(zq, z, digits):
+    """zq[:z] by their high 32 bits: LSD radix, 8-bit digits, skipping digits all words share;
+    ping-pongs with zq[K:K+z]."""
+    K = len(zq) // 2
+    digits[:, :] = 0
+    for i in range(z):
+        w = zq[i] >> _S32
+        for d in range(4):
+            digits[d, (w >> np.uint64(8 * d)) & np.uint64(255)] += 1
+    src, dst = 0, K
+    for d in range(4):
+        shift = np.uint64(32 + 8 * d)
+        if digits[d, (zq[src] >> shift) & np.uint64(255)] == z:
+            continue
+        total = 0
+        for v in range(256):
+            c = digits[d, v]
+            digits[d, v] = total
+            total += c
+        for i in range(z):
+            w = zq[src + i]
+            v = (w >> shift) & np.uint64(255)
+            zq[dst + digits[d, v]] = w
+            digits[d, v] += 1
+        src, dst = dst, src
+    if src != 0:
+        zq[:z] = zq[K:K + z]
 
 
 @inner
-def _update(key_hi, key_lo, cnt, zq, meta, tab_hi, tab_lo, tab_val, hashing, hi, lo):
-    """UPDATE(x) of dp-misra-gries.md §3.3 (arrays passed one by one: per-packet helpers that
-    take the state tuple run several times slower)."""
-    meta[N] += 1
-    p = probe(tab_hi, tab_lo, hashing, hi, lo)
-    if found(tab_hi, tab_lo, p, hi, lo):  # Branch 1
-        s = tab_val[p]
-        if cnt[s] == 0:
-            meta[NZERO] -= 1
-        cnt[s] += 1
+def _decrement_all(L, zq, digits, key_hi, key_lo):
+    """Branch 2: α += 1 (every counter −1). If the minimum bucket reaches 0, its slots become the
+    zero queue, sorted by key. When they share hi and the top half of lo (IPv4 sources all do),
+    the word (low half of lo, slot) sorts by a radix sort on its high half; else a heapsort on
+    (hi, lo) orders the slot ids."""
+    L[-W + ALPHA] += 1
+    b = L[-W + B_MIN]
+    if L[b * W + B_COUNT] != L[-W + ALPHA]:
         return
-    if meta[NZERO] == 0:  # Branch 2
-        _decrement_all(key_hi, key_lo, cnt, zq, meta)
-        return
-    pos = meta[ZQ_POS]  # Branch 3: the smallest-key zero slot
-    y = zq[pos]
-    while cnt[y] != 0:  # skipped slots left the zero set through Branch 1
+    first = L[b * W + B_HEAD]
+    z = 0
+    packed = True
+    s = first
+    while s != NIL:
+        packed = packed and key_hi[s] == key_hi[first] and (key_lo[s] >> _S32) == (key_lo[first] >> _S32)
+        zq[z] = ((key_lo[s] & _LOW32) << _S32) | np.uint64(s)
+        z += 1
+        s = L[s * W + SLOT_NEXT]
+    if packed:
+        _radix_sort_high(zq, z, digits)
+    else:
+        for i in range(z):
+            zq[i] &= _LOW32
+        _heapsort_by_key(zq, z, key_hi, key_lo)
+    L[-W + ZQ_LEN] = z
+    L[-W + ZQ_POS] = 0
+
+
+@inner
+def _smallest_zero(L, zq):
+    """Branch 3's victim: the smallest-key slot with counter 0. Queue entries whose slot left the
+    zero set through Branch 1 are skipped (they cannot return before the next rebuild)."""
+    alpha = L[-W + ALPHA]
+    pos = L[-W + ZQ_POS]
+    while True:
+        y = np.int64(zq[pos] & _LOW32)
         pos += 1
-        y = zq[pos]
-    meta[ZQ_POS] = pos + 1
-    old = probe(tab_hi, tab_lo, hashing, key_hi[y], key_lo[y])
-    delete_at(tab_hi, tab_lo, tab_val, hashing, old)
-    p = probe(tab_hi, tab_lo, hashing, hi, lo)
-    store(tab_hi, tab_lo, tab_val, p, hi, lo, y)
-    key_hi[y] = hi
-    key_lo[y] = lo
-    cnt[y] = 1
-    meta[NZERO] -= 1
+        if L[L[y * W + SLOT_BUCKET] * W + B_COUNT] == alpha:
+            L[-W + ZQ_POS] = pos
+            return y
 
 
 @kernel
 def update_batch(st, keys):
-    key_hi, key_lo, cnt, zq, meta = st.key_hi, st.key_lo, st.cnt, st.zq, st.meta
+    """UPDATE(x) of dp-misra-gries.md §3.3 for every key of the batch, in order."""
+    L, zq, digits, key_hi, key_lo, slot_home = st.links, st.zq, st.digits, st.key_hi, st.key_lo, st.home
     tab_hi, tab_lo, tab_val, hashing = st.tab
+    L[-W + N] += len(keys)
+    home = np.empty(HOMES_CHUNK, np.int64)
     for i in range(len(keys)):
-        _update(key_hi, key_lo, cnt, zq, meta, tab_hi, tab_lo, tab_val, hashing, keys[i, 0], keys[i, 1])
+        if i % HOMES_CHUNK == 0:
+            homes(keys, i, min(i + HOMES_CHUNK, len(keys)), hashing, home)
+        hi = keys[i, 0]
+        lo = keys[i, 1]
+        h = home[i % HOMES_CHUNK]
+        p = probe_at(tab_hi, tab_lo, h, hi, lo)
+        if found(tab_hi, tab_lo, p, hi, lo):  # Branch 1
+            move_up(L, tab_val[p])
+            continue
+        if L[L[-W + B_MIN] * W + B_COUNT] != L[-W + ALPHA]:  # Branch 2: no zero counter
+            _decrement_all(L, zq, digits, key_hi, key_lo)
+            continue
+        y = _smallest_zero(L, zq)  # Branch 3
+        old = probe_at(tab_hi, tab_lo, slot_home[y], key_hi[y], key_lo[y])
+        store(tab_hi, tab_lo, tab_val, p, hi, lo, y)  # before the deletion, as in SpaceSaving
+        delete_at(tab_hi, tab_lo, tab_val, hashing, old)
+        key_hi[y] = hi
+        key_lo[y] = lo
+        slot_home[y] = h
+        move_up(L, y)
+
+
+@kernel
+def _counts(L):
+    alpha = L[-W + ALPHA]
+    out = np.empty(len(L) // W - 2, dtype=np.int64)
+    for s in range(len(out)):
+        out[s] = L[L[s * W + SLOT_BUCKET] * W + B_COUNT] - alpha
+    return out
 
 
 def is_dummy(keys: np.ndarray) -> np.ndarray:
@@ -157,7 +227,7 @@ def is_dummy(keys: np.ndarray) -> np.ndarray:
 def snapshot(st: MGState) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Copies of all K stored keys ``(K, 2)`` (dummies included), counters, alpha and n."""
     keys = np.stack([st.key_hi, st.key_lo], axis=1).copy()
-    return keys, st.cnt.copy(), int(st.meta[ALPHA]), int(st.meta[N])
+    return keys, _counts(st.links), int(st.links[-W + ALPHA]), int(st.links[-W + N])
 
 
 @register

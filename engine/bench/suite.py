@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import importlib
 import statistics
+import sys
 import time
 
 from dptop.engine.core.workload import zipf_keys
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 
-EXTRA_BENCHES: tuple[str, ...] = ("dptop.capture.bench", "dptop.engine.bench.single_release", "dptop.engine.bench.continual", "dptop.engine.bench.sliding_window")
+EXTRA_BENCHES: tuple[str, ...] = ("dptop.engine.bench.single_release", "dptop.engine.bench.continual",
+                                   "dptop.engine.bench.sliding_window")
+"""Engine benches beside the core table; ``--only`` names them by their last part
+(``single-release``, ``continual``, ``sliding-window``). The capture and end-to-end replay benches
+are run by the app (the engine never imports capture)."""
 SKIP_IN_CORE = {"punctual-cms", "punctual-cs"}
 """Algorithms too slow for 2^24 updates by design; their own bench measures them."""
 
@@ -66,42 +71,55 @@ def core_bench(quick: bool, names: list[str] | None = None) -> dict:
 
 
 def _fmt(v) -> str:
+    if v is None:
+        return "—"
     if isinstance(v, float):
         return f"{v / 1e6:.2f}M" if v > 1e4 else f"{v:.3g}"
     return str(v)
 
 
-def _print_table(rows: list[dict]) -> None:
+def _print_table(rows: list[dict], out) -> None:
     cols = list(dict.fromkeys(c for r in rows for c in r))
     widths = [max(len(c), *(len(_fmt(r.get(c, ""))) for r in rows)) for c in cols]
-    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)), file=out)
     for r in rows:
-        print("  ".join(_fmt(r.get(c, "")).ljust(w) for c, w in zip(cols, widths)))
+        print("  ".join(_fmt(r.get(c, "")).ljust(w) for c, w in zip(cols, widths)), file=out)
 
 
-def _print(report: dict) -> None:
+def print_report(report: dict, out) -> None:
     """One table per run of consecutive rows with the same columns."""
-    print(f"\n== {report['name']} ==")
+    print(f"\n== {report['name']} ==", file=out)
     group: list[dict] = []
     for row in report["rows"] + [None]:
         if group and (row is None or row.keys() != group[-1].keys()):
-            _print_table(group)
+            _print_table(group, out)
             group = []
         if row is not None:
             group.append(row)
     if report.get("notes"):
-        print(report["notes"])
+        print(report["notes"], file=out)
+    out.flush()
 
 
-def run_all(quick: bool = False, only: str | None = None) -> dict:
+def run_all(quick: bool = False, only: str | None = None, anchors: str | None = None, tables=None) -> dict:
+    """Every bench (or those named in ``only``); tables go to ``tables`` (stdout by default; the
+    CLI passes stderr when the JSON goes to stdout). ``anchors``: the C++ drivers' folder
+    (``dptop.engine.bench.anchors``); without it the side-by-side table shows "—"."""
+    from dptop.engine.bench.anchors import run_anchors
+
+    out = tables or sys.stdout
     wanted = None if only is None else {n.strip() for n in only.split(",")}
     reports = []
     if wanted is None or "algorithms" in wanted:
         reports.append(core_bench(quick))
-        _print(reports[-1])
+        print_report(reports[-1], out)
     for module in EXTRA_BENCHES:
-        report = importlib.import_module(module).run_bench(quick)
-        if wanted is None or report["name"] in wanted or module in wanted:
-            reports.append(report)
-            _print(report)
-    return {"quick": quick, "reports": reports}
+        short = module.rsplit(".", 1)[-1].replace("_", "-")
+        if wanted is not None and short not in wanted and module not in wanted:
+            continue
+        reports.append(importlib.import_module(module).run_bench(quick))
+        print_report(reports[-1], out)
+    if wanted is None or "anchors" in wanted:
+        reports.append(run_anchors(anchors, quick))
+        print_report(reports[-1], out)
+    return {"quick": quick, "anchors": anchors, "reports": reports}

@@ -46,11 +46,31 @@ def home(hi, lo, hashing):
     return np.int64(hash_key(hi, lo, hashing[0]) >> hashing[1])
 
 
+HOMES_CHUNK = 4096
+"""Keys per chunk for which a batch kernel computes the home positions up front (``homes``)."""
+
+
+@inner
+def homes(keys, start, stop, hashing, out):
+    """``out[i - start]`` = home position of ``keys[i]`` for i in [start, stop): a loop the
+    compiler vectorises, so the hashing leaves the per-key critical path (use with ``probe_at``)."""
+    seed = hashing[0]
+    shift = hashing[1]
+    chunk = keys[start:stop]
+    for i in range(len(chunk)):
+        out[i] = np.int64(hash_key(chunk[i, 0], chunk[i, 1], seed) >> shift)
+
+
 @inner
 def probe(tab_hi, tab_lo, hashing, hi, lo):
     """Position of key ``(hi, lo)``, or of the empty position where it would be inserted."""
+    return probe_at(tab_hi, tab_lo, home(hi, lo, hashing), hi, lo)
+
+
+@inner
+def probe_at(tab_hi, tab_lo, i, hi, lo):
+    """``probe`` from a home position ``i`` computed beforehand."""
     mask = len(tab_hi) - 1
-    i = home(hi, lo, hashing)
     while True:
         th = tab_hi[i]
         tl = tab_lo[i]

@@ -125,26 +125,24 @@ class DPMisraGries(Epoched):
         n_noisy = n + self.noise.dlap(self.eps_n)
         eta = self.noise.dlap(self.eps_a)
         cut = max(self.tau, math.ceil(n_noisy / self.k))
-        his, los, vals = [], [], []
-        for j in by_key(keys).tolist():
-            v = int(counts[j]) + eta + self.noise.dlap(self.eps_a)
-            if v >= cut:
-                his.append(int(keys[j, 0]))
-                los.append(int(keys[j, 1]))
-                vals.append(v)
+        order = by_key(keys)  # noise drawn in key order (P7)
+        vals = counts[order] + eta + self.noise.dlap_array(self.eps_a, len(order))
+        keep = vals >= cut
+        keys = keys[order][keep]
         status = {"noisy_length": n_noisy, "mode": "A", "tau": self.tau, "k": self.k, "k_tilde": self.k_tilde}
         # Integer estimates: "v >= cut" is "v > cut − 1", the threshold in Release's sense.
-        return sorted_items(his, los, vals), float(cut - 1), n_noisy, status
+        return sorted_items(keys[:, 0], keys[:, 1], vals[keep]), float(cut - 1), n_noisy, status
 
     def _publish_pure(self, keys, counts):
         K = self.k_tilde
         total = int(counts.sum())
         scale_eps = self.epsilon / (2 * K + 1)
-        rows = []
-        for j in by_key(keys).tolist():
-            scaled = (K + 1) * int(counts[j]) - total
-            if scaled > 0:  # Alg 3 keeps c > γ (the set P); all other elements have value 0
-                rows.append((int(keys[j, 0]), int(keys[j, 1]), scaled + self.noise.dlap(scale_eps)))
+        order = by_key(keys)
+        scaled = (K + 1) * counts[order] - total  # int64: |scaled| <= (K + 1)·n
+        kept = scaled > 0  # Alg 3 keeps c > γ (the set P); all other elements have value 0
+        noise = self.noise.dlap_array(scale_eps, int(kept.sum()))  # in key order (P7)
+        rows = [(int(h), int(l), int(v) + int(z))
+                for (h, l), v, z in zip(keys[order][kept].tolist(), scaled[kept].tolist(), noise.tolist())]
         taken = {(hi, lo) for hi, lo, _ in rows}
         m = UNIVERSE_SIZE - len(rows)
         for z in universe_top_noise(self.noise, self.k, m, math.exp(-scale_eps)):

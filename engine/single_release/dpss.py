@@ -90,16 +90,13 @@ class DPSpaceSaving(Epoched):
             keys, counts, n = snapshot(state)
         n_noisy = self.noisy_length(n)
         tau = self.threshold(n_noisy)
-        his, los, vals = [], [], []
-        for j in by_key(keys).tolist():
-            v = int(counts[j]) + self.noise.dlap(self.eps_a)
-            if v > tau:
-                his.append(int(keys[j, 0]))
-                los.append(int(keys[j, 1]))
-                vals.append(v)
+        order = by_key(keys)  # noise drawn in key order (P7)
+        vals = counts[order] + self.noise.dlap_array(self.eps_a, len(order))
+        keep = vals > tau
+        keys = keys[order][keep]
         status = {"noisy_length": n_noisy, "gamma": self.gamma, "length_slack": self.slack,
                   "k": self.k, "k_tilde": self.k_tilde}
-        return sorted_items(his, los, vals), tau, n_noisy, status
+        return sorted_items(keys[:, 0], keys[:, 1], vals[keep]), tau, n_noisy, status
 
 
 # --- DPSS privacy map (dpss-eehh.md §4.4–§4.8): pure functions of public parameters.
