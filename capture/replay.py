@@ -77,7 +77,7 @@ class FileReplay(Source):
                 hi = int(ts.max()) if hi is None else max(hi, int(ts.max()))
                 if clock is None:
                     clock = [time.monotonic(), int(ts[0])]
-                if not self._feed(KeyBatch(batch.keys, ts), clock):
+                if not self._feed(KeyBatch(batch.keys, ts, batch.dst, batch.length), clock):
                     return
             if not self.loop or lo is None or self.stopping:
                 return
