@@ -11,7 +11,9 @@ the network layer starts and what announces it (an ethertype; modules ``link_eth
 (258) and PPI (192) wrap a frame of another link type, which is parsed the same way.
 
 An IP packet counts only when its whole fixed header (20 bytes IPv4, 40 bytes IPv6) was
-captured and its version nibble matches what announced it; sources in ff00::/8 are dropped
+captured and its version nibble matches what announced it; an IPv4 header must also have a header
+length of at least 20 bytes and a total length of 0 (unknown, as with segmentation offload) or
+at least its header length (``BAD_HEADER``; Wireshark does not dissect those either); sources in ff00::/8 are dropped
 (``MULTICAST``: they are not sources, and dptop.engine.core.keys reserves that range for
 sentinels), and so are destinations in ffff:ffff:ffff:ffff::/64 (``RESERVED_DESTINATION``), the
 only part of that range a destination key could collide with a sentinel in.
@@ -24,7 +26,7 @@ from dptop.capture.link_ether import ETHER_LINKTYPES, ET_NONE, ether_link, ether
 from dptop.capture.link_host import HOST_LINKTYPES, host_link, pktap_inner
 from dptop.capture.link_wan import WAN_LINKTYPES, wan_link
 from dptop.capture.link_wifi import WIFI_LINKTYPES, ppi_inner, wifi_link
-from dptop.capture.wire import (BAD_VERSION, INNER_UNSUPPORTED, MULTICAST, NON_IP, OK, RESERVED_DESTINATION,
+from dptop.capture.wire import (BAD_HEADER, BAD_VERSION, INNER_UNSUPPORTED, MULTICAST, NON_IP, OK, RESERVED_DESTINATION,
                                 TRUNCATED, UNSUPPORTED, u16, u32, word_be)
 from dptop.engine.core.jit import inner, kernel
 from dptop.engine.core.keys import IPV4_MAPPED, KEY_DTYPE, KeyBatch
@@ -43,6 +45,14 @@ _ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 
 
 @inner
+def _v4_lengths_ok(buf, o, end):
+    """IPv4 header length >= 20 and total length 0 (unknown) or >= the header length."""
+    hlen = np.int64(buf[o] & 0x0F) * 4
+    total = u16(buf, o + 2, True)
+    return hlen >= 20 and (total == 0 or total >= hlen)
+
+
+@inner
 def ip_addresses(buf, o, end, version):
     """The IP header at ``o``; ``version`` 4 or 6 is what the link layer announced, 0 = guess."""
     if o >= end:
@@ -53,6 +63,8 @@ def ip_addresses(buf, o, end, version):
     if v == 4:
         if o + 20 > end:
             return TRUNCATED, _Z, _Z, _Z, _Z
+        if not _v4_lengths_ok(buf, o, end):
+            return BAD_HEADER, _Z, _Z, _Z, _Z
         return OK, _Z, _V4 | np.uint64(u32(buf, o + 12, True)), _Z, _V4 | np.uint64(u32(buf, o + 16, True))
     if v == 6:
         if o + 40 > end:
@@ -105,7 +117,7 @@ def frame_addresses(buf, start, end, linktype, ether_only):
             return TRUNCATED, _Z, _Z, _Z, _Z
         o = start + 14
         et = u16(buf, start + 12, True)
-        if et == 0x0800 and o + 20 <= end and (buf[o] >> 4) == 4:  # the common case, straight
+        if et == 0x0800 and o + 20 <= end and (buf[o] >> 4) == 4 and _v4_lengths_ok(buf, o, end):
             return OK, _Z, _V4 | np.uint64(u32(buf, o + 12, True)), _Z, _V4 | np.uint64(u32(buf, o + 16, True))
     else:
         reason, o, et = link_payload(buf, start, end, linktype)

@@ -160,8 +160,13 @@ class CaptureReader:
             return False
         self._big = bom == b"\x1a\x2b\x3c\x4d"
         blen = rec.u32(buf, self._pos + 4, self._big)
+        major, minor = rec.u16(buf, self._pos + 12, self._big), rec.u16(buf, self._pos + 14, self._big)
+        msg = None
         if blen < 28 or blen % 4 or blen > rec.MAX_RECORD or not self._ensure(blen):
             msg = f"pcapng section header has an invalid length ({blen})"
+        elif major != 1:  # a new major version is not readable as 1.x (pcapng spec, Section Header Block)
+            msg = f"pcapng section has format version {major}.{minor} (only 1.x is known)"
+        if msg is not None:
             if first:
                 raise self._fail(msg)
             self.stats.warn(f"{self.path}: {msg}; stopped reading there")

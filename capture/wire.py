@@ -21,7 +21,8 @@ NON_DATA_80211 = 8
 PROTECTED_80211 = 9
 RESERVED_DESTINATION = 10
 INNER_UNSUPPORTED = 11
-N_REASONS = 12
+BAD_HEADER = 12
+N_REASONS = 13
 
 REASON_NAMES = {
     NON_IP: "non-ip",
@@ -34,6 +35,7 @@ REASON_NAMES = {
     PROTECTED_80211: "802.11 protected (encrypted) frame",
     RESERVED_DESTINATION: "destination in ffff:ffff:ffff:ffff::/64 (reserved for the engine's sentinels)",
     INNER_UNSUPPORTED: "unsupported link type inside a PKTAP/PPI header",
+    BAD_HEADER: "bad IPv4 header length",
 }
 """Skip-reason names as they appear in ``CaptureStats.skipped`` (``UNSUPPORTED`` is named per
 link type: ``"unsupported link type 147"``)."""
