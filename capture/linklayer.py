@@ -37,11 +37,8 @@ length, bits 16-25 are reserved (pcap spec, "LinkType and additional information
 
 SUPPORTED_LINKTYPES = ETHER_LINKTYPES | WAN_LINKTYPES | WIFI_LINKTYPES | HOST_LINKTYPES
 
-_V4 = np.uint64(IPV4_MAPPED)
-_Z = np.uint64(0)
-_S56 = np.uint64(56)
-_FF = np.uint64(0xFF)
-_ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+_V4, _Z = np.uint64(IPV4_MAPPED), np.uint64(0)
+_S56, _FF, _ONES = np.uint64(56), np.uint64(0xFF), np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 
 
 @inner
