@@ -114,7 +114,7 @@ def frame_addresses(buf, start, end, linktype, ether_only):
             return TRUNCATED, _Z, _Z, _Z, _Z
         o = start + 14
         et = u16(buf, start + 12, True)
-        if et == 0x0800 and o + 20 <= end and (buf[o] >> 4) == 4 and _v4_lengths_ok(buf, o, end):
+        if et == 0x0800 and o + 20 <= end and (buf[o] >> 4) == 4 and _v4_lengths_ok(buf, o, end):  # plain IPv4
             return OK, _Z, _V4 | np.uint64(u32(buf, o + 12, True)), _Z, _V4 | np.uint64(u32(buf, o + 16, True))
     else:
         reason, o, et = link_payload(buf, start, end, linktype)
