@@ -10,9 +10,10 @@ BPF filter compiled by libpcap, bound to the interface). Two ways to read it:
   collected into batches parsed by the same numba link-layer code. The fallback when the ring
   cannot be set up.
 
-The link type comes from the socket's hardware type (ARPHRD). On a loopback interface the
-kernel shows every packet twice (once going out, once coming in); outgoing copies are ignored
-there, as libpcap does. Kernel drops come from ``PACKET_STATISTICS``; ``stop()`` wakes the
+Batches carry source and destination keys, time stamps and wire lengths (ring: the kernel's
+``tp_len``; recv: the bytes received). The link type comes from the socket's hardware type
+(ARPHRD). On a loopback interface the kernel shows every packet twice (once going out, once
+coming in); outgoing copies are ignored there, as libpcap does. Kernel drops come from ``PACKET_STATISTICS``; ``stop()`` wakes the
 worker at once through a self-pipe. While paused the worker keeps draining the socket and
 counts what it discards as skipped "captured while paused" (not as kernel drops).
 """
@@ -30,17 +31,21 @@ from typing import Callable
 import numpy as np
 
 from dptop.capture import ring as rg
-from dptop.capture.linklayer import N_REASONS, REASON_NAMES, UNSUPPORTED, sources_of_frames
+from dptop.capture.linklayer import addresses_of_frames, batch_of, output_rows
 from dptop.capture.pcap import CaptureError
 from dptop.capture.source import Source
-from dptop.engine.core.keys import KEY_DTYPE, KeyBatch
+from dptop.capture.wire import N_REASONS, REASON_NAMES, UNSUPPORTED
+from dptop.engine.core.keys import KeyBatch
 
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
 PACKET_IGNORE_OUTGOING = 23
-ARPHRD_LINKTYPE = {1: 1, 772: 1, 0xFFFE: 101, 512: 101, 776: 101, 778: 101, 519: 101}
-"""ARPHRD hardware type -> pcap link type (Ethernet; loopback is Ethernet-framed; tun, PPP,
-SIT and GRE hand over bare IP packets)."""
+ARPHRD_LINKTYPE = {1: 1, 772: 1, 0xFFFE: 101, 512: 101, 776: 101, 778: 101, 519: 101, 768: 101,
+                   769: 101, 15: 101, 513: 104, 770: 107, 774: 10, 801: 105, 803: 127}
+"""ARPHRD hardware type -> pcap link type, as libpcap maps them: Ethernet (1; loopback 772 is
+Ethernet-framed); tun (0xfffe), PPP, SIT, GRE, raw IP, IPIP tunnels (768, 769) and DLCI (15)
+hand over bare IP packets; Cisco HDLC (513) -> 104, Frame Relay FRAD (770) -> 107, FDDI (774)
+-> 10, 802.11 (801) -> 105 and 802.11 with radiotap (803) -> 127."""
 
 SETCAP_HINT = ("run dptop as root, or allow this Python to capture: "
                "sudo setcap cap_net_raw,cap_net_admin=eip $(readlink -f .venv/bin/python)")
@@ -148,24 +153,23 @@ class LiveCapture(Source):
         return (self.stopping or (self.count is not None and self._fed >= self.count)
                 or (self._deadline is not None and time.monotonic() >= self._deadline))
 
-    def _hand_over(self, keys: np.ndarray, ts: np.ndarray, n: int) -> None:
+    def _hand_over(self, rows, n: int) -> None:
         if self.count is not None:
             n = min(n, self.count - self._fed)
         if n > 0 and self._paused:  # keep draining the socket, so pausing is not a kernel drop
             self._while_paused += n
         elif n > 0:
-            self._emit(KeyBatch(keys[:n], ts[:n]))
+            self._emit(batch_of(rows, n))
         self._kernel_drops += _kernel_drops(self._sock.ins)
 
     def _run_ring(self) -> None:
         ring = self._ring
         cap = max(self.batch_size, ring.max_frames_per_block)
         while not self._over():
-            keys = np.empty((cap, 2), KEY_DTYPE)
-            ts = np.empty(cap, np.int64)
+            rows = output_rows(cap)
             n, first = 0, None
             while not self._over():
-                n, packets, blocks = ring.walk(keys, ts, n, self.linktype, self._counts)
+                n, packets, blocks = ring.walk(*rows, n, self.linktype, self._counts)
                 self._packets += packets
                 if n and first is None:
                     first = time.monotonic()
@@ -176,7 +180,7 @@ class LiveCapture(Source):
                 if blocks == 0:
                     left = self.flush_interval if first is None else self.flush_interval - (time.monotonic() - first)
                     self._wait(max(left, 0.0))
-            self._hand_over(keys, ts, n)
+            self._hand_over(rows, n)
 
     def _run_recv(self) -> None:
         sock = self._sock
@@ -198,19 +202,18 @@ class LiveCapture(Source):
                 if first is None:
                     first = time.monotonic()
             self._packets += len(frames)
-            keys, ts, n = self._parse(frames, stamps)
-            self._hand_over(keys, ts, n)
+            rows, n = self._parse(frames, stamps)
+            self._hand_over(rows, n)
 
     def _parse(self, frames: list, stamps: list):
         lengths = np.fromiter(map(len, frames), np.int64, len(frames))
         offsets = np.zeros(len(frames), np.int64)
         np.cumsum(lengths[:-1], out=offsets[1:])
         buf = np.frombuffer(bytearray().join(frames), np.uint8)  # writable: same kernel type as the ring
-        keys = np.empty((len(frames), 2), KEY_DTYPE)
-        ts = np.empty(len(frames), np.int64)
-        n = sources_of_frames(buf, offsets, lengths, np.asarray(stamps, np.int64), self.linktype,
-                              keys, ts, self._counts)
-        return keys, ts, n
+        rows = output_rows(len(frames))
+        n = addresses_of_frames(buf, offsets, lengths, np.asarray(stamps, np.int64), self.linktype,
+                                *rows, self._counts)
+        return rows, n
 
 
 def _open_socket(iface: str, bpf: str | None):
@@ -251,7 +254,7 @@ def _kernel_drops(sock: socket.socket) -> int:
 def _warm_up() -> None:
     """Compile (or load from numba's cache) the kernels now, not while packets wait."""
     empty = np.zeros(0, np.int64)
-    sources_of_frames(np.zeros(0, np.uint8), empty, empty, empty, 1, np.zeros((0, 2), KEY_DTYPE),
-                      empty, np.zeros(N_REASONS, np.int64))
-    rg.walk_ring(np.zeros(64, np.uint8), 64, 1, np.zeros(1, np.int64), np.zeros((0, 2), KEY_DTYPE),
-                 empty, 0, 1, True, np.zeros(N_REASONS, np.int64))
+    addresses_of_frames(np.zeros(0, np.uint8), empty, empty, empty, 1, *output_rows(0),
+                        np.zeros(N_REASONS, np.int64))
+    rg.walk_ring(np.zeros(64, np.uint8), 64, 1, np.zeros(1, np.int64), *output_rows(0), 0, 1, True,
+                 np.zeros(N_REASONS, np.int64))

@@ -1,10 +1,14 @@
 """Capture files -> key batches: classic pcap and pcapng, plain or gzip-compressed.
 
 * pcap: both byte orders, microsecond (a1b2c3d4) and nanosecond (a1b23c4d) magic, and the
-  'modified' format (a1b2cd34, 24-byte record headers). The link type is masked with
-  ``0x0FFFFFFF`` (the upper bits carry FCS flags).
+  'modified' format (a1b2cd34, 24-byte record headers). The link type is the low 16 bits of the
+  header's link-type field (the upper bits carry the FCS flag and length).
 * pcapng: SHB (either byte order, several sections), IDB (per-interface link type, snap length,
   ``if_tsresol``, ``if_tsoffset``), EPB, SPB and the obsolete PB; other blocks are skipped.
+
+Every length field is checked against ``records.MAX_RECORD`` before anything is buffered, so a
+corrupt or hostile length never makes the reader hold more than that (plus one gzip chunk).
+Warnings are kept once each, with a count when repeated.
 
 The record walk is numba (dptop.capture.records) over a memory-mapped file or decompressed gzip
 chunks; Python only parses file and interface headers. Frames become keys by capture.linklayer;
@@ -22,8 +26,13 @@ import numpy as np
 
 from dptop.capture import records as rec
 from dptop.capture.filebytes import GzipBytes, open_bytes
-from dptop.capture.linklayer import LINKTYPE_MASK, N_REASONS, REASON_NAMES, SUPPORTED_LINKTYPES, UNSUPPORTED
-from dptop.engine.core.keys import KEY_DTYPE, KeyBatch
+from dptop.capture.linklayer import LINKTYPE_MASK, SUPPORTED_LINKTYPES, batch_of, output_rows
+from dptop.capture.wire import N_REASONS, REASON_NAMES, UNSUPPORTED
+from dptop.engine.core.keys import KeyBatch
+
+MAX_TSOFFSET_S = 1 << 32
+"""Largest ``if_tsoffset`` magnitude taken (seconds): its nanoseconds, plus any time stamp up to
+about 2100, still fit the int64 nanosecond clock. A larger offset is ignored with a warning."""
 
 
 class CaptureError(Exception):
@@ -40,13 +49,20 @@ class CaptureStats:
     """Keys emitted."""
     skipped: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    """Each distinct warning once, in order of first appearance; ``(n times)`` when repeated."""
     bytes_done: int = 0
     bytes_total: int = 0
     format: str = ""
+    _seen: dict[str, int] = field(default_factory=dict, repr=False)
 
     @property
     def fraction(self) -> float | None:
         return min(1.0, self.bytes_done / self.bytes_total) if self.bytes_total else None
+
+    def warn(self, text: str) -> None:
+        """Add a warning; a repeated one is shown once with its count."""
+        self._seen[text] = self._seen.get(text, 0) + 1
+        self.warnings = [t if c == 1 else f"{t} ({c} times)" for t, c in self._seen.items()]
 
 
 PCAP_MAGICS = {  # first four bytes -> (big endian, ns per fraction unit, record header length)
@@ -106,7 +122,7 @@ class CaptureReader:
             major, _minor, _zone, _sigfigs, _snap, lt = struct.unpack(
                 (">" if self._big else "<") + "HHiIII", bytes(self._src.buf[4:24]))
             if major != 2:
-                self.stats.warnings.append(f"{self.path}: pcap version {major} (expected 2)")
+                self.stats.warn(f"{self.path}: pcap version {major} (expected 2)")
             self._linktype = lt & LINKTYPE_MASK
             self._note_linktype(self._linktype)
             self._pos = 24
@@ -123,7 +139,7 @@ class CaptureReader:
 
     def _note_linktype(self, lt: int) -> None:
         if lt not in SUPPORTED_LINKTYPES:
-            self.stats.warnings.append(
+            self.stats.warn(
                 f"{self.path}: link type {lt} is not supported; its packets are counted as skipped "
                 f"(supported: {', '.join(map(str, sorted(SUPPORTED_LINKTYPES)))})")
 
@@ -132,7 +148,7 @@ class CaptureReader:
         if not self._ensure(28):
             if first:
                 raise self._fail("pcapng section header block cut off")
-            self.stats.warnings.append(f"{self.path}: pcapng section header cut off at end of file")
+            self.stats.warn(f"{self.path}: pcapng section header cut off at end of file")
             return False
         buf = self._src.buf
         bom = bytes(buf[self._pos + 8:self._pos + 12])
@@ -140,15 +156,20 @@ class CaptureReader:
             msg = f"pcapng section header has byte-order magic {bom.hex()} (expected 1a2b3c4d either way round)"
             if first:
                 raise self._fail(msg)
-            self.stats.warnings.append(f"{self.path}: {msg}; stopped reading there")
+            self.stats.warn(f"{self.path}: {msg}; stopped reading there")
             return False
         self._big = bom == b"\x1a\x2b\x3c\x4d"
         blen = rec.u32(buf, self._pos + 4, self._big)
-        if blen < 28 or blen % 4 or not self._ensure(blen):
+        major, minor = rec.u16(buf, self._pos + 12, self._big), rec.u16(buf, self._pos + 14, self._big)
+        msg = None
+        if blen < 28 or blen % 4 or blen > rec.MAX_RECORD or not self._ensure(blen):
             msg = f"pcapng section header has an invalid length ({blen})"
+        elif major != 1:  # a new major version is not readable as 1.x (pcapng spec, Section Header Block)
+            msg = f"pcapng section has format version {major}.{minor} (only 1.x is known)"
+        if msg is not None:
             if first:
                 raise self._fail(msg)
-            self.stats.warnings.append(f"{self.path}: {msg}; stopped reading there")
+            self.stats.warn(f"{self.path}: {msg}; stopped reading there")
             return False
         self._fold_unsupported()
         self._if = _Interfaces()
@@ -161,7 +182,7 @@ class CaptureReader:
             return self._cut("interface description block")
         blen = rec.u32(self._src.buf, self._pos + 4, self._big)
         if blen < 20 or blen % 4 or blen > rec.MAX_RECORD:
-            self.stats.warnings.append(
+            self.stats.warn(
                 f"{self.path}: interface description block at byte {self._src.base + self._pos} "
                 f"has an invalid length ({blen}); stopped reading there")
             return False
@@ -182,28 +203,26 @@ class CaptureReader:
             elif code == 14 and olen >= 8:
                 offset = struct.unpack(e + "q", value[:8])[0]
             o += 4 + ((olen + 3) & ~3)
-        self._if.add(lt & LINKTYPE_MASK, snap, resol, offset, self.stats.warnings, self.path)
+        self._if.add(lt & LINKTYPE_MASK, snap, resol, offset, self.stats.warn, self.path)
         self._note_linktype(lt & LINKTYPE_MASK)
         self._pos += blen
         return True
 
     def _cut(self, what: str) -> bool:
-        self.stats.warnings.append(f"{self.path}: file cut off inside a pcapng {what} "
+        self.stats.warn(f"{self.path}: file cut off inside a pcapng {what} "
                                    f"after {self.stats.packets} packets")
         return False
 
     # ----- record walk -------------------------------------------------------------------
-    def _walk_pcap(self, keys, ts, n, n_max):
-        pos, n, records, stop = rec.walk_pcap(
-            self._src.buf, self._pos, self._big, self._frac_ns, self._rec_hdr, self._linktype,
-            keys, ts, n, n_max, self._counts)
-        return pos, n, records, stop
+    def _walk_pcap(self, rows, n, n_max):
+        return rec.walk_pcap(self._src.buf, self._pos, self._big, self._frac_ns, self._rec_hdr,
+                             self._linktype, *rows, n, n_max, self._counts)
 
-    def _walk_pcapng(self, keys, ts, n, n_max):
+    def _walk_pcapng(self, rows, n, n_max):
         f = self._if
         pos, n, records, stop, self._last_ts = rec.walk_pcapng(
             self._src.buf, self._pos, self._big, f.link[:f.n], f.snap[:f.n], f.mul[:f.n],
-            f.div[:f.n], f.shift[:f.n], f.off[:f.n], f.unsup[:f.n], keys, ts, n, n_max,
+            f.div[:f.n], f.shift[:f.n], f.off[:f.n], f.unsup[:f.n], *rows, n, n_max,
             self._counts, self._last_ts)
         return pos, n, records, stop
 
@@ -231,11 +250,12 @@ class CaptureReader:
         self.stats.skipped = skipped
         self.stats.bytes_done = self._src.done(self._pos)
 
-    def _fill(self, keys: np.ndarray, ts: np.ndarray) -> int:
-        """Fill ``keys``/``ts`` from the file; the number of keys written (< len at the end)."""
-        n, n_max = 0, len(keys)
+    def _fill(self, rows) -> int:
+        """Fill ``rows`` (``linklayer.output_rows``) from the file; the number of rows written
+        (< their length only at the end)."""
+        n, n_max = 0, len(rows[0])
         while n < n_max and not self._done:
-            self._pos, n, records, stop = self._walk(keys, ts, n, n_max)
+            self._pos, n, records, stop = self._walk(rows, n, n_max)
             self.stats.packets += records
             if stop == rec.HEADER:
                 btype = rec.u32(self._src.buf, self._pos, self._big)
@@ -247,7 +267,7 @@ class CaptureReader:
                 else:
                     self._pos = 0
             elif stop == rec.BAD:
-                self.stats.warnings.append(
+                self.stats.warn(
                     f"{self.path}: record at byte {self._src.base + self._pos} has an impossible length "
                     f"field (corrupt file); stopped after {self.stats.packets} packets")
                 self._done = True
@@ -258,23 +278,23 @@ class CaptureReader:
     def _end(self, stop: int) -> None:
         self._done = True
         if self._src.warning:
-            self.stats.warnings.append(self._src.warning)
+            self.stats.warn(self._src.warning)
         left = len(self._src.buf) - self._pos
         if stop == rec.PARTIAL and left > 0:
-            self.stats.warnings.append(
+            self.stats.warn(
                 f"{self.path}: file cut off mid-record after {self.stats.packets} packets "
                 f"({left} trailing bytes ignored)")
 
     def batches(self, batch_size: int = 65536) -> Iterator[KeyBatch]:
-        """Key batches of ``batch_size`` keys (the last may be shorter) in file order."""
+        """Batches of ``batch_size`` packets (the last may be shorter) in file order, with
+        source and destination keys, time stamps and wire lengths."""
         if batch_size < 1:
             raise ValueError(f"batch_size ({batch_size}) must be >= 1")
         while not self._done:
-            keys = np.empty((batch_size, 2), KEY_DTYPE)
-            ts = np.empty(batch_size, np.int64)
-            n = self._fill(keys, ts)
+            rows = output_rows(batch_size)
+            n = self._fill(rows)
             if n:
-                yield KeyBatch(keys[:n], ts[:n])
+                yield batch_of(rows, n)
 
     def close(self) -> None:
         self._done = True
@@ -300,7 +320,7 @@ class _Interfaces:
         self.off = np.zeros(4, np.int64)
         self.unsup = np.zeros(4, np.int64)
 
-    def add(self, link: int, snap: int, resol: int, offset_s: int, warnings: list, path) -> None:
+    def add(self, link: int, snap: int, resol: int, offset_s: int, warn, path) -> None:
         if self.n == len(self.link):
             for name in ("link", "snap", "mul", "div", "shift", "off", "unsup"):
                 old = getattr(self, name)
@@ -308,6 +328,10 @@ class _Interfaces:
                 new[:len(old)] = old
                 setattr(self, name, new)
         i = self.n
+        if abs(offset_s) > MAX_TSOFFSET_S:
+            warn(f"{path}: interface {i} has if_tsoffset {offset_s} s, beyond +-{MAX_TSOFFSET_S} s "
+                 f"(the nanosecond clock would overflow); the offset is ignored")
+            offset_s = 0
         self.link[i], self.snap[i], self.off[i], self.unsup[i] = link, snap, offset_s * 1_000_000_000, 0
         self.mul[i], self.div[i], self.shift[i] = 1, 1, -1
         if resol & 0x80:
@@ -317,7 +341,7 @@ class _Interfaces:
         elif resol <= 18:
             self.div[i] = 10 ** (resol - 9)
         else:
-            warnings.append(f"{path}: interface {i} has timestamp resolution 10^-{resol}; read as 10^-18")
+            warn(f"{path}: interface {i} has timestamp resolution 10^-{resol}; read as 10^-18")
             self.div[i] = 10 ** 9
         self.n += 1
 
@@ -327,31 +351,36 @@ def open_capture(path) -> CaptureReader:
     return CaptureReader(path)
 
 
-def read_keys(path, batch_size: int = 1 << 20) -> tuple[np.ndarray, np.ndarray, CaptureStats]:
-    """The whole file: keys ``(n, 2) uint64``, ``ts_ns`` ``int64`` and the reader's stats."""
+def read_capture(path, batch_size: int = 1 << 20) -> tuple[KeyBatch, CaptureStats]:
+    """The whole file as one ``KeyBatch`` (with ``dst`` and ``length``) and the reader's stats."""
     with open_capture(path) as reader:
         parts = list(reader.batches(batch_size))
         stats = reader.stats
     if not parts:
-        return np.zeros((0, 2), KEY_DTYPE), np.zeros(0, np.int64), stats
-    return (np.concatenate([b.keys for b in parts]), np.concatenate([b.ts_ns for b in parts]), stats)
+        return batch_of(output_rows(0), 0), stats
+    return KeyBatch(*(np.concatenate([getattr(b, f) for b in parts]) for f in ("keys", "ts_ns", "dst", "length"))), stats
+
+
+def read_keys(path, batch_size: int = 1 << 20) -> tuple[np.ndarray, np.ndarray, CaptureStats]:
+    """The whole file: source keys ``(n, 2) uint64``, ``ts_ns`` ``int64`` and the reader's stats."""
+    batch, stats = read_capture(path, batch_size)
+    return batch.keys, batch.ts_ns, stats
 
 
 def count_packets(path) -> int:
     """Number of packet records in the file (one pass of the record walk, keys discarded)."""
     with open_capture(path) as reader:
-        keys = np.empty((1 << 16, 2), KEY_DTYPE)
-        ts = np.empty(1 << 16, np.int64)
+        rows = output_rows(1 << 16)
         while not reader._done:
-            reader._fill(keys, ts)
+            reader._fill(rows)
         return reader.stats.packets
 
 
 def warm_up() -> None:
     """Compile (or load from numba's cache) the record walks now, e.g. off the GUI thread at
     start, instead of on the first file read."""
-    keys, ts = np.empty((1, 2), KEY_DTYPE), np.empty(1, np.int64)
+    rows = output_rows(1)
     buf, counts, if_arr = np.zeros(16, np.uint8), np.zeros(N_REASONS, np.int64), np.zeros(1, np.int64)
-    rec.walk_pcap(buf, 0, False, 1000, 16, 1, keys, ts, 0, 1, counts)
-    rec.walk_pcapng(buf, 0, False, if_arr, if_arr, if_arr, if_arr, if_arr, if_arr, if_arr, keys, ts, 0, 1,
+    rec.walk_pcap(buf, 0, False, 1000, 16, 1, *rows, 0, 1, counts)
+    rec.walk_pcapng(buf, 0, False, if_arr, if_arr, if_arr, if_arr, if_arr, if_arr, if_arr, *rows, 0, 1,
                     counts, 0)

@@ -1,7 +1,8 @@
 """Record walks over a capture held in a ``uint8`` buffer (numba; no per-packet Python).
 
-Each walk starts at byte ``pos``, writes keys and ``int64`` nanosecond timestamps into
-``keys[n_out:]`` / ``ts[n_out:]`` until ``n_max`` keys, the end of the buffer, or a block it
+Each walk starts at byte ``pos``, writes source keys, destination keys, ``int64`` nanosecond
+timestamps and ``uint32`` original (wire) lengths into ``keys[n_out:]``, ``dst[n_out:]``,
+``ts[n_out:]``, ``length[n_out:]`` until ``n_max`` rows, the end of the buffer, or a block it
 leaves to Python, and returns where it stopped and why:
 
 * ``FULL`` — the output arrays are full; call again from ``pos``.
@@ -13,20 +14,22 @@ leaves to Python, and returns where it stopped and why:
 * ``HEADER`` — (pcapng) a section header or interface description block at ``pos``; Python
   parses it (rare) and calls again.
 
-Skip reasons (dptop.capture.linklayer codes) are added to ``counts``.
+Skip reasons (dptop.capture.wire codes) are added to ``counts``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from dptop.capture.linklayer import MALFORMED, OK, UNKNOWN_INTERFACE, UNSUPPORTED, source_of
+from dptop.capture.linklayer import frame_addresses, store
+from dptop.capture.wire import MALFORMED, OK, UNKNOWN_INTERFACE, UNSUPPORTED, u16, u32
 from dptop.engine.core.jit import inner, kernel
 
 FULL, END, PARTIAL, BAD, HEADER = 0, 1, 2, 3, 4
 
 MAX_RECORD = 1 << 24
 """Largest captured length accepted (16 MiB, far above any link's snapshot length); a larger
-length field means the file is corrupt from that record on."""
+length field means the file is corrupt from that record on. pcapng header blocks are held to
+the same bound, so no length field makes the reader buffer more than this."""
 
 SHB = 0x0A0D0D0A
 IDB = 1
@@ -37,27 +40,21 @@ EPB = 6
 _NS = np.int64(1_000_000_000)
 
 
-@inner
-def u32(buf, o, big):
-    if big:
-        return ((np.int64(buf[o]) << 24) | (np.int64(buf[o + 1]) << 16)
-                | (np.int64(buf[o + 2]) << 8) | np.int64(buf[o + 3]))
-    return (np.int64(buf[o]) | (np.int64(buf[o + 1]) << 8) | (np.int64(buf[o + 2]) << 16)
-            | (np.int64(buf[o + 3]) << 24))
-
-
-@inner
-def u16(buf, o, big):
-    if big:
-        return (np.int64(buf[o]) << 8) | np.int64(buf[o + 1])
-    return np.int64(buf[o]) | (np.int64(buf[o + 1]) << 8)
-
-
 @kernel
-def walk_pcap(buf, pos, big, frac_ns, rec_hdr, linktype, keys, ts, n_out, n_max, counts):
+def walk_pcap(buf, pos, big, frac_ns, rec_hdr, linktype, keys, dst, ts, length, n_out, n_max, counts):
     """Classic pcap records (``rec_hdr`` 16, or 24 for the 'modified' Kuznetzov format);
     ``frac_ns`` = 1000 for microsecond files, 1 for nanosecond files.
     Returns ``(pos, n_out, records, stop)``."""
+    if linktype == 1:  # an Ethernet-only copy of the loop (linklayer.frame_addresses)
+        return _walk_pcap(buf, pos, big, frac_ns, rec_hdr, linktype, keys, dst, ts, length, n_out, n_max,
+                          counts, True)
+    return _walk_pcap(buf, pos, big, frac_ns, rec_hdr, linktype, keys, dst, ts, length, n_out, n_max,
+                      counts, False)
+
+
+@inner
+def _walk_pcap(buf, pos, big, frac_ns, rec_hdr, linktype, keys, dst, ts, length, n_out, n_max, counts,
+               ether_only):
     n = len(buf)
     records = 0
     stop = FULL
@@ -74,11 +71,10 @@ def walk_pcap(buf, pos, big, frac_ns, rec_hdr, linktype, keys, ts, n_out, n_max,
             stop = PARTIAL
             break
         records += 1
-        reason, hi, lo = source_of(buf, start, start + incl, linktype)
+        reason, src_hi, src_lo, dst_hi, dst_lo = frame_addresses(buf, start, start + incl, linktype, ether_only)
         if reason == OK:
-            keys[n_out, 0] = hi
-            keys[n_out, 1] = lo
-            ts[n_out] = u32(buf, pos, big) * _NS + u32(buf, pos + 4, big) * frac_ns
+            store(keys, dst, ts, length, n_out, src_hi, src_lo, dst_hi, dst_lo,
+                  u32(buf, pos, big) * _NS + u32(buf, pos + 4, big) * frac_ns, u32(buf, pos + 12, big))
             n_out += 1
         else:
             counts[reason] += 1
@@ -101,11 +97,21 @@ def pcapng_time(raw, mul, div, shift, offset_ns):
 
 @kernel
 def walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, if_unsup,
-                keys, ts, n_out, n_max, counts, last_ts):
+                keys, dst, ts, length, n_out, n_max, counts, last_ts):
     """pcapng blocks of one section whose interfaces are described by the ``if_*`` arrays
     (link type, snap length, timestamp conversion); packets of an interface with an unsupported
     link type are counted in ``if_unsup``. Simple Packet Blocks carry no time: they get the
     last time seen. Returns ``(pos, n_out, records, stop, last_ts)``."""
+    if np.all(if_link == 1):  # an Ethernet-only copy of the loop (linklayer.frame_addresses)
+        return _walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, if_unsup,
+                            keys, dst, ts, length, n_out, n_max, counts, last_ts, True)
+    return _walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, if_unsup,
+                        keys, dst, ts, length, n_out, n_max, counts, last_ts, False)
+
+
+@inner
+def _walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, if_unsup,
+                 keys, dst, ts, length, n_out, n_max, counts, last_ts, ether_only):
     n = len(buf)
     n_if = len(if_link)
     records = 0
@@ -139,6 +145,7 @@ def walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_of
                 iface = 0
                 start = pos + 12
                 cap = u32(buf, pos + 8, big)
+                wire = cap
                 if n_if > 0 and if_snap[0] > 0 and cap > if_snap[0]:
                     cap = if_snap[0]
                 if start + cap > body_end:
@@ -148,6 +155,7 @@ def walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_of
                 iface = u32(buf, pos + 8, big) if btype == EPB else u16(buf, pos + 8, big)
                 start = pos + 28
                 cap = u32(buf, pos + 20, big)
+                wire = u32(buf, pos + 24, big)
                 t = 0
                 if iface < n_if:
                     raw = (u32(buf, pos + 12, big) << 32) | u32(buf, pos + 16, big)
@@ -158,15 +166,14 @@ def walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_of
                 counts[UNKNOWN_INTERFACE] += 1
             else:
                 last_ts = t
-                reason, hi, lo = source_of(buf, start, start + cap, if_link[iface])
+                reason, src_hi, src_lo, dst_hi, dst_lo = frame_addresses(buf, start, start + cap, if_link[iface],
+                                                                         ether_only)
                 if reason == OK:
-                    keys[n_out, 0] = hi
-                    keys[n_out, 1] = lo
-                    ts[n_out] = t
+                    store(keys, dst, ts, length, n_out, src_hi, src_lo, dst_hi, dst_lo, t, wire)
                     n_out += 1
                 elif reason == UNSUPPORTED:
                     if_unsup[iface] += 1
-                else:
+                elif reason != OK:
                     counts[reason] += 1
         pos += blen
     return pos, n_out, records, stop, last_ts

@@ -4,8 +4,8 @@ The kernel writes frames into ``n_blocks`` blocks of ``block_size`` bytes and ma
 ``TP_STATUS_USER`` when it is full or ``retire_ms`` have passed; ``walk_ring`` (numba) turns
 every ready block into keys and hands it back (``TP_STATUS_KERNEL``). Layouts are those of
 ``<linux/if_packet.h>``: block descriptor (status at +8, packet count at +12, offset of the
-first frame at +16), ``tpacket3_hdr`` (next offset +0, sec +4, nsec +8, snaplen +12, mac
-offset +24) followed by ``sockaddr_ll`` at +48 (packet type at +58). The ring relies on x86's
+first frame at +16), ``tpacket3_hdr`` (next offset +0, sec +4, nsec +8, snaplen +12, wire
+length +16, mac offset +24) followed by ``sockaddr_ll`` at +48 (packet type at +58). The ring relies on x86's
 ordered loads and stores (as libpcap's C code relies on compiler barriers only).
 """
 from __future__ import annotations
@@ -16,9 +16,9 @@ import struct
 
 import numpy as np
 
-from dptop.capture.linklayer import OK, source_of
-from dptop.capture.records import u16, u32
-from dptop.engine.core.jit import kernel
+from dptop.capture.linklayer import frame_addresses, store
+from dptop.capture.wire import OK, u16, u32
+from dptop.engine.core.jit import inner, kernel
 
 SOL_PACKET = 263
 PACKET_RX_RING = 5
@@ -29,9 +29,19 @@ _NS = np.int64(1_000_000_000)
 
 
 @kernel
-def walk_ring(ring, block_size, n_blocks, cur, keys, ts, n_out, linktype, skip_outgoing, counts):
+def walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, linktype, skip_outgoing, counts):
     """Consume ready blocks from block ``cur[0]`` on while their frames fit in ``keys``.
     Returns ``(n_out, packets, blocks)``."""
+    if linktype == 1:  # an Ethernet-only copy of the loop (linklayer.frame_addresses)
+        return _walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, linktype,
+                          skip_outgoing, counts, True)
+    return _walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, linktype,
+                      skip_outgoing, counts, False)
+
+
+@inner
+def _walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, linktype, skip_outgoing,
+               counts, ether_only):
     n_max = len(keys)
     packets = 0
     blocks = 0
@@ -48,11 +58,10 @@ def walk_ring(ring, block_size, n_blocks, cur, keys, ts, n_out, linktype, skip_o
                 packets += 1
                 start = off + u16(ring, off + 24, False)
                 end = start + u32(ring, off + 12, False)
-                reason, hi, lo = source_of(ring, start, end, linktype)
+                reason, src_hi, src_lo, dst_hi, dst_lo = frame_addresses(ring, start, end, linktype, ether_only)
                 if reason == OK:
-                    keys[n_out, 0] = hi
-                    keys[n_out, 1] = lo
-                    ts[n_out] = u32(ring, off + 4, False) * _NS + u32(ring, off + 8, False)
+                    store(keys, dst, ts, length, n_out, src_hi, src_lo, dst_hi, dst_lo,
+                          u32(ring, off + 4, False) * _NS + u32(ring, off + 8, False), u32(ring, off + 16, False))
                     n_out += 1
                 else:
                     counts[reason] += 1
@@ -82,9 +91,9 @@ class Ring:
         self.max_frames_per_block = block_size // 64  # a frame takes >= 48 + 20 + 14 bytes
         self._cur = np.zeros(1, np.int64)
 
-    def walk(self, keys, ts, n_out, linktype, counts):
-        return walk_ring(self.buf, self.block_size, self.n_blocks, self._cur, keys, ts, n_out,
-                         linktype, self.skip_outgoing, counts)
+    def walk(self, keys, dst, ts, length, n_out, linktype, counts):
+        return walk_ring(self.buf, self.block_size, self.n_blocks, self._cur, keys, dst, ts, length,
+                         n_out, linktype, self.skip_outgoing, counts)
 
     def close(self) -> None:
         self.buf = None

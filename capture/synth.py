@@ -1,5 +1,9 @@
 """Synthetic traffic as a real pcap file: the Zipf stream of ``dptop.engine.core.workload`` with
 minimal Ethernet + IPv4 headers that tcpdump, Wireshark and scapy read.
+
+Each record holds the 34 header bytes (as a capture with snap length 34 would); its original
+length and the IPv4 total length say how long the packet was on the wire, so readers see
+destinations and wire lengths as in a real capture.
 """
 from __future__ import annotations
 
@@ -35,16 +39,25 @@ def _ipv4_checksums(rec: np.ndarray) -> np.ndarray:
     return (~total & 0xFFFF).astype(np.uint16)
 
 
-def write_pcap(path, src_ipv4: np.ndarray, ts_ns: np.ndarray, dst_ipv4: int = 0xC0A8_0001) -> None:
-    """Write a classic little-endian microsecond pcap (Ethernet, IPv4, protocol 253 'testing')."""
+WIRE_LENGTHS = np.array([64, 576, 1500])
+WIRE_SHARES = np.array([0.5, 0.15, 0.35])
+"""The wire-length mix of ``write_zipf_pcap``: small (acknowledgements), mid-size, full MTU."""
+
+
+def write_pcap(path, src_ipv4: np.ndarray, ts_ns: np.ndarray, dst_ipv4=0xC0A8_0001, wire_len=34) -> None:
+    """Write a classic little-endian microsecond pcap (Ethernet, IPv4, protocol 253 'testing');
+    ``dst_ipv4`` and ``wire_len`` (>= 34 bytes) are one value or one per packet."""
+    if np.any(np.asarray(wire_len) < 34):
+        raise ValueError(f"wire_len (min {np.min(wire_len)}) must be >= 34 (the Ethernet and IPv4 headers)")
     rec = np.zeros(len(src_ipv4), dtype=_RECORD)
     rec["ts_sec"] = ts_ns // 1_000_000_000
     rec["ts_usec"] = (ts_ns // 1000) % 1_000_000
-    rec["incl_len"] = rec["orig_len"] = 34
+    rec["incl_len"] = 34
+    rec["orig_len"] = wire_len
     rec["eth"] = b"\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02"
     rec["ethertype"] = 0x0800
     rec["ver_ihl"] = 0x45
-    rec["total_len"] = 20
+    rec["total_len"] = rec["orig_len"] - 14
     rec["ident"] = np.arange(len(rec)) & 0xFFFF
     rec["ttl"] = 64
     rec["proto"] = 253
@@ -59,7 +72,11 @@ def write_pcap(path, src_ipv4: np.ndarray, ts_ns: np.ndarray, dst_ipv4: int = 0x
 
 
 def write_zipf_pcap(path, skew, domain, length, seed, rate_pps=100_000) -> None:
-    """``dptop synth``: a Zipf capture with packets spaced at ``rate_pps``."""
+    """``dptop synth``: a Zipf capture with packets spaced at ``rate_pps``. Sources and
+    destinations are independent Zipf streams over the same hosts (seeds ``seed`` and
+    ``seed + 1``); wire lengths follow ``WIRE_LENGTHS`` / ``WIRE_SHARES`` (seed ``seed + 2``)."""
     src = ipv4_of_rank(zipf_ranks(skew, domain, length, seed))
+    dst = ipv4_of_rank(zipf_ranks(skew, domain, length, seed + 1))
+    wire = np.random.default_rng(seed + 2).choice(WIRE_LENGTHS, size=length, p=WIRE_SHARES)
     ts = np.arange(length, dtype=np.int64) * (1_000_000_000 // rate_pps) + 1_700_000_000_000_000_000
-    write_pcap(path, src, ts)
+    write_pcap(path, src, ts, dst, wire)

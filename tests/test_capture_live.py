@@ -53,6 +53,8 @@ def test_sees_exactly_the_packets_sent(mode):
     assert time.monotonic() - t0 < 0.5
     seen = Counter(a for b in got for a in addresses_from_keys(b.keys))
     assert seen == sent
+    assert {a for b in got for a in addresses_from_keys(b.dst)} == {"127.0.0.1"}
+    assert {n for b in got for n in b.length.tolist()} == {42}  # Ethernet 14 + IPv4 20 + UDP 8
     s = cap.stats()
     assert (s.packets, s.ip_packets, s.kernel_drops, s.queue_drops, s.finished) == (300, 300, 0, 0, True)
     assert s.fraction is None and s.error is None
