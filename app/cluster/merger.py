@@ -1,0 +1,100 @@
+"""The collector's side: merge what capture points shipped and release once per epoch.
+
+Merges run in a fixed agent order (the order agents were named), so a run is reproducible even
+for the merges that are not associative (Misra-Gries, SpaceSaving). Every release names the
+capture points whose data it holds (``status["agents"]``) and, in its guarantee notes and status,
+those expected but missing (lost before they delivered): their packets of that epoch are in no
+release, and the release does not claim them.
+"""
+from __future__ import annotations
+
+from dptop.cluster.plan import Plan
+from dptop.engine.baselines.merge import CountSummary, countmin_top, merge_all
+from dptop.engine.core.release import Release, Span
+
+
+class Merger:
+    def __init__(self, plan: Plan, agents: list[str]):
+        self.plan = plan
+        self.agents = list(agents)
+        self._whole: dict[str, dict] = {}
+        self._epochs: dict[int, dict[str, dict]] = {}
+        self._algorithms = {n: plan.release_algorithm(n) for n in plan.private}
+        self.releases: dict[str, list[Release]] = {n: [] for n in plan.names}
+
+    def add_agent(self, agent: str) -> None:
+        if agent not in self.agents:
+            self.agents.append(agent)
+
+    def add_whole(self, agent: str, summaries: dict) -> None:
+        self.add_agent(agent)
+        self._whole[agent] = summaries
+
+    def add_epoch(self, agent: str, epoch: int, summaries: dict) -> None:
+        self.add_agent(agent)
+        self._epochs.setdefault(epoch, {})[agent] = summaries
+
+    def delivered(self, epoch: int) -> set[str]:
+        return set(self._epochs.get(epoch, {}))
+
+    def _ordered(self, by_agent: dict) -> list[str]:
+        return [a for a in self.agents if a in by_agent]
+
+    def release_epoch(self, epoch: int, covered, missing=()) -> list[Release]:
+        """Merge and release every private algorithm's ``epoch`` from the ``covered`` agents (an
+        agent without packets in it ships nothing); ``missing`` agents are named as not covered."""
+        by_agent = self._epochs.pop(epoch, {})
+        covered = [a for a in self.agents if a in set(covered)]
+        missing = [a for a in self.agents if a in set(missing)]
+        notes = (f"merged from {len(covered)} capture point(s): {', '.join(covered) or 'none'}",)
+        if missing:
+            notes += (f"NOT covered: capture point(s) {', '.join(missing)} lost before delivering this "
+                      f"epoch; their packets of this epoch are in no release",)
+        status = {"agents": covered, "agents_missing": missing}
+        grid = self.plan.grid
+        out = []
+        for name, alg in self._algorithms.items():
+            parts = [by_agent[a][name] for a in covered if name in by_agent.get(a, {})]
+            merged = merge_all(parts) if parts else None
+            packets = max((p.n for p in parts), default=0)
+            state = merged if name == "dpmg" or merged is None else alg.merged_state(merged)
+            rel = alg.publish(state, packets, epoch, None if grid is None else grid.first_cell + epoch,
+                              notes, status)
+            self.releases[name].append(rel)
+            out.append(rel)
+        return out
+
+    def pending_epochs(self) -> list[int]:
+        return sorted(self._epochs)
+
+    def exact(self) -> CountSummary:
+        """The exact counts merged over every capture point that delivered its whole stream."""
+        parts = [self._whole[a]["exact"] for a in self._ordered(self._whole)]
+        return merge_all(parts) if parts else CountSummary.empty()
+
+    def release_whole(self) -> list[Release]:
+        """The non-private baselines over the whole merged stream (one release each)."""
+        covered = self._ordered(self._whole)
+        settings = self.plan.settings
+        out = []
+        for name in self.plan.names:
+            if name in self._algorithms:
+                continue
+            parts = [self._whole[a][name] for a in covered]
+            if not parts:
+                continue
+            merged = merge_all(parts)
+            status = {"agents": covered}
+            if name == "exact":
+                top = int(settings.extra.get("top", settings.k))
+                items = merged.top(top or None)
+                status["distinct"] = len(merged.keys)
+            elif name == "countmin":
+                items = countmin_top(merged, settings.k)
+            else:
+                items = merged.top(settings.k)
+                status["error_bound"] = merged.error_bound
+            rel = Release(name, Span(0, merged.n), items, status=status)
+            self.releases[name].append(rel)
+            out.append(rel)
+        return out
