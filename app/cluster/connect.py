@@ -28,11 +28,15 @@ def check_cluster(cluster):
 
 
 def local_cluster(workers: int, processes: bool = True):
-    """An embedded LocalCluster on loopback: ``workers`` single-threaded workers, no dashboard."""
+    """An embedded LocalCluster of ``workers`` single-threaded workers, no dashboard: worker
+    processes talk over loopback TCP, thread workers (``processes=False``) in-process."""
     from distributed import LocalCluster
 
-    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, host="127.0.0.1",
-                        dashboard_address=None, silence_logs=logging.ERROR)
+    where = {"host": "127.0.0.1"} if processes else {}
+    # the scheduler always serves health routes over HTTP: on a free loopback port, no dashboard
+    http = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
+    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None,
+                        silence_logs=logging.ERROR, scheduler_kwargs=http, **where)
 
 
 @contextlib.contextmanager
