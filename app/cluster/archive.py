@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dptop.capture.pcap import open_capture
 from dptop.cluster.connect import connect, describe
-from dptop.cluster.merger import Merger
+from dptop.cluster.merger import Merger, merged_json
 from dptop.cluster.plan import Plan, TimeGrid, new_master
 from dptop.cluster.point import CapturePoint
 from dptop.engine.baselines.merge import CountSummary
@@ -96,17 +96,7 @@ class ArchiveResult:
     def to_json(self, top: int = 10) -> dict:
         """The pieces of dptop's replay JSON contract: ``agents``, ``exact`` and per algorithm its
         ``releases`` (``Release.to_json``), plus where it ran."""
-        algorithms = {}
-        for name, rels in self.releases.items():
-            guarantee = next((r.guarantee for r in rels if r.guarantee is not None), None)
-            algorithms[name] = {"private": guarantee is not None,
-                                "guarantee": None if guarantee is None else guarantee.to_json(),
-                                "releases": [r.to_json() for r in rels]}
-        return {"cluster": self.cluster, "seconds": self.seconds,
-                "agents": [a.to_json() for a in self.agents],
-                "exact": {"total": self.exact.n, "distinct": len(self.exact.keys),
-                          "top": [{"address": it.address, "count": int(it.estimate)} for it in self.exact_top(top)]},
-                "algorithms": algorithms}
+        return {"cluster": self.cluster, "seconds": self.seconds, **merged_json(self, top)}
 
 
 def _run_tasks(client, paths: list[str], plan: Plan) -> list[Shipment]:

@@ -18,6 +18,7 @@ class Merger:
         self.plan = plan
         self.agents = list(agents)
         self._whole: dict[str, dict] = {}
+        self._exact: dict[str, CountSummary] = {}
         self._epochs: dict[int, dict[str, dict]] = {}
         self._algorithms = {n: plan.release_algorithm(n) for n in plan.private}
         self.releases: dict[str, list[Release]] = {n: [] for n in plan.names}
@@ -26,8 +27,15 @@ class Merger:
         if agent not in self.agents:
             self.agents.append(agent)
 
-    def add_whole(self, agent: str, summaries: dict) -> None:
+    def add_exact(self, agent: str, delta: CountSummary) -> None:
+        """Exact counts are a running sum per agent (deltas merge associatively)."""
         self.add_agent(agent)
+        self._exact[agent] = self._exact[agent].merge(delta) if agent in self._exact else delta
+
+    def add_whole(self, agent: str, summaries: dict) -> None:
+        """An agent's final whole-stream baselines (and its last exact-count delta)."""
+        summaries = dict(summaries)
+        self.add_exact(agent, summaries.pop("exact"))
         self._whole[agent] = summaries
 
     def add_epoch(self, agent: str, epoch: int, summaries: dict) -> None:
@@ -68,8 +76,8 @@ class Merger:
         return sorted(self._epochs)
 
     def exact(self) -> CountSummary:
-        """The exact counts merged over every capture point that delivered its whole stream."""
-        parts = [self._whole[a]["exact"] for a in self._ordered(self._whole)]
+        """The exact counts merged over every capture point, as far as each has shipped them."""
+        parts = [self._exact[a] for a in self._ordered(self._exact)]
         return merge_all(parts) if parts else CountSummary.empty()
 
     def release_whole(self) -> list[Release]:
@@ -80,11 +88,11 @@ class Merger:
         for name in self.plan.names:
             if name in self._algorithms:
                 continue
-            parts = [self._whole[a][name] for a in covered]
-            if not parts:
+            parts = [self._whole[a][name] for a in covered if name in self._whole[a]]
+            merged = self.exact() if name == "exact" else merge_all(parts) if parts else None
+            if merged is None:
                 continue
-            merged = merge_all(parts)
-            status = {"agents": covered}
+            status = {"agents": self._ordered(self._exact) if name == "exact" else covered}
             if name == "exact":
                 top = int(settings.extra.get("top", settings.k))
                 items = merged.top(top or None)
@@ -98,3 +106,20 @@ class Merger:
             self.releases[name].append(rel)
             out.append(rel)
         return out
+
+
+def merged_json(result, top: int) -> dict:
+    """``agents``, ``exact`` (total, distinct, top) and per algorithm whether it is private, its
+    guarantee and its releases: the replay JSON's sections for a merged run (``ArchiveResult``,
+    ``LiveResult``)."""
+    out = {}
+    for name, rels in result.releases.items():
+        guarantee = next((r.guarantee for r in rels if r.guarantee is not None), None)
+        out[name] = {"private": guarantee is not None,
+                     "guarantee": None if guarantee is None else guarantee.to_json(),
+                     "releases": [r.to_json() for r in rels]}
+    exact = result.exact
+    return {"agents": [a.to_json() for a in result.agents],
+            "exact": {"total": exact.n, "distinct": len(exact.keys),
+                      "top": [{"address": it.address, "count": int(it.estimate)} for it in exact.top(top)]},
+            "algorithms": out}

@@ -1,9 +1,11 @@
 """One capture point's side of a cluster run: key batches in, small summaries out (never packets).
 
-``CapturePoint.feed`` gives every batch to the whole-stream summarizers and splits it by the plan's
-epoch rule over per-epoch summarizers (order inside an epoch is kept: Misra-Gries and SpaceSaving
-depend on it). ``take_epoch`` hands one epoch's summaries over and forgets them; a live agent calls
-it when the epoch's time is over, a file agent at the end.
+``CapturePoint.feed`` gives every batch to the exact counter and the whole-stream summarizers and
+splits it by the plan's epoch rule over per-epoch summarizers (order inside an epoch is kept:
+Misra-Gries and SpaceSaving depend on it). ``take_epoch`` hands one epoch's summaries over and
+forgets them (a live agent calls it when the epoch's time is over, a file agent at the end);
+``take_exact`` hands over the exact counts since the last call, so a live collector's exact view
+follows the agents while they run.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ class CapturePoint:
     def __init__(self, plan: Plan):
         self.plan = plan
         self.whole = plan.whole_summarizers()
+        self.exact = self.whole.pop("exact")
         self._factory = EpochSummarizers(plan) if plan.private else None
         self._open: dict[int, dict] = {}
         self._closed: set[int] = set()
@@ -39,6 +42,7 @@ class CapturePoint:
     def feed(self, batch: KeyBatch) -> None:
         if len(batch) == 0:
             return
+        self.exact.update(batch.keys)
         for s in self.whole.values():
             s.update(batch.keys)
         if self._factory is not None:
@@ -85,5 +89,12 @@ class CapturePoint:
         self.counters.epochs_shipped.append(epoch)
         return {name: s.summary() for name, s in self._open.pop(epoch, {}).items()}
 
+    def take_exact(self):
+        """Exact counts since the last call (a ``CountSummary`` delta)."""
+        summary = self.exact.summary()
+        self.exact = type(self.exact)()
+        return summary
+
     def take_whole(self) -> dict:
-        return {name: s.summary() for name, s in self.whole.items()}
+        """The whole-stream baselines and the last exact-count delta (``"exact"``)."""
+        return {"exact": self.take_exact(), **{name: s.summary() for name, s in self.whole.items()}}
