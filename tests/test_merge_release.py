@@ -91,7 +91,7 @@ def test_merged_eehh_sums_to_the_sketch_of_the_union_and_releases_heavy_labels()
     union.update(np.concatenate(parts))
     merged = merge_all(agents)
     assert np.array_equal(merged.cells, union.summary().cells) and merged.n == 4 << 16
-    state = alg.merged_state(merged)
+    state = alg.state_of(merged)
     noise = state.cells - merged.cells
     assert noise.std() > alg.scale  # fresh discrete Laplace(b) cell noise, std b·√2
     rel = alg.publish(state, merged.n, 0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pickle
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,17 +42,19 @@ class AgentReport:
     """Epoch summaries shipped."""
     bytes_shipped: int
     """Pickled size of everything the capture point sent to the collector."""
+    epoch_bytes: int
+    """The part of it that is per-epoch summaries (the rest: exact counts and baselines, once)."""
     seconds: float
     """Time the worker spent reading and summarising the file."""
 
     @property
     def bytes_per_epoch(self) -> float:
-        return self.bytes_shipped / max(self.epochs, 1)
+        return self.epoch_bytes / max(self.epochs, 1)
 
     def to_json(self) -> dict:
         return {"path": self.name, "packets": self.packets, "ip_packets": self.ip_packets,
                 "skipped": dict(self.skipped), "outside_grid": self.outside_grid, "epochs": self.epochs,
-                "bytes_shipped": self.bytes_shipped, "seconds": self.seconds, "warnings": list(self.warnings)}
+                "bytes_shipped": self.bytes_shipped, "epoch_bytes": self.epoch_bytes, "seconds": self.seconds, "warnings": list(self.warnings)}
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,9 @@ def summarize_file(path: str, plan: Plan) -> Shipment:
         stats = reader.stats
     epochs = {e: point.take_epoch(e) for e in point.open_epochs()}
     whole = point.take_whole()
-    size = len(pickle.dumps((whole, epochs), protocol=pickle.HIGHEST_PROTOCOL))
+    size, epoch_size = (len(pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)) for x in ((whole, epochs), epochs))
     report = AgentReport(str(path), stats.packets, stats.ip_packets, dict(stats.skipped), tuple(stats.warnings),
-                         point.counters.outside_grid, len(epochs), size, time.perf_counter() - t0)
+                         point.counters.outside_grid, len(epochs), size, epoch_size, time.perf_counter() - t0)
     return Shipment(report, whole, epochs)
 
 
@@ -102,7 +105,8 @@ class ArchiveResult:
 def _run_tasks(client, paths: list[str], plan: Plan) -> list[Shipment]:
     if client is None:
         return [summarize_file(p, plan) for p in paths]
-    futures = [client.submit(summarize_file, p, plan, pure=False, key=f"dptop-archive-{i}-{Path(p).name}")
+    run = uuid.uuid4().hex[:12]  # fresh keys: a repeated replay must never reuse a cached result
+    futures = [client.submit(summarize_file, p, plan, pure=False, key=f"dptop-archive-{run}-{i}-{Path(p).name}")
                for i, p in enumerate(paths)]
     return client.gather(futures)
 

@@ -54,7 +54,7 @@ class AgentStatus:
     error: str | None = None
 
     @property
-    def covers_nothing_more(self) -> bool:
+    def gone(self) -> bool:
         return self.state in ("lost", "failed")
 
     def to_json(self) -> dict:
@@ -236,7 +236,7 @@ class Collector:
                 continue
             if a.state == "finished" and a.last_cell is not None and a.last_cell < cell:
                 continue
-            if not a.covers_nothing_more:
+            if not a.gone:
                 return None, None  # still to come
             missing.append(name)
         return sorted(delivered), missing
@@ -245,7 +245,7 @@ class Collector:
         grid = self.plan.grid
         if grid is None:
             if final:
-                lost = [n for n, a in self._agents.items() if a.covers_nothing_more and n not in self._merger.delivered(0)]
+                lost = [n for n, a in self._agents.items() if a.gone and n not in self._merger.delivered(0)]
                 self._merger.release_epoch(0, self._merger.delivered(0), lost)
             return
         if final:  # up to the cell the run stopped in (agents shipped it partial)

@@ -65,7 +65,7 @@ class Merger:
             parts = [by_agent[a][name] for a in covered if name in by_agent.get(a, {})]
             merged = merge_all(parts) if parts else None
             packets = max((p.n for p in parts), default=0)
-            state = merged if name == "dpmg" or merged is None else alg.merged_state(merged)
+            state = None if merged is None else alg.state_of(merged)
             rel = alg.publish(state, packets, epoch, None if grid is None else grid.first_cell + epoch,
                               notes, status)
             self.releases[name].append(rel)

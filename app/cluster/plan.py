@@ -27,7 +27,7 @@ from dptop.engine.baselines.merge import (CountSummarizer, CountMinSummarizer, M
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings, check_positive_int
 from dptop.engine.single_release.epochs import MAX_EMPTY_EPOCHS, check_epoch_options
-from dptop.engine.single_release.merged import EEHHSummarizer, MergedDPMG, MergedEEHH
+from dptop.engine.single_release.merged import MergedDPMG, MergedEEHH
 
 BASELINES = ("exact", "spacesaving", "misragries", "countmin")
 PRIVATE = ("dpmg", "eehh-cms")
@@ -150,10 +150,4 @@ class EpochSummarizers:
         self._algorithms = {n: plan.release_algorithm(n) for n in plan.private}
 
     def new(self, epoch: int) -> dict:
-        out = {}
-        for name, alg in self._algorithms.items():
-            if name == "dpmg":
-                out[name] = MGSummarizer(alg.k_tilde)
-            else:
-                out[name] = EEHHSummarizer(alg, alg.epoch_seeds(self.plan.master, epoch))
-        return out
+        return {name: alg.summarizer(self.plan.master, epoch) for name, alg in self._algorithms.items()}

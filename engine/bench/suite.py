@@ -79,7 +79,7 @@ def _print_table(rows: list[dict]) -> None:
         print("  ".join(_fmt(r.get(c, "")).ljust(w) for c, w in zip(cols, widths)))
 
 
-def _print(report: dict) -> None:
+def print_report(report: dict) -> None:
     """One table per run of consecutive rows with the same columns."""
     print(f"\n== {report['name']} ==")
     group: list[dict] = []
@@ -93,15 +93,18 @@ def _print(report: dict) -> None:
         print(report["notes"])
 
 
-def run_all(quick: bool = False, only: str | None = None) -> dict:
+def run_all(quick: bool = False, only: str | None = None, extra_benches: tuple[str, ...] = ()) -> dict:
+    """Every bench (or those named in ``only``). ``extra_benches``: more modules with ``run_bench``
+    that only the caller can name, e.g. the app's ``dptop.cluster.bench`` (the engine never imports
+    the app)."""
     wanted = None if only is None else {n.strip() for n in only.split(",")}
     reports = []
     if wanted is None or "algorithms" in wanted:
         reports.append(core_bench(quick))
-        _print(reports[-1])
-    for module in EXTRA_BENCHES:
+        print_report(reports[-1])
+    for module in (*EXTRA_BENCHES, *extra_benches):
         report = importlib.import_module(module).run_bench(quick)
         if wanted is None or report["name"] in wanted or module in wanted:
             reports.append(report)
-            _print(report)
+            print_report(report)
     return {"quick": quick, "reports": reports}

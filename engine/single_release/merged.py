@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from dptop.engine.baselines.merge import MGSummary, SketchSummary, derive_seeds, unique_keys
+from dptop.engine.baselines.merge import MGSummarizer, MGSummary, SketchSummary, derive_seeds, unique_keys
 from dptop.engine.core import hashtable as ht
 from dptop.engine.core.keys import KEY_DTYPE
 from dptop.engine.core.release import sorted_items
@@ -67,11 +67,16 @@ class MergedDPMG(DPMisraGries):
                 f"per counter (ε_A={self.eps_a:.4g}), keep if >= {1 + self.t} and >= ñ/k with noisy "
                 f"length ñ (ε_n={self.eps_n:.4g})",)
 
-    def empty_summary(self) -> MGSummary:
-        return MGSummary.empty(self.k_tilde)
+    def summarizer(self, master: bytes, epoch: int) -> MGSummarizer:
+        """A capture point's summarizer for ``epoch``: Alg 1 with K = k~ counters."""
+        return MGSummarizer(self.k_tilde)
+
+    def state_of(self, summary: MGSummary) -> MGSummary:
+        """The merged summary is the release's state as it is."""
+        return summary
 
     def _publish(self, state: MGSummary | None):
-        summary = state or self.empty_summary()
+        summary = state or MGSummary.empty(self.k_tilde)
         n_noisy = summary.n + self.noise.dlap(self.eps_n)
         cut = max(1 + self.t, math.ceil(n_noisy / self.k))
         his, los, vals = [], [], []
@@ -120,10 +125,11 @@ class MergedEEHH(CountMinEEHH):
         """A capture point's noise-free sketch with the shipped seeds and its own tracker."""
         return self._state(np.zeros((self.depth, self.width), np.int64), hseed, self.k_tilde)
 
-    def empty_summary(self, hseed: np.ndarray) -> SketchSummary:
-        return SketchSummary(np.zeros((self.depth, self.width), np.int64), hseed, np.zeros((0, 2), KEY_DTYPE), 0)
+    def summarizer(self, master: bytes, epoch: int) -> "EEHHSummarizer":
+        """A capture point's summarizer for ``epoch``, hashing with that epoch's shared seeds."""
+        return EEHHSummarizer(self, self.epoch_seeds(master, epoch))
 
-    def merged_state(self, summary: SketchSummary) -> EEState:
+    def state_of(self, summary: SketchSummary) -> EEState:
         """The summed cells plus fresh cell noise, tracking the union of every capture point's labels."""
         noise = self.noise.discrete_laplace_array(self.scale_exact, self.depth * self.width)
         st = self._state(summary.cells + noise.reshape(self.depth, self.width), summary.seeds,
