@@ -17,11 +17,9 @@ from pathlib import Path
 
 from dptop.capture.pcap import open_capture
 from dptop.cluster.connect import connect, describe
-from dptop.cluster.merger import Merger, merged_json
+from dptop.cluster.merger import MergedResult, Merger
 from dptop.cluster.plan import Plan, TimeGrid, new_master
 from dptop.cluster.point import CapturePoint
-from dptop.engine.baselines.merge import CountSummary
-from dptop.engine.core.release import Release
 from dptop.engine.core.settings import Settings
 
 BATCH = 1 << 16
@@ -83,23 +81,14 @@ def summarize_file(path: str, plan: Plan) -> Shipment:
 
 
 @dataclass(frozen=True)
-class ArchiveResult:
-    agents: tuple[AgentReport, ...]
-    exact: CountSummary
-    releases: dict
-    """Algorithm name -> list of ``Release`` (baselines: one over the whole merged stream;
-    private: one per epoch, each naming the capture points it covers)."""
-    plan: Plan
-    cluster: str
-    seconds: float
+class ArchiveResult(MergedResult):
+    """``MergedResult`` of ``AgentReport``s plus where the replay ran and how long it took."""
 
-    def exact_top(self, n: int | None = None):
-        return self.exact.top(n)
+    cluster: str = "in-process"
+    seconds: float = 0.0
 
     def to_json(self, top: int = 10) -> dict:
-        """The pieces of dptop's replay JSON contract: ``agents``, ``exact`` and per algorithm its
-        ``releases`` (``Release.to_json``), plus where it ran."""
-        return {"cluster": self.cluster, "seconds": self.seconds, **merged_json(self, top)}
+        return {"cluster": self.cluster, "seconds": self.seconds, **super().to_json(top)}
 
 
 def _run_tasks(client, paths: list[str], plan: Plan) -> list[Shipment]:

@@ -7,7 +7,7 @@ for a display: state, packets, packets/s, drops. An agent whose worker left the 
 task failed, or that sent nothing for ``lost_after`` seconds (default 2 s; agents beat every 0.5 s)
 is **lost**. A time epoch is released once every agent expected in it has delivered it or is lost;
 the release names the agents it covers and those it does not (dptop.cluster.merger), so a lost
-agent's epoch data is never claimed. ``stop()`` ends the run and returns a ``LiveResult``.
+agent's epoch data is never claimed. ``stop()`` ends the run and returns a ``MergedResult``.
 
 Time epochs (``settings.epoch_seconds``) use the public grid of cells of that length aligned to the
 Unix epoch, from the cell the collector starts in; without it the whole run is one epoch.
@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, replace
 
 from dptop.cluster.live import AGENT_RESOURCE, GRACE_S, lease_variable, run_capture_point, stop_event, topic
-from dptop.cluster.merger import Merger, merged_json
+from dptop.cluster.merger import MergedResult, Merger
 from dptop.cluster.plan import Plan, TimeGrid, new_master
 from dptop.engine.baselines.merge import CountSummary
 from dptop.engine.single_release.epochs import MAX_EMPTY_EPOCHS
@@ -59,20 +59,6 @@ class AgentStatus:
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "seen"}
-
-
-@dataclass(frozen=True)
-class LiveResult:
-    agents: tuple[AgentStatus, ...]
-    exact: CountSummary
-    releases: dict
-    plan: Plan
-
-    def exact_top(self, n: int | None = None):
-        return self.exact.top(n)
-
-    def to_json(self, top: int = 10) -> dict:
-        return merged_json(self, top)
 
 
 class Collector:
@@ -116,7 +102,7 @@ class Collector:
         self._thread.start()
         return self
 
-    def stop(self, timeout: float = 10.0) -> LiveResult:
+    def stop(self, timeout: float = 10.0) -> MergedResult:
         """Stop every agent's task, wait up to ``timeout`` for their last summaries, release the rest."""
         self._closing.set()
         self._stop.set()
@@ -132,7 +118,7 @@ class Collector:
                     self._agents[name] = replace(a, state="lost", error="no final summaries before the stop timeout")
             self._release_due(final=True)
             self._merger.release_whole()
-            result = LiveResult(tuple(self._agents.values()), self._merger.exact(),
+            result = MergedResult(tuple(self._agents.values()), self._merger.exact(),
                                 {n: list(r) for n, r in self._merger.releases.items()}, self.plan)
         self._client.unsubscribe_topic(topic(self.run))
         for f in self._futures.values():

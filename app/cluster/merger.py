@@ -8,6 +8,8 @@ release, and the release does not claim them.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dptop.cluster.plan import Plan
 from dptop.engine.baselines.merge import CountSummary, countmin_top, merge_all
 from dptop.engine.core.release import Release, Span
@@ -108,18 +110,30 @@ class Merger:
         return out
 
 
-def merged_json(result, top: int) -> dict:
-    """``agents``, ``exact`` (total, distinct, top) and per algorithm whether it is private, its
-    guarantee and its releases: the replay JSON's sections for a merged run (``ArchiveResult``,
-    ``LiveResult``)."""
-    out = {}
-    for name, rels in result.releases.items():
-        guarantee = next((r.guarantee for r in rels if r.guarantee is not None), None)
-        out[name] = {"private": guarantee is not None,
-                     "guarantee": None if guarantee is None else guarantee.to_json(),
-                     "releases": [r.to_json() for r in rels]}
-    exact = result.exact
-    return {"agents": [a.to_json() for a in result.agents],
-            "exact": {"total": exact.n, "distinct": len(exact.keys),
-                      "top": [{"address": it.address, "count": int(it.estimate)} for it in exact.top(top)]},
-            "algorithms": out}
+@dataclass(frozen=True)
+class MergedResult:
+    """A merged run: per-agent reports, the merged exact counts and per algorithm its releases
+    (baselines: one over the whole merged stream; private: one per epoch, each naming the capture
+    points it covers)."""
+
+    agents: tuple
+    exact: CountSummary
+    releases: dict
+    plan: Plan
+
+    def exact_top(self, n: int | None = None):
+        return self.exact.top(n)
+
+    def to_json(self, top: int = 10) -> dict:
+        """The replay JSON's sections for a merged run: ``agents``, ``exact`` (total, distinct,
+        top) and per algorithm whether it is private, its guarantee and its releases."""
+        algorithms = {}
+        for name, rels in self.releases.items():
+            guarantee = next((r.guarantee for r in rels if r.guarantee is not None), None)
+            algorithms[name] = {"private": guarantee is not None,
+                                "guarantee": None if guarantee is None else guarantee.to_json(),
+                                "releases": [r.to_json() for r in rels]}
+        return {"agents": [a.to_json() for a in self.agents],
+                "exact": {"total": self.exact.n, "distinct": len(self.exact.keys),
+                          "top": [{"address": it.address, "count": int(it.estimate)} for it in self.exact_top(top)]},
+                "algorithms": algorithms}

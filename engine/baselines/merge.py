@@ -75,8 +75,20 @@ def _check_same(what: str, mine, theirs) -> None:
         raise ValueError(f"cannot merge summaries with different {what} ({mine} and {theirs})")
 
 
+class _Counters:
+    """Counts per stored key (``keys`` in key order, ``counts``); an absent key counts ``absent``."""
+
+    absent = 0
+
+    def estimate(self, query: np.ndarray) -> np.ndarray:
+        return _lookup(self.keys, self.counts, query, self.absent)
+
+    def top(self, limit: int | None = None) -> tuple[ReleasedItem, ...]:
+        return sorted_items(self.keys[:, 0], self.keys[:, 1], self.counts, limit=limit)
+
+
 @dataclass(frozen=True, eq=False)
-class CountSummary:
+class CountSummary(_Counters):
     """Exact counts of every key seen: ``keys`` in key order, ``counts``, ``n`` packets."""
 
     keys: np.ndarray
@@ -97,15 +109,10 @@ class CountSummary:
                                   np.concatenate([self.counts, other.counts]))
         return CountSummary(keys, counts, self.n + other.n)
 
-    def estimate(self, query: np.ndarray) -> np.ndarray:
-        return _lookup(self.keys, self.counts, query, 0)
-
-    def top(self, limit: int | None = None) -> tuple[ReleasedItem, ...]:
-        return sorted_items(self.keys[:, 0], self.keys[:, 1], self.counts, limit=limit)
 
 
 @dataclass(frozen=True, eq=False)
-class MGSummary:
+class MGSummary(_Counters):
     """Misra-Gries counters (positive only, key order) of a K-counter summary over ``n`` packets."""
 
     keys: np.ndarray
@@ -141,15 +148,10 @@ class MGSummary:
         """Every estimate is within this below the truth: (n − Σc)/(K+1) <= n/(K+1)."""
         return (self.n - int(self.counts.sum())) / (self.capacity + 1)
 
-    def estimate(self, query: np.ndarray) -> np.ndarray:
-        return _lookup(self.keys, self.counts, query, 0)
-
-    def top(self, limit: int | None = None) -> tuple[ReleasedItem, ...]:
-        return sorted_items(self.keys[:, 0], self.keys[:, 1], self.counts, limit=limit)
 
 
 @dataclass(frozen=True, eq=False)
-class SSSummary:
+class SSSummary(_Counters):
     """SpaceSaving counters (key order) of a K-counter summary; absent keys count at most ``floor``."""
 
     keys: np.ndarray
@@ -189,11 +191,9 @@ class SSSummary:
         """Every estimate is within this above the truth (<= n/K)."""
         return self.floor
 
-    def estimate(self, query: np.ndarray) -> np.ndarray:
-        return _lookup(self.keys, self.counts, query, self.floor)
-
-    def top(self, limit: int | None = None) -> tuple[ReleasedItem, ...]:
-        return sorted_items(self.keys[:, 0], self.keys[:, 1], self.counts, limit=limit)
+    @property
+    def absent(self) -> int:
+        return self.floor
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,30 +248,32 @@ class CountSummarizer:
         return CountSummary.of_counter(self.counter)
 
 
-class MGSummarizer:
-    """Alg 1 Misra-Gries with ``capacity`` counters at one capture point."""
+class _KernelSummarizer:
+    """A counter summary with ``capacity`` counters run by its module's public kernels."""
+
+    kernels = None  # the module with make_state / update_batch
+    summary_type = None  # the summary built by of_state
 
     def __init__(self, capacity: int):
-        self.state = misragries.make_state(capacity)
+        self.state = self.kernels.make_state(capacity)
 
     def update(self, keys: np.ndarray) -> None:
-        misragries.update_batch(self.state, keys)
+        self.kernels.update_batch(self.state, keys)
 
-    def summary(self) -> MGSummary:
-        return MGSummary.of_state(self.state)
+    def summary(self):
+        return self.summary_type.of_state(self.state)
 
 
-class SSSummarizer:
-    """SpaceSaving with ``capacity`` counters at one capture point."""
+class MGSummarizer(_KernelSummarizer):
+    """Alg 1 Misra-Gries at one capture point."""
 
-    def __init__(self, capacity: int):
-        self.state = spacesaving.make_state(capacity)
+    kernels, summary_type = misragries, MGSummary
 
-    def update(self, keys: np.ndarray) -> None:
-        spacesaving.update_batch(self.state, keys)
 
-    def summary(self) -> SSSummary:
-        return SSSummary.of_state(self.state)
+class SSSummarizer(_KernelSummarizer):
+    """SpaceSaving at one capture point."""
+
+    kernels, summary_type = spacesaving, SSSummary
 
 
 class CountMinSummarizer:
