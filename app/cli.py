@@ -97,10 +97,15 @@ def cmd_replay(args) -> int:
     from dptop.headless import run
 
     config = config_from_args(args)
+    if len(args.path) > 1 or args.cluster:
+        from dptop.headless import run_archive
+
+        return run_archive(args.path, config, args.cluster, args.json_out, config.settings.extra["top"],
+                           parse_time_range(args.time_range) if args.time_range else None)
     time_range = parse_time_range(args.time_range) if args.time_range else None
     if time_range and args.epoch_seconds is None:
         raise ValueError("--time-range is the public range of time epochs: give --epoch-seconds too")
-    spec = SourceSpec("file", path=str(args.path), speed=args.speed, time_range=time_range, max_gap=args.max_gap)
+    spec = SourceSpec("file", path=str(args.path[0]), speed=args.speed, time_range=time_range, max_gap=args.max_gap)
     return run("replay", spec, config, args.json_out, config.settings.extra["top"])
 
 
@@ -260,8 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dptop {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("replay", help="run the algorithms over a pcap/pcapng capture")
-    p.add_argument("path")
+    p = sub.add_parser("replay", help="run the algorithms over a pcap/pcapng capture (or an archive of them)")
+    p.add_argument("path", nargs="+", help="capture file; several files are the capture points of one network, "
+                                           "merged (mergeable algorithms only)")
+    p.add_argument("--cluster", default=None, metavar="local:N|tcp://HOST:PORT",
+                   help="farm the files out to Dask workers, which ship summaries, not packets")
     p.add_argument("--speed", type=float, default=None, help="follow packet timestamps at this speed (default: as fast as possible)")
     p.add_argument("--max-gap", type=float, default=5.0, metavar="S",
                    help="paced replay: wait at most S seconds for the next packet (default 5)")
@@ -310,6 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_audit)
 
     _add_sweep_lazyhh(sub)
+
+    from dptop.cluster.cli import add_subcommands
+
+    add_subcommands(sub)
 
     p = sub.add_parser("compile", help="compile every kernel into the user cache now (make does it once)")
     p.set_defaults(func=cmd_compile)

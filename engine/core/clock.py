@@ -45,6 +45,18 @@ class TimeGrid:
             raise ValueError(f"epoch_seconds ({epoch_seconds!r}) must be at least 1 ns")
         return cls(int(start_ns), epoch_ns, max(1, -(-(int(end_ns) - int(start_ns)) // epoch_ns)))
 
+    @classmethod
+    def covering(cls, first_ns: int, last_ns: int, epoch_ns: int) -> "TimeGrid":
+        """The smallest grid aligned on multiples of ``epoch_ns`` (the cells every capture point of
+        a cluster computes alike) that holds packet times ``first_ns``..``last_ns``."""
+        start = first_ns // epoch_ns * epoch_ns
+        return cls(start, epoch_ns, (last_ns - start) // epoch_ns + 1)
+
+    @property
+    def first_cell(self) -> int:
+        """Absolute index (packet time // epoch) of cell 0 on an aligned grid."""
+        return self.start_ns // self.epoch_ns
+
     @property
     def end_ns(self) -> int:
         return self.start_ns + self.cells * self.epoch_ns

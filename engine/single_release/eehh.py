@@ -70,6 +70,19 @@ class EEState(NamedTuple):
     tab: ht.Table  # label -> slot
 
 
+def make_ee_state(cells: np.ndarray, hseed: np.ndarray, sseed: np.ndarray, slots: int) -> EEState:
+    """A sketch over ``cells`` (d × w, w a power of two) with its row seeds and ``slots`` tracked labels."""
+    d, w = cells.shape
+    hseed = np.ascontiguousarray(hseed, np.uint64)
+    sseed = np.ascontiguousarray(sseed, np.uint64)
+    return EEState(cells, hseed, sseed, np.concatenate([hseed.T, sseed.T]).copy(),
+                   np.array([64 - int(math.log2(w))], dtype=np.uint64),
+                   np.zeros(slots, KEY_DTYPE), np.zeros(slots, KEY_DTYPE), np.zeros(slots, np.int64),
+                   np.zeros(2, np.int64), np.zeros(slots, np.int64), np.zeros(slots, np.int64),
+                   np.zeros(slots, np.int64), np.zeros(slots, np.int64),
+                   np.zeros(d, np.int64), np.zeros(d, np.int64), np.ones(d, np.int64), ht.make_table(4 * slots))
+
+
 @inner
 def _rows(seed_t, shift, hi, lo, col, sign, signed):
     """Column (and sign) of (hi, lo) in every row: vector multiply-shift over the four 32-bit
@@ -298,13 +311,7 @@ class _EEHH(Epoched):
         seeds = np.array([[self.noise.uniform_int(1 << 64) for _ in range(5)] for _ in range(2 * d)],
                          dtype=np.uint64)
         cells = self.noise.discrete_laplace_array(self.scale_exact, d * w).reshape(d, w)
-        return EEState(cells, seeds[:d].copy(), seeds[d:].copy(),
-                       np.concatenate([seeds[:d].T, seeds[d:].T]).copy(),
-                       np.array([64 - int(math.log2(w))], dtype=np.uint64),
-                       np.zeros(kt, KEY_DTYPE), np.zeros(kt, KEY_DTYPE), np.zeros(kt, np.int64),
-                       np.zeros(2, np.int64), np.zeros(kt, np.int64), np.zeros(kt, np.int64),
-                       np.zeros(kt, np.int64), np.zeros(kt, np.int64),
-                       np.zeros(d, np.int64), np.zeros(d, np.int64), np.ones(d, np.int64), ht.make_table(4 * kt))
+        return make_ee_state(cells, seeds[:d].copy(), seeds[d:].copy(), kt)
 
     def _feed(self, state, keys):
         update_batch(state, keys, self.signed)

@@ -203,9 +203,9 @@ class Epoched(Algorithm):
         return {"epoch": self._index, "epoch_mode": mode, "packets_in_epoch": self._epoch.packets, **extra,
                 **self.epoch_status()}
 
-    def guarantee(self, span: Span | None = None) -> Guarantee:
+    def guarantee(self, span: Span | None = None, extra_notes: tuple[str, ...] = ()) -> Guarantee:
         cost = self.cost()
-        neighbouring, notes = NEIGHBOUR_ADD_REMOVE, list(self.notes())
+        neighbouring, notes = NEIGHBOUR_ADD_REMOVE, [*self.notes(), *extra_notes]
         if self.epoch_packets is not None:
             cost = group_privacy(cost, 2) if cost.delta > 0 else Cost(2 * cost.epsilon)
             neighbouring = NEIGHBOUR_SUBSTITUTE
@@ -229,12 +229,24 @@ class Epoched(Algorithm):
             return f"epoch {span.index}: packet time [{span.t_start:.3f}, {span.t_end:.3f}) s ({rule})"
         return "whole stream: one release at its end"
 
-    def _close(self) -> Release:
+    def publish(self, state, packets: int, index: int, cell: int | None = None,
+                notes: tuple[str, ...] = (), status: dict | None = None) -> Release:
+        """Release epoch ``index`` from a ``state`` built elsewhere (merged from several capture
+        points, dptop.cluster): ``packets`` sets a count epoch's span, ``cell`` is a time epoch's
+        grid cell, ``notes``/``status`` say what the release covers. Spends that epoch's budget."""
+        self._epoch = _Epoch(Budget(self.cost()))
+        self._epoch.state, self._epoch.packets, self._index = state, packets, index
+        if cell is not None:
+            self._grid = cell
+        return self._close(notes, status or {})
+
+    def _close(self, extra_notes: tuple[str, ...] = (), extra_status: dict | None = None) -> Release:
         ep = self._epoch
         ep.budget.spend(self.cost())  # before any noise is drawn; refuses a second release
         items, threshold, n_noisy, status = self._publish(ep.state)
         span = self._span(ep, n_noisy)
-        rel = Release(self.name, span, tuple(items), threshold, self.guarantee(span), dict(status))
+        rel = Release(self.name, span, tuple(items), threshold, self.guarantee(span, extra_notes),
+                      {**status, **(extra_status or {})})
         self._last = rel
         self._index += 1
         self._epoch = _Epoch(Budget(self.cost()))

@@ -1,0 +1,6 @@
+"""``python -m dptop.cluster agent|collect|cluster-bench`` (the same commands dptop's CLI adds)."""
+import sys
+
+from dptop.cluster.cli import main
+
+sys.exit(main())

@@ -1,0 +1,144 @@
+"""Live capture points: ``dptop agent`` and the long-running Dask task it hosts.
+
+``serve_agent`` runs a Dask worker in this process, connected to the collector's scheduler, named
+after the capture point and carrying the resource ``dptop-agent`` and an ``AgentPlugin`` that holds
+its interface. A collector pins ``run_capture_point`` to that worker (``workers=[address]``,
+``resources={"dptop-agent": 1}``); the task captures with ``dptop.capture.live.LiveCapture`` into a
+``CapturePoint`` and ships, as scheduler events on the run's topic (msgpack dicts, summaries pickled):
+
+* ``beat`` every ``HEARTBEAT_S``: packet counters, drops and the exact-count delta since the last one;
+* ``epoch`` when a time epoch's cell is over (plus ``GRACE_S`` for packets still in flight), and for
+  the whole-stream epoch at the end;
+* ``done`` at the end, with the whole-stream baselines.
+
+The task ends when the collector sets the run's stop ``Event``, or when the collector's lease (a
+``Variable`` it refreshes) is older than ``LEASE_S`` (the collector died). Only summaries leave the
+capture point, never packets.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import pickle
+import socket
+import threading
+import time
+
+from distributed import Event, Variable, WorkerPlugin, get_worker, secede
+
+from dptop.capture.live import LiveCapture
+from dptop.cluster.plan import Plan
+from dptop.cluster.point import CapturePoint
+
+AGENT_RESOURCE = "dptop-agent"
+PLUGIN = "dptop-agent"
+HEARTBEAT_S = 0.5
+GRACE_S = 0.3
+LEASE_S = 15.0
+
+
+def topic(run: str) -> str:
+    return f"dptop-{run}"
+
+
+def stop_event(run: str) -> str:
+    return f"dptop-{run}-stop"
+
+
+def lease_variable(run: str) -> str:
+    return f"dptop-{run}-lease"
+
+
+class AgentPlugin(WorkerPlugin):
+    """What a capture point's worker knows about itself: interface and capture filter."""
+
+    name = PLUGIN
+
+    def __init__(self, iface: str, bpf: str | None = None):
+        self.iface = iface
+        self.bpf = bpf
+
+
+def default_name(iface: str) -> str:
+    return f"{socket.gethostname()}:{iface}"
+
+
+def check_capture(iface: str, bpf: str | None) -> None:
+    """Open and close the capture now, so a bad interface, filter or missing permission is one
+    clear error before the agent joins the cluster."""
+    LiveCapture(iface, lambda batch: True, bpf=bpf).stop()
+
+
+def serve_agent(scheduler: str, iface: str, name: str | None = None, bpf: str | None = None) -> None:
+    """``dptop agent``: join ``scheduler`` as capture point ``name`` on ``iface`` until stopped."""
+    from distributed import Worker
+
+    check_capture(iface, bpf)
+    logging.getLogger("distributed").setLevel(logging.WARNING)  # the agent prints its own lines
+
+    async def run():
+        async with Worker(scheduler, name=name or default_name(iface), nthreads=1,
+                          resources={AGENT_RESOURCE: 1}, plugins={AgentPlugin(iface, bpf)},
+                          dashboard=False) as worker:
+            await worker.finished()
+
+    asyncio.run(run())
+
+
+def _ship(worker, run: str, kind: str, **fields) -> None:
+    worker.log_event(topic(run), {"kind": kind, "agent": worker.name, "run": run, "time": time.time(), **fields})
+
+
+def _cell_now(grid) -> int:
+    return max(0, (time.time_ns() - grid.start_ns) // grid.epoch_ns)
+
+
+def run_capture_point(plan: Plan, run: str) -> dict:
+    """The long-running task on an agent's worker (see the module docstring). Returns its final
+    counters."""
+    worker = get_worker()
+    plugin = worker.plugins[PLUGIN]
+    secede()  # a capture point runs for as long as the collector wants; free the worker's slot
+    stop, lease = Event(stop_event(run)), Variable(lease_variable(run))
+    point = CapturePoint(plan)
+    lock = threading.Lock()
+
+    def sink(batch):
+        with lock:
+            point.feed(batch)
+        return True
+
+    capture = LiveCapture(plugin.iface, sink, bpf=plugin.bpf)
+    grid = plan.grid
+    next_cell = first_cell = None if grid is None else _cell_now(grid)
+    capture.start()
+    try:
+        while not stop.is_set() and not capture.stats().finished:
+            if time.time() - lease.get(timeout=5) > LEASE_S:
+                break
+            with lock:
+                delta = point.take_exact()
+            st = capture.stats()
+            _ship(worker, run, "beat", iface=plugin.iface, first_cell=first_cell, packets=st.packets,
+                  ip_packets=st.ip_packets, kernel_drops=st.kernel_drops, queue_drops=st.queue_drops,
+                  late=point.counters.late, outside_grid=point.counters.outside_grid,
+                  error=st.error, exact=pickle.dumps(delta))
+            while grid is not None and time.time_ns() >= grid.start_ns + (next_cell + 1) * grid.epoch_ns + GRACE_S * 1e9:
+                with lock:
+                    summaries = point.take_epoch(next_cell)
+                _ship(worker, run, "epoch", epoch=next_cell, summaries=pickle.dumps(summaries))
+                next_cell += 1
+            time.sleep(HEARTBEAT_S)
+    finally:
+        capture.stop()
+        capture.join(5)
+    last = 0 if grid is None else max(next_cell, min(_cell_now(grid), grid.cells - 1))
+    with lock:  # the open (partial) cells, or the whole-stream epoch
+        for epoch in range(0 if grid is None else next_cell, last + 1):
+            _ship(worker, run, "epoch", epoch=epoch, summaries=pickle.dumps(point.take_epoch(epoch)))
+        whole = point.take_whole()
+    st = capture.stats()
+    final = {"packets": st.packets, "ip_packets": st.ip_packets, "kernel_drops": st.kernel_drops,
+             "late": point.counters.late, "last_cell": last}
+    _ship(worker, run, "done", whole=pickle.dumps(whole), **final)
+    return final

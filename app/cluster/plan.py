@@ -1,0 +1,119 @@
+"""What every capture point computes, decided once by the collector and shipped to the agents.
+
+A ``Plan`` names the algorithms, the run ``Settings``, the epoch rule and the collector's secret
+``master`` (from which every shared hash seed is derived, ``merge.derive_seeds``). Non-private
+baselines and the exact counts summarise the whole stream (as they do in one process); the private
+single-release algorithms summarise each public epoch:
+
+* no epoch option: one epoch, the whole stream;
+* ``epoch_packets`` N: epoch j is packets [jN, (j+1)N) **of each capture point** (boundaries are
+  public under substitution of one packet's source, as in one process);
+* a ``TimeGrid``: cell c is packet time [start + c·S, start + (c+1)·S); each packet goes to the cell
+  of its own time stamp (no running maximum), packets outside the grid are counted, not released.
+
+Only algorithms whose release on merged summaries a spec covers are accepted (``MERGEABLE``).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+
+
+from dptop.engine.baselines.countmin import CountMinHeap
+from dptop.engine.baselines.merge import (CountSummarizer, CountMinSummarizer, MGSummarizer, SSSummarizer,
+                                          derive_seeds)
+from dptop.engine.core import registry
+from dptop.engine.core.settings import Settings, check_positive_int
+from dptop.engine.core.clock import TimeGrid
+from dptop.engine.single_release.epochs import check_epoch_options
+from dptop.engine.single_release.merged import MergedDPMG, MergedEEHH
+
+BASELINES = ("exact", "spacesaving", "misragries", "countmin")
+PRIVATE = ("dpmg", "eehh-cms")
+MERGEABLE = BASELINES + PRIVATE
+WHY_REFUSED = ("their privacy under merging is covered by no spec (SpaceSaving's eviction-order "
+               "argument, continual-observation trees and the sliding-window sketch do not survive a "
+               "merge; eehh-cs's envelope is experimental)")
+
+
+def check_names(names) -> tuple[str, ...]:
+    """Known, mergeable algorithm names, in order without repeats; refuses the others by name."""
+    names = tuple(dict.fromkeys(names))
+    if not names:
+        raise ValueError("algorithms: name at least one algorithm")
+    for n in names:
+        registry.get(n)  # unknown names raise with the list of known ones
+    refused = [n for n in names if n not in MERGEABLE]
+    if refused:
+        raise ValueError(f"not available in cluster mode: {', '.join(refused)} — {WHY_REFUSED}; "
+                         f"cluster mode runs {', '.join(MERGEABLE)}")
+    return names
+
+
+def new_master(settings: Settings) -> bytes:
+    """The collector's secret for shared hash seeds: OS randomness, or derived from
+    ``settings.seed`` for reproducible (NOT private) runs."""
+    if settings.seed is None:
+        return os.urandom(32)
+    return hashlib.sha256(f"dptop-cluster-seed/{settings.seed}".encode()).digest()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the collector ships to every capture point (small and picklable)."""
+
+    names: tuple[str, ...]
+    settings: Settings
+    master: bytes = field(repr=False)
+    agents: int = 1
+    grid: TimeGrid | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "names", check_names(self.names))
+        check_positive_int("agents", self.agents)
+        packets, seconds = check_epoch_options(self.settings.epoch_packets, self.settings.epoch_seconds)
+        if self.grid is not None and packets is not None:
+            raise ValueError(f"epoch_packets ({packets}) and a time grid are exclusive: choose one")
+        if seconds is not None and self.grid is None:
+            raise ValueError(f"epoch_seconds ({seconds:g}) in cluster mode needs a public time grid "
+                             f"(start_ns, epoch_ns, cells) shared by every capture point")
+        if self.grid is not None:  # the releases' guarantee text follows the grid
+            object.__setattr__(self, "settings", self.settings.with_(epoch_seconds=self.grid.epoch_ns / 1e9,
+                                                                     time_range=(self.grid.start_ns, self.grid.end_ns)))
+
+    @property
+    def epoch_mode(self) -> str:
+        return "grid" if self.grid is not None else "packets" if self.settings.epoch_packets else "stream"
+
+    @property
+    def private(self) -> tuple[str, ...]:
+        return tuple(n for n in self.names if n in PRIVATE)
+
+    def release_algorithm(self, name: str):
+        """The collector's releasing instance of private algorithm ``name``."""
+        return MergedDPMG(self.settings) if name == "dpmg" else MergedEEHH(self.settings, self.agents)
+
+    def whole_summarizers(self) -> dict:
+        """Summarizers over the whole stream: the exact counts plus every baseline named."""
+        out = {"exact": CountSummarizer()}
+        for name in self.names:
+            if name == "spacesaving":
+                out[name] = SSSummarizer(registry.make(name, self.settings).capacity)
+            elif name == "misragries":
+                out[name] = MGSummarizer(registry.make(name, self.settings).capacity)
+            elif name == "countmin":
+                depth = CountMinHeap(self.settings).depth
+                out[name] = CountMinSummarizer(self.settings, derive_seeds(self.master, name, depth))
+        return out
+
+
+class EpochSummarizers:
+    """A capture point's factory of per-epoch summarizers for the plan's private algorithms."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self._algorithms = {n: plan.release_algorithm(n) for n in plan.private}
+
+    def new(self, epoch: int) -> dict:
+        return {name: alg.summarizer(self.plan.master, epoch) for name, alg in self._algorithms.items()}
