@@ -120,9 +120,11 @@ def result_json(command: str, settings: Settings, source: dict, runner: Runner, 
 
 
 def budget_json(guarantees) -> dict | None:
-    """Sequential composition of every private panel's budget over the same packets."""
+    """Sequential composition of every private panel's budget over the same packets (user-level
+    guarantees protect another unit and are never added)."""
     from dptop.engine.privacy.composition import Cost, compose_sequential
 
+    guarantees = [g for g in guarantees if g.packet_level]
     if not guarantees:
         return None
     total = compose_sequential(Cost(g.epsilon, g.delta or 0.0, g.rho) for g in guarantees)

@@ -13,7 +13,7 @@ from dptop.engine.core.release import NEIGHBOUR_ADD_REMOVE, NEIGHBOUR_SUBSTITUTE
 def budget_rows(guarantees: dict) -> list[BudgetRow]:
     """``{name: Guarantee}`` of the private algorithms -> one row each plus the total."""
     rows = [BudgetRow(n, g.model, g.measure, g.epsilon, g.delta, g.rho, g.neighbouring, g.scope)
-            for n, g in guarantees.items() if g is not None]
+            for n, g in guarantees.items() if g is not None and g.packet_level]  # user-level: another unit
     if not rows:
         return []
     costs = [Cost(r.epsilon, r.delta or 0.0, r.rho) for r in rows]
