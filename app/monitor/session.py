@@ -18,7 +18,6 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,90 +25,20 @@ import numpy as np
 from dptop.engine.core import registry
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.engine.core.keys import KEY_DTYPE, KeyBatch
-from dptop.engine.core.runner import AlgorithmSnapshot, Runner
+from dptop.engine.core.runner import Runner
 from dptop.monitor.config import RunConfig, SourceSpec, affected
 from dptop.monitor.ledger import Ledger
-from dptop.monitor.truth import Truth, TruthResult
+from dptop.monitor.lanes import Lane, LaneView, SessionSnapshot
+from dptop.monitor.truth import Truth
 
 REPLAY_BATCH = 1 << 16
 """Replay batch size: large, so the per-batch Python work of the threads stays small; slow
 algorithms get it in chunks (``Lane.chunks``)."""
 
-CHUNK_SECONDS = 0.2
-"""A lane is fed chunks it processes in about this long, so it notices a stop well within a second."""
-
 LATE = "stamped in an epoch the clock had closed"
 AHEAD = "stamped ahead of the capture clock"
 
 STATES = ("idle", "starting", "running", "paused", "finished", "stopping", "stopped", "failed")
-
-
-class Lane:
-    """One algorithm's runner and where it joined the stream."""
-
-    def __init__(self, name: str, config: RunConfig, public: dict, generation: int, history: int, make):
-        self.name, self.generation = name, generation
-        self.settings = config.settings_for(name, public)
-        self.origin: int | None = None
-        self.error: str | None = None
-        self.view: LaneView | None = None
-        self.viewed_at = 0.0
-        self.rate = 0.0  # packets per CPU-second measured so far (0: unknown)
-        self.runner: Runner | None = None
-        try:
-            self.runner = Runner([make(name, self.settings)], queue_size=8, live_interval=0.1,
-                                 history=history).start()
-        except (ValueError, TypeError) as exc:
-            self.error = str(exc)
-
-    def snapshot(self) -> AlgorithmSnapshot | None:
-        if self.runner is None:
-            return None
-        snap = self.runner.snapshot().algorithms[0]
-        self.rate = snap.updates_per_second
-        return snap
-
-    @property
-    def ready(self) -> bool:
-        return self.runner is None or all(w.ready or w.done for w in self.runner.workers)
-
-    def chunks(self, batch: KeyBatch):
-        """``batch`` cut into pieces this algorithm processes in about ``CHUNK_SECONDS`` (its rate
-        while busy so far, read from the worker without its lock: a stale value only sizes chunks)."""
-        worker = self.runner.workers[0]
-        if worker.busy > 0:
-            self.rate = worker.packets / worker.busy
-        size = max(1024, int(self.rate * CHUNK_SECONDS)) if self.rate > 0 else 4096
-        if len(batch) <= size:
-            yield batch
-            return
-        for start in range(0, len(batch), size):
-            yield batch.slice(start, start + size)
-
-
-@dataclass(frozen=True)
-class LaneView:
-    name: str
-    generation: int
-    origin: int
-    settings: object
-    algorithm: AlgorithmSnapshot | None
-    error: str | None
-    truth: TruthResult | None = None
-
-
-@dataclass(frozen=True)
-class SessionSnapshot:
-    time: float
-    state: str
-    phase: str  # what a starting session is doing ("compiling kernels...")
-    error: str | None
-    source: object  # dptop.capture.source.SourceStats or None
-    source_label: str
-    lanes: tuple[LaneView, ...]
-    truth_packets: int
-    dropped: dict  # packets dropped by the public clock, by reason (operational)
-    budget: dict | None  # the ledger (dptop.monitor.ledger)
 
 
 class Session:

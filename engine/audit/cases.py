@@ -42,6 +42,7 @@ from dptop.engine.baselines.spacesaving import snapshot
 from dptop.engine.audit.broken import (NOISE_FACTOR, EarlyReadDPSW, EntryTimeDPSS, EntryTimeSpaceSaving,
                                        ExactLengthDPSS, WeakNoise)
 from dptop.engine.audit.streams import Pair, run_seeds, address, blocks, remove_one, stream
+from dptop.engine.audit.user_level import USER_LEVEL_TARGETS
 
 # ---------------------------------------------------------------- targets
 
@@ -373,6 +374,7 @@ class LaplaceSmallNoise(LaplaceCount):
 TARGETS = {t.name: t for t in (
     DPSSTarget, DPMGTarget, EEHHTarget, LazyHHTarget, DPSWTarget, LaplaceCount,
     DPSSSmallNoise, DPSSExactN, DPSSWrongTie, DPMGSmallNoise, DPSWEarlyRead, LaplaceSmallNoise)}
+TARGETS.update({t.name: t for t in USER_LEVEL_TARGETS})
 
 
 def target(name: str) -> Target:

@@ -21,6 +21,7 @@ MODULES = (
     "dptop.engine.continual.lazyhh",
     "dptop.engine.baselines.window",
     "dptop.engine.sliding_window.dpsw_hh",
+    "dptop.engine.user_level.hostdp",
 )
 
 _REGISTRY: dict[str, type] = {}

@@ -24,6 +24,8 @@ MEASURE_ZCDP = "zCDP"
 
 NEIGHBOUR_ADD_REMOVE = "add/remove one packet"
 NEIGHBOUR_SUBSTITUTE = "substitution of one packet's source"
+NEIGHBOUR_HOST = "add/remove one host with all its packets in the epoch"
+"""User-level (seed 002 §8): never added to the packet-level budget total (``Guarantee.packet_level``)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,11 @@ class Guarantee:
     scope: str = ""
     noise: str = ""
     notes: tuple[str, ...] = ()
+
+    @property
+    def packet_level(self) -> bool:
+        """True when the unit protected is one packet (the ledger sums only these)."""
+        return self.neighbouring in (NEIGHBOUR_ADD_REMOVE, NEIGHBOUR_SUBSTITUTE)
 
     def numbers(self, equals: str = "=") -> list[str]:
         """``["ε=1", "δ=1e-06", "ρ=..."]`` for the parameters this guarantee has."""
