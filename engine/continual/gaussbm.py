@@ -80,7 +80,10 @@ CHUNK = 256
 
 
 class BMState(NamedTuple):
-    """Column-major grid: the d cells of a column are contiguous, since they are pushed together.
+    """Column-major grid: the d cells of a column are contiguous, since they are pushed together,
+    and inside a column the levels are the outer index (``ex[j, level, i]``): a push that touches
+    levels 0..L reads (L + 1)·d contiguous words, not d scattered trees (a lazy sketch's column
+    is cold when its turn comes round, so this is its main cost).
 
     Instead of each node's noisy value the cell keeps ``sx[b]`` = Σ over the occupied levels
     b' ≥ b of the noisy node values (``sx[H]`` = 0). A new node on level L only needs
@@ -88,8 +91,8 @@ class BMState(NamedTuple):
     O(L + 1), not O(H), and every value is a fresh sum of node values (no subtraction, no drift).
     """
 
-    ex: np.ndarray  # int64[w, d, H]     exact node sums (0 on free levels)
-    sx: np.ndarray  # float64[w, d, H+1] suffix sums of the noisy node values
+    ex: np.ndarray  # int64[w, H, d]     exact node sums (0 on free levels)
+    sx: np.ndarray  # float64[w, H+1, d] suffix sums of the noisy node values
     pre: np.ndarray  # float64[w, d]     cached release per cell (= sx[..., 0])
     upd: np.ndarray  # int64[w]          pushes so far per column (0-based index of the next one)
     z: np.ndarray  # float64[d·max(w, CHUNK)] pre-drawn N(0, 1), each used by exactly one node
@@ -98,8 +101,8 @@ class BMState(NamedTuple):
 def make_bm_state(depth: int, width: int, height: int) -> BMState:
     """Empty trees for a ``depth × width`` grid of counters with ``height`` levels each."""
     return BMState(
-        np.zeros((width, depth, height), dtype=np.int64),
-        np.zeros((width, depth, height + 1), dtype=np.float64),
+        np.zeros((width, height, depth), dtype=np.int64),
+        np.zeros((width, height + 1, depth), dtype=np.float64),
         np.zeros((width, depth), dtype=np.float64),
         np.zeros(width, dtype=np.int64),
         np.zeros(depth * max(width, CHUNK), dtype=np.float64),
@@ -117,7 +120,7 @@ def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo):
     horizon before any kernel runs) and that each draw of ``z`` is used once. Per-packet
     helpers take arrays rather than state tuples and contain no branch around the body: in
     numba either costs 50–80 ns per call (reference counting that is not pruned)."""
-    d = ex.shape[1]
+    d = ex.shape[2]
     u = upd[j]
     level = 0
     while (u >> level) & 1:
@@ -125,12 +128,12 @@ def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo):
     for i in range(d):
         e = inc[j, i]
         for b in range(level):
-            e += ex[j, i, b]
-            ex[j, i, b] = 0
-        ex[j, i, level] = e
-        total = (e + sigma * z[zo + i]) + sx[j, i, level + 1]
+            e += ex[j, b, i]
+            ex[j, b, i] = 0
+        ex[j, level, i] = e
+        total = (e + sigma * z[zo + i]) + sx[j, level + 1, i]
         for b in range(level + 1):
-            sx[j, i, b] = total
+            sx[j, b, i] = total
         pre[j, i] = total
     upd[j] = u + 1
 

@@ -134,6 +134,7 @@ class HHState(NamedTuple):
     out_lo: np.ndarray
     out_val: np.ndarray
     out_tau: np.ndarray  # float64[1] τ applied at the last output
+    sel: np.ndarray  # float64[2k~] selection scratch of PRUNE
     meta: np.ndarray  # int64[4]
 
 
@@ -143,19 +144,20 @@ def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
         sketch.state, np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE),
         np.zeros((cap, sketch.depth), np.int64), np.zeros(cap),
         ht.make_table(4 * k_tilde, seed=table_seed),
-        np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap), np.zeros(1), np.zeros(4, np.int64),
+        np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap), np.zeros(1), np.zeros(cap),
+        np.zeros(4, np.int64),
     )
 
 
 @kernel
 def _output(st, t, k, k_tilde, gamma):
     """OUTPUT(t): estimate every candidate, publish those above τ(t) (spec §6.5)."""
-    pre = st.sk.bm.pre
+    pre, cand_b, cand_val = st.sk.bm.pre, st.cand_b, st.cand_val
     tau = suppression_threshold(t, k, k_tilde, pre.shape[0], gamma)
     m = 0
     for c in range(st.meta[CAND_N]):
-        v = cms_estimate(pre, st.cand_b[c])
-        st.cand_val[c] = v
+        v = cms_estimate(pre, cand_b, c)
+        cand_val[c] = v
         if v > tau:
             st.out_hi[m] = st.cand_hi[c]
             st.out_lo[m] = st.cand_lo[c]
@@ -166,6 +168,34 @@ def _output(st, t, k, k_tilde, gamma):
     st.out_tau[0] = tau
 
 
+@inner
+def _kth_largest(vals, n, kth, scratch):
+    """The kth largest (1-based) of vals[:n], by quickselect on a scratch copy."""
+    a = scratch[:n]
+    a[:] = vals[:n]
+    target = n - kth
+    lo, hi = 0, n - 1
+    while lo < hi:
+        pivot = a[(lo + hi) // 2]
+        i, j = lo, hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if target <= j:
+            hi = j
+        elif target >= i:
+            lo = i
+        else:
+            break
+    return a[target]
+
+
 @kernel
 def _prune(st, k_tilde):
     """PRUNE(): keep the k~ candidates with the largest estimates (ties: lower index first),
@@ -173,8 +203,8 @@ def _prune(st, k_tilde):
     n = st.meta[CAND_N]
     if n <= k_tilde:
         return
-    vals = st.cand_val
-    cut = np.partition(vals[:n], n - k_tilde)[n - k_tilde]  # the k~-th largest estimate
+    vals, cand_b = st.cand_val, st.cand_b
+    cut = _kth_largest(vals, n, k_tilde, st.sel)
     above = 0
     for c in range(n):
         if vals[c] > cut:
@@ -194,7 +224,8 @@ def _prune(st, k_tilde):
             lo = st.cand_lo[c]
             st.cand_hi[m] = hi
             st.cand_lo[m] = lo
-            st.cand_b[m] = st.cand_b[c]
+            for i in range(cand_b.shape[1]):
+                cand_b[m, i] = cand_b[c, i]
             vals[m] = vals[c]
             q = probe(tab_hi, tab_lo, hashing, hi, lo)
             store(tab_hi, tab_lo, tab_val, q, hi, lo, m)
@@ -226,7 +257,8 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
         if not found(tab_hi, tab_lo, q, hi, lo):
             cand_hi[n_cand] = hi
             cand_lo[n_cand] = lo
-            cand_b[n_cand] = bk
+            for i in range(d):
+                cand_b[n_cand, i] = bk[i]
             store(tab_hi, tab_lo, tab_val, q, hi, lo, n_cand)
             n_cand += 1
         if t % k_tilde == 0:

@@ -59,12 +59,20 @@ def cell(seeds, row, hi, lo, width):
 
 
 @inner
-def cms_estimate(pre, buckets):
-    """CMS f̂ from the key's buckets: min over rows i of pre[buckets[i], i]."""
-    best = np.inf
-    for i in range(len(buckets)):
-        if pre[buckets[i], i] < best:
-            best = pre[buckets[i], i]
+def row_buckets(seeds, hi, lo, width, out):
+    """``cell``'s buckets of (hi, lo) in every row at once, into ``out``: one loop over the rows,
+    which the compiler vectorises."""
+    for i in range(len(seeds)):
+        out[i] = np.int64(((hash_key(hi, lo, seeds[i]) >> _U32) * np.uint64(width)) >> _U32)
+
+
+@inner
+def cms_estimate(pre, buckets, c):
+    """CMS f̂ from a key's stored buckets ``buckets[c]``: min over rows i of pre[buckets[c, i], i]
+    (row index, not a row view: a view per call costs more than the rows)."""
+    best = pre[buckets[c, 0], 0]
+    for i in range(1, buckets.shape[1]):
+        best = min(best, pre[buckets[c, i], i])
     return best
 
 
@@ -99,10 +107,15 @@ def lazy_update(p, seeds, bk, ex, sx, pre, upd, pos, signed, hi, lo, sigma, z, z
     """LAZY_UPDATE(x) (spec §5.2): add x to P, then push column ``pos`` of P (zeros too, with
     draws ``z[zo:zo+d]``) and clear it. Leaves x's buckets in ``bk``; returns the next column."""
     w, d = p.shape
-    for i in range(d):
-        b, g = cell(seeds, i, hi, lo, w)
-        p[b, i] += g if signed else 1
-        bk[i] = b
+    if signed:
+        for i in range(d):
+            b, g = cell(seeds, i, hi, lo, w)
+            p[b, i] += g
+            bk[i] = b
+    else:
+        row_buckets(seeds, hi, lo, w, bk)
+        for i in range(d):
+            p[bk[i], i] += 1
     push_column(ex, sx, pre, upd, pos, p, sigma, z, zo)
     for i in range(d):
         p[pos, i] = 0
