@@ -80,10 +80,10 @@ CHUNK = 256
 
 
 class BMState(NamedTuple):
-    """Column-major grid: the d cells of a column are contiguous, since they are pushed together,
-    and inside a column the levels are the outer index (``ex[j, level, i]``): a push that touches
-    levels 0..L reads (L + 1)·d contiguous words, not d scattered trees (a lazy sketch's column
-    is cold when its turn comes round, so this is its main cost).
+    """Level-major, then column-major grid (``ex[level, j, i]``): the d cells of a column are
+    contiguous, since they are pushed together, and a level of consecutive columns is contiguous,
+    so a lazy sketch, which pushes columns round robin, walks each level's memory in order (the
+    hardware prefetcher streams it; columns are cold by the time their turn comes round).
 
     Instead of each node's noisy value the cell keeps ``sx[b]`` = Σ over the occupied levels
     b' ≥ b of the noisy node values (``sx[H]`` = 0). A new node on level L only needs
@@ -91,8 +91,8 @@ class BMState(NamedTuple):
     O(L + 1), not O(H), and every value is a fresh sum of node values (no subtraction, no drift).
     """
 
-    ex: np.ndarray  # int64[w, H, d]     exact node sums (0 on free levels)
-    sx: np.ndarray  # float64[w, H+1, d] suffix sums of the noisy node values
+    ex: np.ndarray  # int64[H, w, d]     exact node sums (0 on free levels)
+    sx: np.ndarray  # float64[H+1, w, d] suffix sums of the noisy node values
     pre: np.ndarray  # float64[w, d]     cached release per cell (= sx[..., 0])
     upd: np.ndarray  # int64[w]          pushes so far per column (0-based index of the next one)
     z: np.ndarray  # float64[d·max(w, CHUNK)] pre-drawn N(0, 1), each used by exactly one node
@@ -101,8 +101,8 @@ class BMState(NamedTuple):
 def make_bm_state(depth: int, width: int, height: int) -> BMState:
     """Empty trees for a ``depth × width`` grid of counters with ``height`` levels each."""
     return BMState(
-        np.zeros((width, height, depth), dtype=np.int64),
-        np.zeros((width, height + 1, depth), dtype=np.float64),
+        np.zeros((height, width, depth), dtype=np.int64),
+        np.zeros((height + 1, width, depth), dtype=np.float64),
         np.zeros((width, depth), dtype=np.float64),
         np.zeros(width, dtype=np.int64),
         np.zeros(depth * max(width, CHUNK), dtype=np.float64),
@@ -125,16 +125,22 @@ def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo):
     level = 0
     while (u >> level) & 1:
         level += 1
+    node = ex[level, j]  # free before this push (bit ``level`` of u is 0)
     for i in range(d):
-        e = inc[j, i]
-        for b in range(level):
-            e += ex[j, b, i]
-            ex[j, b, i] = 0
-        ex[j, level, i] = e
-        total = (e + sigma * z[zo + i]) + sx[j, level + 1, i]
-        for b in range(level + 1):
-            sx[j, b, i] = total
-        pre[j, i] = total
+        node[i] = inc[j, i]
+    for b in range(level):  # level by level over the column: contiguous, vectorised loops
+        below = ex[b, j]
+        for i in range(d):
+            node[i] += below[i]
+            below[i] = 0
+    out = pre[j]
+    above = sx[level + 1, j]
+    for i in range(d):
+        out[i] = (node[i] + sigma * z[zo + i]) + above[i]
+    for b in range(level + 1):
+        sums = sx[b, j]
+        for i in range(d):
+            sums[i] = out[i]
     upd[j] = u + 1
 
 
