@@ -27,7 +27,7 @@ from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, check
                             gaussbm_sigma, tree_height)
 from dptop.engine.core.hashtable import found, homes, probe_at, store
 from dptop.engine.continual.horizon import ContinualAlgorithm
-from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import EMPTY_WORD, KEY_DTYPE
 from dptop.engine.continual.lazysketch import LazySketch, SketchState, cms_estimate, lazy_update, row_buckets
 from dptop.engine.core.registry import register
@@ -129,6 +129,7 @@ class HHState(NamedTuple):
     cand_lo: np.ndarray
     cand_b: np.ndarray  # int64[2k~, d] candidates' buckets (computed once, on entry)
     cand_home: np.ndarray  # int64[2k~] their home positions in ``tab``
+    chunk: np.ndarray  # int64[CHUNK]: scratch, home positions of the keys of a batch chunk
     cand_val: np.ndarray  # float64[2k~] estimates at the last output (scratch; never released)
     tab: ht.Table  # candidate key -> index
     out_hi: np.ndarray  # uint64[2k~] last output H
@@ -143,7 +144,7 @@ def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
     cap = 2 * k_tilde
     return HHState(
         sketch.state, np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE),
-        np.zeros((cap, sketch.depth), np.int64), np.zeros(cap, np.int64), np.zeros(cap),
+        np.zeros((cap, sketch.depth), np.int64), np.zeros(cap, np.int64), np.zeros(CHUNK, np.int64), np.zeros(cap),
         ht.make_table(4 * k_tilde, seed=table_seed),
         np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap), np.zeros(1), np.zeros(cap),
         np.zeros(4, np.int64),
@@ -173,7 +174,8 @@ def _output(st, t, k, k_tilde, gamma):
 def _kth_largest(vals, n, kth, scratch):
     """The kth largest (1-based) of vals[:n], by quickselect on a scratch copy."""
     a = scratch[:n]
-    a[:] = vals[:n]
+    for i in range(n):  # a loop, not a slice copy: no allocation (called from a ``hot`` kernel)
+        a[i] = vals[i]
     target = n - kth
     lo, hi = 0, n - 1
     while lo < hi:
@@ -235,7 +237,7 @@ def _prune(st, k_tilde):
     st.meta[CAND_N] = m
 
 
-@kernel
+@hot
 def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
     """LAZYHH_UPDATE for every key (spec §6.5); returns the index of the last output step or -1.
     The per-arrival loop works on unpacked arrays (see ``gaussbm.push_column``)."""
@@ -248,7 +250,7 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
     t = meta[T_NOW]
     n_cand = meta[CAND_N]
     last = -1
-    home = np.empty(CHUNK, np.int64)
+    home = st.chunk
     for n in range(len(keys)):
         if n % CHUNK == 0:
             if sigma > 0.0:

@@ -27,7 +27,7 @@ from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, BMSta
                             check_gaussbm_delta, check_gaussbm_epsilon,
                             gaussbm_sigma, make_bm_state, noise_bound, push_column, tree_height)
 from dptop.engine.continual.horizon import ContinualAlgorithm
-from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import hash_key, keys_from_addresses
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import (MEASURE_APPROX, MODEL_CONTINUAL, NEIGHBOUR_SUBSTITUTE, Guarantee,
@@ -134,7 +134,7 @@ def lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, zo):
     return pos + 1 if pos + 1 < w else 0
 
 
-@kernel
+@hot
 def _lazy_batch(st, signed, keys, sigma, rng):
     p, seeds, meta, bk, sg = st.p, st.seeds, st.meta, st.bk, st.sg
     ex, sx, pre, upd, z = st.bm
