@@ -73,14 +73,17 @@ def test_domain_scan_mode_finds_zipf_ranks():
     assert got <= {int(dom[i]) for i in np.nonzero(truth >= 0.7 * 0.02 * 40000)[0]}
 
 
-def test_live_is_cached_while_plan_unchanged_and_consume_releases_at_substream_ends():
+def test_live_is_cached_while_plan_unchanged_and_consume_never_queries():
+    """Queries run on demand (live/finish); consume only ingests, even across substream ends."""
     alg = DPSWHeavyHitters(Settings(window=10000, gamma=0.05, epsilon=1.0, delta=1e-9,
                                     extra={"substreams": 10, "width": 256, "plan": "004"}))
     keys = planted_stream(4000, 3)
     assert alg.consume(KeyBatch(keys[:999])) == []
-    out = alg.consume(KeyBatch(keys[999:1001]))  # position 1000 closes substream 1
-    assert len(out) == 1 and out[0].span.end == 1001
-    prev_rel, prev_plan = alg.live(), alg.sketch.plan("004")
+    assert alg.consume(KeyBatch(keys[999:1001])) == []  # position 1000 closes substream 1
+    assert alg._cache_key is None  # no query has run
+    first = alg.live()
+    assert first.span.end == 1001
+    prev_rel, prev_plan = first, alg.sketch.plan("004")
     hits = misses = 0
     for i in range(1001, len(keys)):
         alg.consume(KeyBatch(keys[i:i + 1]))

@@ -67,7 +67,7 @@ def test_merge_rule_matches_binary_counter_reference():
         c = int(rng.choice([-1, 0, 1, 5]))
         g.update(np.array([[c]]))
         ref.push(c)
-        assert list(g.state.ex[0, 0]) == ref.ex, f"after {u} updates"
+        assert list(g.state.ex[:, 0, 0]) == ref.ex, f"after {u} updates"
         assert ref.occupied() == [b for b in range(H) if (u >> b) & 1]
         assert g.release()[0, 0] == ref.query()
     for lo, hi, _ in ref.nodes:

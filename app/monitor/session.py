@@ -41,6 +41,12 @@ AHEAD = "stamped ahead of the capture clock"
 STATES = ("idle", "starting", "running", "paused", "finished", "stopping", "stopped", "failed")
 
 
+def published(snap) -> int:
+    """Releases an algorithm has shown: its history, or at least the live view on screen (a
+    sliding-window query made when displayed is a release too)."""
+    return snap.releases or int(snap.latest is not None and snap.latest.guarantee is not None)
+
+
 class Session:
     def __init__(self, config: RunConfig, record_packets: int = 1 << 20, history: int = 4096, make=registry.make):
         self.config = config
@@ -384,7 +390,7 @@ class Session:
     def _record(self, lane: Lane) -> None:
         snap = lane.snapshot()
         if snap is not None:
-            self.ledger.record(lane.name, lane.generation, snap.guarantee, snap.releases, group=self._group())
+            self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap), group=self._group())
 
     def _group(self) -> int:
         return self.config.counting.group
@@ -399,7 +405,7 @@ class Session:
             snap = lane.snapshot()
             truth = None
             if snap is not None:
-                self.ledger.record(lane.name, lane.generation, snap.guarantee, snap.releases, group=self._group())
+                self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap), group=self._group())
                 if snap.latest is not None:
                     s = lane.settings
                     self.truth.request(lane.name, snap.latest, lane.origin or 0, s.k, s.gamma)

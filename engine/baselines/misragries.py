@@ -31,15 +31,17 @@ import numpy as np
 from dptop.engine.core import hashtable as ht
 from dptop.engine.core.base import Algorithm
 from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
-from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import KEY_DTYPE, SENTINEL_HI
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
-from dptop.engine.baselines.summary import (W, B_COUNT, B_HEAD, B_MIN, N, NIL, SLOT_BUCKET, SLOT_NEXT, USED,
-                                            bucket_new, make_links, move_up, slot_append)
+from dptop.engine.baselines.summary import (W, B_COUNT, B_HEAD, B_MIN, B_NEXT, B_TAIL, N, NIL, SLOT_BUCKET,
+                                            SLOT_NEXT, USED, bucket_drop_if_empty, bucket_new, make_links,
+                                            move_up, slot_append)
 
-ALPHA, ZQ_LEN, ZQ_POS = N + 1, N + 2, N + 3  # more scalars in the last row of ``links``
+ALPHA, ZQ_POS = N + 1, N + 2  # more scalars in the last row of ``links``
+ZERO_LEFT = B_TAIL  # in the zero bucket, which has no slot list: how many members it still has
 _LOW32 = np.uint64(0xFFFF_FFFF)
 _S32 = np.uint64(32)
 
@@ -48,6 +50,7 @@ class MGState(NamedTuple):
     key_hi: np.ndarray  # uint64[K]
     key_lo: np.ndarray  # uint64[K]
     home: np.ndarray  # int64[K]: hash-table home position of each slot's key (no rehash to find it)
+    chunk: np.ndarray  # int64[HOMES_CHUNK]: scratch, home positions of the keys of a batch chunk
     links: np.ndarray  # int64[(K+2)·W]: ``summary`` layout, bucket values raw (c + α)
     zq: np.ndarray  # uint64[2K]: the zero set at its last rebuild in key order (slot id in the low
     #                 32 bits); zq[K:] is sort scratch
@@ -58,13 +61,13 @@ class MGState(NamedTuple):
 @kernel
 def _init(L, tab_hi, tab_lo, tab_val, hashing, key_hi, key_lo, home):
     b = bucket_new(L, 0, NIL)
+    L[b * W + ZERO_LEFT] = len(key_hi)  # the zero bucket: members counted, not listed
     for j in range(len(key_hi)):
-        slot_append(L, j, b)
+        L[j * W + SLOT_BUCKET] = b
         home[j] = ht.home(key_hi[j], key_lo[j], hashing)
         p = probe_at(tab_hi, tab_lo, home[j], key_hi[j], key_lo[j])
         store(tab_hi, tab_lo, tab_val, p, key_hi[j], key_lo[j], j)
     L[-W + USED] = len(key_hi)
-    L[-W + ZQ_LEN] = len(key_hi)
 
 
 def make_state(capacity: int) -> MGState:
@@ -72,7 +75,8 @@ def make_state(capacity: int) -> MGState:
     K = check_positive_int("capacity", capacity)
     key_hi = np.full(K, SENTINEL_HI, dtype=KEY_DTYPE)
     key_lo = np.arange(K, dtype=KEY_DTYPE)
-    st = MGState(key_hi, key_lo, np.zeros(K, np.int64), make_links(K), np.arange(2 * K, dtype=KEY_DTYPE),
+    st = MGState(key_hi, key_lo, np.zeros(K, np.int64), np.zeros(HOMES_CHUNK, np.int64), make_links(K),
+                 np.arange(2 * K, dtype=KEY_DTYPE),
                  np.zeros((4, 256), np.int64), ht.make_table(4 * K))
     _init(st.links, st.tab.hi, st.tab.lo, st.tab.val, st.tab.hashing, key_hi, key_lo, st.home)
     return st
@@ -134,7 +138,46 @@ def _radix_sort_high(zq, z, digits):
             digits[d, v] += 1
         src, dst = dst, src
     if src != 0:
-        zq[:z] = zq[K:K + z]
+        for i in range(z):  # a loop, not a slice copy: no allocation in a ``hot`` kernel
+            zq[i] = zq[K + i]
+
+
+@inner
+def _sort_high(zq, z, digits):
+    """zq[:z] by their high 32 bits: one pass on the top byte into zq[K:], then an insertion sort
+    that only fixes order inside each top-byte group (twice as fast as the radix sort for the
+    usual few hundred words); the LSD radix sort for more words or a large group (traffic from
+    few /8s), so the cost stays O(z)."""
+    if z > 256:
+        _radix_sort_high(zq, z, digits)
+        return
+    K = len(zq) // 2
+    count = digits[0]
+    count[:] = 0
+    for i in range(z):
+        count[zq[i] >> np.uint64(56)] += 1
+    total = 0
+    for v in range(256):
+        c = count[v]
+        if c > 16:
+            _radix_sort_high(zq, z, digits)
+            return
+        count[v] = total
+        total += c
+    for i in range(z):
+        w = zq[i]
+        v = w >> np.uint64(56)
+        zq[K + count[v]] = w
+        count[v] += 1
+    for i in range(1, z):
+        w = zq[K + i]
+        j = i - 1
+        while j >= 0 and zq[K + j] > w:
+            zq[K + j + 1] = zq[K + j]
+            j -= 1
+        zq[K + j + 1] = w
+    for i in range(z):
+        zq[i] = zq[K + i]
 
 
 @inner
@@ -157,13 +200,34 @@ def _decrement_all(L, zq, digits, key_hi, key_lo):
         z += 1
         s = L[s * W + SLOT_NEXT]
     if packed:
-        _radix_sort_high(zq, z, digits)
+        _sort_high(zq, z, digits)
     else:
         for i in range(z):
             zq[i] &= _LOW32
         _heapsort_by_key(zq, z, key_hi, key_lo)
-    L[-W + ZQ_LEN] = z
+    L[b * W + B_HEAD] = NIL  # from now on the zero bucket counts its members instead of listing them
+    L[b * W + ZERO_LEFT] = z
     L[-W + ZQ_POS] = 0
+
+
+@inner
+def _increment(L, y):
+    """Slot y's counter grows by one. From 0 it joins the bucket of raw value α + 1: the zero
+    bucket keeps no slot list (its slots are in ``zq``), only a member count, so nothing is
+    unlinked; it is dropped when its last member leaves. Otherwise as in SpaceSaving."""
+    b = L[y * W + SLOT_BUCKET]
+    if L[b * W + B_COUNT] != L[-W + ALPHA]:
+        move_up(L, y)
+        return
+    nb = L[b * W + B_NEXT]
+    if nb != NIL and L[nb * W + B_COUNT] == L[b * W + B_COUNT] + 1:
+        target = nb
+    else:
+        target = bucket_new(L, L[b * W + B_COUNT] + 1, b)
+    slot_append(L, y, target)
+    L[b * W + ZERO_LEFT] -= 1
+    if L[b * W + ZERO_LEFT] == 0:
+        bucket_drop_if_empty(L, b)
 
 
 @inner
@@ -180,13 +244,13 @@ def _smallest_zero(L, zq):
             return y
 
 
-@kernel
+@hot
 def update_batch(st, keys):
     """UPDATE(x) of dp-misra-gries.md §3.3 for every key of the batch, in order."""
     L, zq, digits, key_hi, key_lo, slot_home = st.links, st.zq, st.digits, st.key_hi, st.key_lo, st.home
     tab_hi, tab_lo, tab_val, hashing = st.tab
     L[-W + N] += len(keys)
-    home = np.empty(HOMES_CHUNK, np.int64)
+    home = st.chunk
     for i in range(len(keys)):
         if i % HOMES_CHUNK == 0:
             homes(keys, i, min(i + HOMES_CHUNK, len(keys)), hashing, home)
@@ -195,7 +259,7 @@ def update_batch(st, keys):
         h = home[i % HOMES_CHUNK]
         p = probe_at(tab_hi, tab_lo, h, hi, lo)
         if found(tab_hi, tab_lo, p, hi, lo):  # Branch 1
-            move_up(L, tab_val[p])
+            _increment(L, tab_val[p])
             continue
         if L[L[-W + B_MIN] * W + B_COUNT] != L[-W + ALPHA]:  # Branch 2: no zero counter
             _decrement_all(L, zq, digits, key_hi, key_lo)
@@ -207,7 +271,7 @@ def update_batch(st, keys):
         key_hi[y] = hi
         key_lo[y] = lo
         slot_home[y] = h
-        move_up(L, y)
+        _increment(L, y)
 
 
 @kernel

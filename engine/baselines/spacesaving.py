@@ -14,7 +14,7 @@ import numpy as np
 from dptop.engine.core import hashtable as ht
 from dptop.engine.core.base import Algorithm
 from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
-from dptop.engine.core.jit import kernel
+from dptop.engine.core.jit import hot, kernel
 from dptop.engine.core.keys import KEY_DTYPE
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
@@ -27,6 +27,7 @@ class SSState(NamedTuple):
     slot_hi: np.ndarray  # uint64[K]
     slot_lo: np.ndarray  # uint64[K]
     home: np.ndarray  # int64[K]: hash-table home position of each slot's key (no rehash to find it)
+    chunk: np.ndarray  # int64[HOMES_CHUNK]: scratch, home positions of the keys of a batch chunk
     links: np.ndarray  # int64[(K+2)·W]: the stream-summary layout of ``summary``
     tab: ht.Table  # key -> slot
 
@@ -34,11 +35,11 @@ class SSState(NamedTuple):
 def make_state(capacity: int) -> SSState:
     """Empty SpaceSaving state with ``capacity`` counters (K in the spec)."""
     K = check_positive_int("capacity", capacity)
-    return SSState(np.zeros(K, KEY_DTYPE), np.zeros(K, KEY_DTYPE), np.zeros(K, np.int64), make_links(K),
-                   ht.make_table(4 * K))
+    return SSState(np.zeros(K, KEY_DTYPE), np.zeros(K, KEY_DTYPE), np.zeros(K, np.int64),
+                   np.zeros(HOMES_CHUNK, np.int64), make_links(K), ht.make_table(4 * K))
 
 
-@kernel
+@hot
 def update_batch(st, keys):
     """SS_UPDATE (dpss-eehh.md §3.1 UPDATE) for every key of the batch, in order."""
     L = st.links
@@ -51,7 +52,7 @@ def update_batch(st, keys):
     hashing = st.tab.hashing
     K = len(slot_hi)
     L[-W + N] += len(keys)
-    home = np.empty(HOMES_CHUNK, np.int64)
+    home = st.chunk
     for i in range(len(keys)):
         if i % HOMES_CHUNK == 0:
             homes(keys, i, min(i + HOMES_CHUNK, len(keys)), hashing, home)

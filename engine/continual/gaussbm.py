@@ -80,7 +80,10 @@ CHUNK = 256
 
 
 class BMState(NamedTuple):
-    """Column-major grid: the d cells of a column are contiguous, since they are pushed together.
+    """Level-major, then column-major grid (``ex[level, j, i]``): the d cells of a column are
+    contiguous, since they are pushed together, and a level of consecutive columns is contiguous,
+    so a lazy sketch, which pushes columns round robin, walks each level's memory in order (the
+    hardware prefetcher streams it; columns are cold by the time their turn comes round).
 
     Instead of each node's noisy value the cell keeps ``sx[b]`` = Σ over the occupied levels
     b' ≥ b of the noisy node values (``sx[H]`` = 0). A new node on level L only needs
@@ -88,8 +91,8 @@ class BMState(NamedTuple):
     O(L + 1), not O(H), and every value is a fresh sum of node values (no subtraction, no drift).
     """
 
-    ex: np.ndarray  # int64[w, d, H]     exact node sums (0 on free levels)
-    sx: np.ndarray  # float64[w, d, H+1] suffix sums of the noisy node values
+    ex: np.ndarray  # int64[H, w, d]     exact node sums (0 on free levels)
+    sx: np.ndarray  # float64[H+1, w, d] suffix sums of the noisy node values
     pre: np.ndarray  # float64[w, d]     cached release per cell (= sx[..., 0])
     upd: np.ndarray  # int64[w]          pushes so far per column (0-based index of the next one)
     z: np.ndarray  # float64[d·max(w, CHUNK)] pre-drawn N(0, 1), each used by exactly one node
@@ -98,8 +101,8 @@ class BMState(NamedTuple):
 def make_bm_state(depth: int, width: int, height: int) -> BMState:
     """Empty trees for a ``depth × width`` grid of counters with ``height`` levels each."""
     return BMState(
-        np.zeros((width, depth, height), dtype=np.int64),
-        np.zeros((width, depth, height + 1), dtype=np.float64),
+        np.zeros((height, width, depth), dtype=np.int64),
+        np.zeros((height + 1, width, depth), dtype=np.float64),
         np.zeros((width, depth), dtype=np.float64),
         np.zeros(width, dtype=np.int64),
         np.zeros(depth * max(width, CHUNK), dtype=np.float64),
@@ -117,21 +120,27 @@ def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo):
     horizon before any kernel runs) and that each draw of ``z`` is used once. Per-packet
     helpers take arrays rather than state tuples and contain no branch around the body: in
     numba either costs 50–80 ns per call (reference counting that is not pruned)."""
-    d = ex.shape[1]
+    d = ex.shape[2]
     u = upd[j]
     level = 0
     while (u >> level) & 1:
         level += 1
+    node = ex[level, j]  # free before this push (bit ``level`` of u is 0)
     for i in range(d):
-        e = inc[j, i]
-        for b in range(level):
-            e += ex[j, i, b]
-            ex[j, i, b] = 0
-        ex[j, i, level] = e
-        total = (e + sigma * z[zo + i]) + sx[j, i, level + 1]
-        for b in range(level + 1):
-            sx[j, i, b] = total
-        pre[j, i] = total
+        node[i] = inc[j, i]
+    for b in range(level):  # level by level over the column: contiguous, vectorised loops
+        below = ex[b, j]
+        for i in range(d):
+            node[i] += below[i]
+            below[i] = 0
+    out = pre[j]
+    above = sx[level + 1, j]
+    for i in range(d):
+        out[i] = (node[i] + sigma * z[zo + i]) + above[i]
+    for b in range(level + 1):
+        sums = sx[b, j]
+        for i in range(d):
+            sums[i] = out[i]
     upd[j] = u + 1
 
 

@@ -25,11 +25,11 @@ from dptop.engine.core import hashtable as ht
 from dptop.engine.privacy import bulknoise
 from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, check_gaussbm_epsilon,
                             gaussbm_sigma, tree_height)
-from dptop.engine.core.hashtable import found, probe, store
+from dptop.engine.core.hashtable import found, homes, probe_at, store
 from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
-from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import EMPTY_WORD, KEY_DTYPE
-from dptop.engine.continual.lazysketch import LazySketch, SketchState, cms_estimate, lazy_update
+from dptop.engine.continual.lazysketch import LazySketch, SketchState, cms_estimate, lazy_update, row_buckets
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import (MEASURE_APPROX, MODEL_CONTINUAL, NEIGHBOUR_SUBSTITUTE, Guarantee,
                             Release, sorted_items)
@@ -155,12 +155,15 @@ class HHState(NamedTuple):
     cand_hi: np.ndarray  # uint64[2k~]
     cand_lo: np.ndarray
     cand_b: np.ndarray  # int64[2k~, d] candidates' buckets (computed once, on entry)
+    cand_home: np.ndarray  # int64[2k~] their home positions in ``tab``
+    chunk: np.ndarray  # int64[CHUNK]: scratch, home positions of the keys of a batch chunk
     cand_val: np.ndarray  # float64[2k~] estimates at the last output (scratch; never released)
     tab: ht.Table  # candidate key -> index
     out_hi: np.ndarray  # uint64[2k~] last output H
     out_lo: np.ndarray
     out_val: np.ndarray
     out_tau: np.ndarray  # float64[1] τ applied at the last output
+    sel: np.ndarray  # float64[2k~] selection scratch of PRUNE
     meta: np.ndarray  # int64[4]
 
 
@@ -168,21 +171,22 @@ def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
     cap = 2 * k_tilde
     return HHState(
         sketch.state, np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE),
-        np.zeros((cap, sketch.depth), np.int64), np.zeros(cap),
+        np.zeros((cap, sketch.depth), np.int64), np.zeros(cap, np.int64), np.zeros(CHUNK, np.int64), np.zeros(cap),
         ht.make_table(4 * k_tilde, seed=table_seed),
-        np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap), np.zeros(1), np.zeros(4, np.int64),
+        np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap), np.zeros(1), np.zeros(cap),
+        np.zeros(4, np.int64),
     )
 
 
 @kernel
 def _output(st, t, k, k_tilde, gamma):
     """OUTPUT(t): estimate every candidate, publish those above τ(t) (spec §6.5)."""
-    pre = st.sk.bm.pre
+    pre, cand_b, cand_val = st.sk.bm.pre, st.cand_b, st.cand_val
     tau = suppression_threshold(t, k, k_tilde, pre.shape[0], gamma)
     m = 0
     for c in range(st.meta[CAND_N]):
-        v = cms_estimate(pre, st.cand_b[c])
-        st.cand_val[c] = v
+        v = cms_estimate(pre, cand_b, c)
+        cand_val[c] = v
         if v > tau:
             st.out_hi[m] = st.cand_hi[c]
             st.out_lo[m] = st.cand_lo[c]
@@ -193,6 +197,35 @@ def _output(st, t, k, k_tilde, gamma):
     st.out_tau[0] = tau
 
 
+@inner
+def _kth_largest(vals, n, kth, scratch):
+    """The kth largest (1-based) of vals[:n], by quickselect on a scratch copy."""
+    a = scratch[:n]
+    for i in range(n):  # a loop, not a slice copy: no allocation (called from a ``hot`` kernel)
+        a[i] = vals[i]
+    target = n - kth
+    lo, hi = 0, n - 1
+    while lo < hi:
+        pivot = a[(lo + hi) // 2]
+        i, j = lo, hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if target <= j:
+            hi = j
+        elif target >= i:
+            lo = i
+        else:
+            break
+    return a[target]
+
+
 @kernel
 def _prune(st, k_tilde):
     """PRUNE(): keep the k~ candidates with the largest estimates (ties: lower index first),
@@ -200,8 +233,8 @@ def _prune(st, k_tilde):
     n = st.meta[CAND_N]
     if n <= k_tilde:
         return
-    vals = st.cand_val
-    cut = np.partition(vals[:n], n - k_tilde)[n - k_tilde]  # the k~-th largest estimate
+    vals, cand_b = st.cand_val, st.cand_b
+    cut = _kth_largest(vals, n, k_tilde, st.sel)
     above = 0
     for c in range(n):
         if vals[c] > cut:
@@ -221,39 +254,48 @@ def _prune(st, k_tilde):
             lo = st.cand_lo[c]
             st.cand_hi[m] = hi
             st.cand_lo[m] = lo
-            st.cand_b[m] = st.cand_b[c]
+            st.cand_home[m] = st.cand_home[c]
+            for i in range(cand_b.shape[1]):
+                cand_b[m, i] = cand_b[c, i]
             vals[m] = vals[c]
-            q = probe(tab_hi, tab_lo, hashing, hi, lo)
+            q = probe_at(tab_hi, tab_lo, st.cand_home[m], hi, lo)
             store(tab_hi, tab_lo, tab_val, q, hi, lo, m)
             m += 1
     st.meta[CAND_N] = m
 
 
-@kernel
+@hot
 def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
     """LAZYHH_UPDATE for every key (spec §6.5); returns the index of the last output step or -1.
     The per-arrival loop works on unpacked arrays (see ``gaussbm.push_column``)."""
-    p, seeds, sk_meta, bk = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.bk
+    p, seeds, sk_meta, bk, sg = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.bk, st.sk.sg
     ex, sx, pre, upd, z = st.sk.bm
     tab_hi, tab_lo, tab_val, hashing = st.tab
-    cand_hi, cand_lo, cand_b, meta = st.cand_hi, st.cand_lo, st.cand_b, st.meta
-    d = p.shape[1]
+    cand_hi, cand_lo, cand_b, cand_home, meta = st.cand_hi, st.cand_lo, st.cand_b, st.cand_home, st.meta
+    w, d = p.shape
     pos = sk_meta[0]
     t = meta[T_NOW]
     n_cand = meta[CAND_N]
     last = -1
+    home = st.chunk
     for n in range(len(keys)):
-        if n % CHUNK == 0 and sigma > 0.0:
-            bulknoise.fill_normal(rng, z[:CHUNK * d], 1.0)
+        if n % CHUNK == 0:
+            if sigma > 0.0:
+                bulknoise.fill_normal(rng, z[:CHUNK * d], 1.0)
+            homes(keys, n, min(n + CHUNK, len(keys)), hashing, home)
         hi = keys[n, 0]
         lo = keys[n, 1]
-        pos = lazy_update(p, seeds, bk, ex, sx, pre, upd, pos, False, hi, lo, sigma, z, (n % CHUNK) * d)
+        row_buckets(seeds, hi, lo, w, bk)
+        pos = lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, (n % CHUNK) * d)
         t += 1
-        q = probe(tab_hi, tab_lo, hashing, hi, lo)
+        h = home[n % CHUNK]
+        q = probe_at(tab_hi, tab_lo, h, hi, lo)
         if not found(tab_hi, tab_lo, q, hi, lo):
             cand_hi[n_cand] = hi
             cand_lo[n_cand] = lo
-            cand_b[n_cand] = bk
+            cand_home[n_cand] = h
+            for i in range(d):
+                cand_b[n_cand, i] = bk[i]
             store(tab_hi, tab_lo, tab_val, q, hi, lo, n_cand)
             n_cand += 1
         if t % k_tilde == 0:

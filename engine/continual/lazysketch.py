@@ -27,7 +27,7 @@ from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, BMSta
                             check_gaussbm_delta, check_gaussbm_epsilon,
                             gaussbm_sigma, make_bm_state, noise_bound, push_column, tree_height)
 from dptop.engine.continual.horizon import ContinualAlgorithm
-from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import hash_key, keys_from_addresses
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import (MEASURE_APPROX, MODEL_CONTINUAL, NEIGHBOUR_SUBSTITUTE, Guarantee,
@@ -45,7 +45,18 @@ class SketchState(NamedTuple):
     seeds: np.ndarray  # uint64[d] secret row hash seeds (never released, P11)
     meta: np.ndarray  # int64[1]: next column to push (Lazy)
     bk: np.ndarray  # int64[d]: buckets of the last arrival (scratch)
+    sg: np.ndarray  # int64[d]: its signs (CS scratch; all 1 for CMS)
     bm: BMState
+
+
+@inner
+def _bucket(h, width):
+    return np.int64(((h >> _U32) * np.uint64(width)) >> _U32)
+
+
+@inner
+def _sign(h):
+    return np.int64(1) if (h >> _U31) & _ONE else np.int64(-1)
 
 
 @inner
@@ -53,18 +64,33 @@ def cell(seeds, row, hi, lo, width):
     """(bucket h_i(x) in [0, w), sign g_i(x) in {-1, +1}) of key (hi, lo) in ``row``.
     The bucket is the top 32 hash bits reduced by multiply-shift, the sign is bit 31."""
     h = hash_key(hi, lo, seeds[row])
-    bucket = np.int64(((h >> _U32) * np.uint64(width)) >> _U32)
-    sign = np.int64(1) if (h >> _U31) & _ONE else np.int64(-1)
-    return bucket, sign
+    return _bucket(h, width), _sign(h)
 
 
 @inner
-def cms_estimate(pre, buckets):
-    """CMS f̂ from the key's buckets: min over rows i of pre[buckets[i], i]."""
-    best = np.inf
-    for i in range(len(buckets)):
-        if pre[buckets[i], i] < best:
-            best = pre[buckets[i], i]
+def row_buckets(seeds, hi, lo, width, bk):
+    """``cell``'s buckets of (hi, lo) in every row at once, into ``bk``: one loop over the rows,
+    which the compiler vectorises."""
+    for i in range(len(seeds)):
+        bk[i] = _bucket(hash_key(hi, lo, seeds[i]), width)
+
+
+@inner
+def row_cells(seeds, hi, lo, width, bk, sg):
+    """``cell`` in every row at once: buckets into ``bk``, signs into ``sg``."""
+    for i in range(len(seeds)):
+        h = hash_key(hi, lo, seeds[i])
+        bk[i] = _bucket(h, width)
+        sg[i] = _sign(h)
+
+
+@inner
+def cms_estimate(pre, buckets, c):
+    """CMS f̂ from a key's stored buckets ``buckets[c]``: min over rows i of pre[buckets[c, i], i]
+    (row index, not a row view: a view per call costs more than the rows)."""
+    best = pre[buckets[c, 0], 0]
+    for i in range(1, buckets.shape[1]):
+        best = min(best, pre[buckets[c, i], i])
     return best
 
 
@@ -95,32 +121,34 @@ def _estimates(st, signed, keys, out):
 
 
 @inner
-def lazy_update(p, seeds, bk, ex, sx, pre, upd, pos, signed, hi, lo, sigma, z, zo):
-    """LAZY_UPDATE(x) (spec §5.2): add x to P, then push column ``pos`` of P (zeros too, with
-    draws ``z[zo:zo+d]``) and clear it. Leaves x's buckets in ``bk``; returns the next column."""
+def lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, zo):
+    """LAZY_UPDATE(x) (spec §5.2) for x's cells ``bk`` and signs ``sg`` (all 1 for CMS): add x to
+    P, then push column ``pos`` of P (zeros too, with draws ``z[zo:zo+d]``) and clear it; returns
+    the next column. No branch around the body (see ``push_column``)."""
     w, d = p.shape
     for i in range(d):
-        b, g = cell(seeds, i, hi, lo, w)
-        p[b, i] += g if signed else 1
-        bk[i] = b
+        p[bk[i], i] += sg[i]
     push_column(ex, sx, pre, upd, pos, p, sigma, z, zo)
     for i in range(d):
         p[pos, i] = 0
     return pos + 1 if pos + 1 < w else 0
 
 
-@kernel
+@hot
 def _lazy_batch(st, signed, keys, sigma, rng):
-    p, seeds, meta, bk = st.p, st.seeds, st.meta, st.bk
+    p, seeds, meta, bk, sg = st.p, st.seeds, st.meta, st.bk, st.sg
     ex, sx, pre, upd, z = st.bm
-    d = p.shape[1]
+    w, d = p.shape
     pos = meta[0]
     for c0 in range(0, len(keys), CHUNK):
         if sigma > 0.0:
             bulknoise.fill_normal(rng, z[:CHUNK * d], 1.0)
         for n in range(c0, min(len(keys), c0 + CHUNK)):
-            pos = lazy_update(p, seeds, bk, ex, sx, pre, upd, pos, signed, keys[n, 0], keys[n, 1],
-                              sigma, z, (n - c0) * d)
+            if signed:
+                row_cells(seeds, keys[n, 0], keys[n, 1], w, bk, sg)
+            else:
+                row_buckets(seeds, keys[n, 0], keys[n, 1], w, bk)
+            pos = lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, (n - c0) * d)
     meta[0] = pos
 
 
@@ -179,7 +207,7 @@ class PrivateSketch:
         self.noiseless, self.seed = bool(noiseless), seed
         self.state = SketchState(np.zeros((self.width, self.depth), dtype=np.int64),
                                  hash_seeds(self.depth, seed), np.zeros(1, dtype=np.int64),
-                                 np.zeros(self.depth, dtype=np.int64),
+                                 np.zeros(self.depth, dtype=np.int64), np.ones(self.depth, dtype=np.int64),
                                  make_bm_state(self.depth, self.width, self.height))
         self.rng = bulknoise.make_rng(seed)
         self.arrivals = 0

@@ -35,7 +35,7 @@ from dptop.engine.single_release.length import check_k_tilde, length_composed_co
 from dptop.engine.single_release.dpss import by_key
 from dptop.engine.single_release.epochs import Epoched
 from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
-from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import KEY_DTYPE
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import sorted_items
@@ -64,6 +64,7 @@ class EEState(NamedTuple):
     hkey: np.ndarray  # int64[k~]: heap keys: slot_val of heap[i] (CountMin: a lower bound of it)
     hpos: np.ndarray  # int64[k~]: each slot's index in ``heap``
     home: np.ndarray  # int64[k~]: hash-table home position of each slot's label
+    chunk: np.ndarray  # int64[HOMES_CHUNK]: scratch, home positions of the keys of a batch chunk
     scratch: np.ndarray  # int64[d]: per-row values for the median
     col: np.ndarray  # int64[d]: the current key's column in each row
     sign: np.ndarray  # int64[d]: its sign in each row (CountSketch; 1 for CountMin)
@@ -79,7 +80,7 @@ def make_ee_state(cells: np.ndarray, hseed: np.ndarray, sseed: np.ndarray, slots
                    np.array([64 - int(math.log2(w))], dtype=np.uint64),
                    np.zeros(slots, KEY_DTYPE), np.zeros(slots, KEY_DTYPE), np.zeros(slots, np.int64),
                    np.zeros(2, np.int64), np.zeros(slots, np.int64), np.zeros(slots, np.int64),
-                   np.zeros(slots, np.int64), np.zeros(slots, np.int64),
+                   np.zeros(slots, np.int64), np.zeros(slots, np.int64), np.zeros(HOMES_CHUNK, np.int64),
                    np.zeros(d, np.int64), np.zeros(d, np.int64), np.ones(d, np.int64), ht.make_table(4 * slots))
 
 
@@ -216,7 +217,7 @@ def _admit(tab_hi, tab_lo, tab_val, hashing, slot_hi, slot_lo, val, meta, heap, 
     slot_home[s] = h
 
 
-@kernel
+@hot
 def update_batch(st, keys, signed):
     """Sketch update and TRACK_UPDATE (dpss-eehh.md §6.1) for every key of the batch: the k~
     labels with the largest recorded estimates, in an indexed binary min-heap (ties arbitrary, as
@@ -229,7 +230,7 @@ def update_batch(st, keys, signed):
     val, meta, heap, hkey, hpos = st.slot_val, st.meta, st.heap, st.hkey, st.hpos
     kt = len(val)
     meta[N] += len(keys)
-    home = np.empty(HOMES_CHUNK, np.int64)
+    home = st.chunk
     for i in range(len(keys)):
         if i % HOMES_CHUNK == 0:
             homes(keys, i, min(i + HOMES_CHUNK, len(keys)), hashing, home)
