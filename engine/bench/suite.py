@@ -16,7 +16,7 @@ from dptop.engine.core.workload import zipf_keys
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 
-EXTRA_BENCHES: tuple[str, ...] = ("dptop.capture.bench", "dptop.engine.bench.single_release", "dptop.engine.bench.continual", "dptop.engine.bench.sliding_window")
+EXTRA_BENCHES: tuple[str, ...] = ("dptop.capture.bench", "dptop.engine.bench.single_release", "dptop.engine.bench.continual", "dptop.engine.bench.sliding_window", "dptop.engine.bench.local_dp")
 SKIP_IN_CORE = {"punctual-cms", "punctual-cs"}
 """Algorithms too slow for 2^24 updates by design; their own bench measures them."""
 

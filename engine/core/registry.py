@@ -21,6 +21,7 @@ MODULES = (
     "dptop.engine.continual.lazyhh",
     "dptop.engine.baselines.window",
     "dptop.engine.sliding_window.dpsw_hh",
+    "dptop.engine.local_dp.algorithms",
 )
 
 _REGISTRY: dict[str, type] = {}
