@@ -7,7 +7,7 @@ from dptop.engine.local_dp.heavyguardian import ed_fires
 BERN_EXP, ED = 0, 1
 
 
-@numba.njit
+@numba.njit(cache=True)
 def count_hits(sampler, a, b, n, words, pos):
     """Successes in ``n`` draws of bern_exp(a/b) (``BERN_EXP``) or ed_fires(count a, rule b)."""
     hits = 0

@@ -160,3 +160,14 @@ def test_sweep_ldp_cli(capsys):
     assert [(r["scheme"], r["epsilon"]) for r in rows] == [("dsr", 1.0), ("dsr", 8.0), ("bgr", 1.0), ("bgr", 8.0)]
     assert all(0 <= r["ndcg"] <= 1 and 0 <= r["precision"] <= 1 for r in rows)
     assert rows[1]["ndcg"] >= rows[0]["ndcg"] and not math.isnan(rows[1]["aae"])
+
+
+def test_a_priori_error_and_level_budget_by_exact_values():
+    from dptop.engine.local_dp.algorithms import LDPDSR
+    from dptop.engine.local_dp.prefix import level_budget
+
+    # GRR over d = 2 at ε = ln 3: p = 3/4, q = 1/4, Var = n·q(1−q)/(p−q)² = n·3/4 -> n = 4/3·100²
+    assert LDPDSR.grr_error(13_333, math.log(3), 2) == pytest.approx(100.0, rel=1e-4)
+    assert level_budget(7.0, 7) == 1.0
+    notes = make("ldp-dsr-prefix", reports=70, settings={"epsilon": 7.0}).guarantee().notes
+    assert any("ε_window/7 = 1)" in n for n in notes)

@@ -21,6 +21,7 @@ in the bench and the tests).
 """
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import numpy as np
@@ -35,10 +36,12 @@ from dptop.engine.local_dp.accounting import (local_guarantee, parse_reports, re
                                               window_options, window_text, DEFAULT_REPORTS)
 from dptop.engine.local_dp.bdr import bdr_epsilons
 from dptop.engine.local_dp.domain import inventory_domain, ipv4_of_keys, prefix_domain
+from dptop.engine.local_dp.dsr import grr_mechanism
 from dptop.engine.local_dp.entropy import Entropy
+from dptop.engine.local_dp.grr import grr_variance
 from dptop.engine.local_dp.heavyguardian import ED_RULES
 from dptop.engine.local_dp.pipeline import Pipeline, Reservoir, make_halves
-from dptop.engine.local_dp.prefix import PrefixSearch, parse_levels
+from dptop.engine.local_dp.prefix import PrefixSearch, level_budget, parse_levels
 
 DEFAULT_SNAPSHOT = 1024
 HEAVY_PER_K = {"bgr": 48, "dsr": 48, "bdr": 4, "cnr": 4, "prefix": 12}
@@ -234,6 +237,18 @@ class _DomainScheme(LocalDP):
     def _label(self, item, estimate):
         return self.domain.label(item, estimate)
 
+    @staticmethod
+    def grr_error(reports: int, epsilon: float, domain_size: int) -> float:
+        """A-priori standard deviation of one item's estimate after ``reports`` GRR reports over the
+        whole domain (spec §1.1; BGR, DSR's entire phase): from the parameters alone."""
+        m = grr_mechanism(epsilon, domain_size)
+        return float(math.sqrt(grr_variance(reports, 0, m.p, m.q)))
+
+    def status(self) -> dict:
+        sent = self._engine.pipelines[0].collector.reports
+        return {**super().status(), "domain": self.domain.describe(),
+                "grr_error_per_item": self.grr_error(max(sent, 1), self.epsilon, self.domain.size)}
+
     def notes(self):
         return (f"{self.scheme.upper()} over {self.domain.describe()}: one HeavyGuardian bucket (w = 1, spec "
                 f"§2.1) of λ_h = {self.heavy} cells, ED P = b^-C with ln b = 77/1000 ({self.ed}); agents "
@@ -328,6 +343,8 @@ class LDPDSRPrefix(LocalDP):
                 f"each further level over the children of the {self.fanout} hottest prefixes above; DSR with "
                 f"λ_h = {self.heavy} cells per level",
                 f"budget split across levels: report i goes to level i mod {L} (public schedule), so each level "
-                f"gets 1/{L} of an agent's reports (ε_window/{L}) at the full ε per report; estimates are "
-                f"scaled by {L}",
+                f"gets 1/{L} of an agent's reports (ε_window/{L}"
+                + ("" if self.reports_cap is None else
+                   f" = {level_budget(self.epsilon * self.reports_cap, L):.4g}")
+                + f") at the full ε per report; estimates are scaled by {L}",
                 "IPv6 sources are reported as 'other' (the prefix tree is IPv4)")

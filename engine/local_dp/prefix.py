@@ -27,6 +27,14 @@ from dptop.engine.local_dp.pipeline import Pipeline
 DEFAULT_LEVELS = (8, 16, 24, 32)
 
 
+def level_budget(window_epsilon: float, levels: int) -> float:
+    """Privacy map of the split: the share of an agent's window budget each level receives
+    (1/L of its reports, each at the full ε per report)."""
+    if levels < 1:
+        raise ValueError(f"levels ({levels}) must be >= 1")
+    return window_epsilon / levels
+
+
 def parse_levels(text) -> tuple[int, ...]:
     """``"8,16,24,32"`` -> (8, 16, 24, 32): increasing IPv4 prefix lengths, steps of 1..16 bits."""
     try:
