@@ -199,7 +199,8 @@ class LocalDP(Algorithm):
         coll_s = sum(p.collector_seconds for p in pipes)
         return {"scheme": self.scheme, "epsilon_per_report": self.epsilon,
                 "reports_per_window": "all" if self.reports_cap is None else self.reports_cap,
-                "window_budget_per_agent": window_epsilon(self.epsilon, self.reports_cap),
+                "window_budget_per_agent": ("unbounded" if self.reports_cap is None
+                                            else window_epsilon(self.epsilon, self.reports_cap)),
                 "window": window_text(self.window_packets, self.window_seconds), "windows": self._windows,
                 "packets_in_window": self._in_window, "reports": sent, "rejected": rejected,
                 "heavy_cells": self.heavy, "snapshots": sum(p.snapshots for p in pipes),

@@ -242,6 +242,8 @@ class BDRCollector(CollectorBase):
         self.warm = grr_mechanism(epsilon, domain_size)
         self.buffer = WordBuffer(entropy)
         light = light if nominate else 0
+        if nominate and light < 1:
+            raise ValueError(f"light ({light}) must be >= 1: CNR's buffer of cold candidates")
         self.state = BDRState(np.full(heavy, EMPTY, np.int64), np.zeros(heavy), np.zeros(heavy, np.int64),
                               np.full(light, EMPTY, np.int64), np.zeros(light), np.zeros(light, np.int64),
                               np.array([0, rule, int(nominate)], np.int64))
