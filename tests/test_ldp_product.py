@@ -40,7 +40,7 @@ def test_registered_and_listed(capsys):
     ({"reports": 0}, "reports"), ({"reports": "some"}, "reports"), ({"reports": 2.5}, "reports"),
     ({"snapshot": 0}, "snapshot"), ({"domain": "ipv4/99"}, "domain"), ({"domain": "ipx/16"}, "domain"),
     ({"ed": "b^C"}, "ed"), ({"inventory": "/nonexistent/inventory.txt"}, "inventory"),
-    ({"domain": "ipv4/16", "inventory": "x"}, "exclusive"), ({"bogus": 1}, "bogus"),
+    ({"domain": "ipv4/16", "inventory": "x"}, "exclusive"), ({"bogus": 1}, "bogus"), ({"alpha": 0}, "alpha"),
 ])
 def test_invalid_options_name_the_parameter(extra, match):
     with pytest.raises(ValueError, match=match):
@@ -104,8 +104,27 @@ def test_releases_are_top_k_without_other(tmp_path):
     alg.consume(KeyBatch(keys))
     rel = alg.finish()[-1]
     assert [it.address for it in rel.items][:2] == ["10.0.0.1", "10.0.0.2"]
-    assert all(it.estimate > 0 for it in rel.items) and rel.threshold == 0.0
+    assert rel.threshold > 0 and all(it.estimate > rel.threshold for it in rel.items)
     assert alg.live().items == rel.items
+    plain = make("ldp-dsr", inventory=str(inv), reports="all", alpha=1, settings={"epsilon": 6.0, "k": 3})
+    plain.consume(KeyBatch(keys))
+    assert plain.finish()[-1].threshold == 0.0
+
+
+def test_threshold_suppresses_noise_and_follows_bernstein():
+    """Uniform traffic over 2^16 /16 prefixes at ε = 0.5 per report: no prefix is significant,
+    so nothing is published; the threshold is Bernstein's bound at level α/d."""
+    keys = keys_of_ipv4(np.random.default_rng(1).integers(0, 1 << 32, 20_000).astype(np.uint32))
+    alg = make("ldp-bgr", reports="all", settings={"epsilon": 0.5})
+    alg.consume(KeyBatch(keys))
+    rel = alg.finish()[-1]
+    assert rel.items == () and rel.threshold > 0
+    col = alg._engine.pipelines[0].collector
+    L = math.log(((1 << 16) + 1) / 0.05)
+    a = col.null_step * L / 3
+    assert rel.threshold == pytest.approx(max(a + math.sqrt(a * a + 2 * col.null_var * L), col.unit()))
+    assert col.null_step == pytest.approx(1 / (col.latest.entire.p - col.latest.entire.q))
+    assert make("ldp-bgr", reports="all", alpha=1).threshold() == 0.0
 
 
 def test_prefix_domains_label_networks():

@@ -9,13 +9,14 @@ only ``Snapshot`` and ``Reports`` pass between them.
 
 Releases (post-processing of the reports, so they cost nothing more): one when each window
 closes and one at the end; ``live()`` shows the collector's current top-k. ``items[].estimate``
-is the estimated number of reports of the item, clipped at 0; only items with estimate > 0
-are listed (threshold 0), never "other".
+is the estimated number of reports of the item; only items above the threshold τ are listed
+(``threshold``: a bound that a zero-count item's estimate exceeds with probability <= α/d,
+``alpha`` = 1 for 003's plain top-k), never "other".
 
 Options (``--param``): ``domain`` (ipv4/16 default, ipv4/24, ipv6/32, ipv6/48, ...) or
 ``inventory=FILE``; ``reports`` (R per agent per window, default 1000, or ``all``); ``snapshot``
 (reports between hot-set snapshots, default 1024); ``ed`` (``b^-C``, or [C]'s ``1-b^-C``);
-``split`` (BDR/CNR: ε1/ε, default 0.5); ``light`` (CNR buffer cells, default k~); ``levels`` and
+``alpha`` (threshold level, default 0.05); ``split`` (BDR/CNR: ε1/ε, default 0.5); ``light`` (CNR buffer cells, default k~); ``levels`` and
 ``fanout`` (prefix search). ``--k-tilde`` sets the heavy cells λ_h (defaults below, measured
 in the bench and the tests).
 """
@@ -44,10 +45,11 @@ from dptop.engine.local_dp.pipeline import Pipeline, Reservoir, make_halves
 from dptop.engine.local_dp.prefix import PrefixSearch, level_budget, parse_levels
 
 DEFAULT_SNAPSHOT = 1024
+DEFAULT_ALPHA = 0.05
 HEAVY_PER_K = {"bgr": 48, "dsr": 48, "bdr": 4, "cnr": 4, "prefix": 12}
 """Default λ_h = this × k (HeavyGuardian with w = 1 needs far more cells than k to admit the
 true top-k under GRR noise; measured in tests/test_ldp_utility.py)."""
-COMMON = ("domain", "inventory", "reports", "snapshot", "ed")
+COMMON = ("domain", "inventory", "reports", "snapshot", "ed", "alpha")
 
 
 def check_names(extra: dict) -> None:
@@ -76,6 +78,10 @@ class LocalDP(Algorithm):
         self.reports_cap = parse_reports(x.get("reports", DEFAULT_REPORTS))
         self.epsilon = report_epsilon(settings.epsilon, self.reports_cap)
         self.every = check_positive_int("snapshot", x.get("snapshot", DEFAULT_SNAPSHOT))
+        self.alpha = x.get("alpha", DEFAULT_ALPHA)
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 < self.alpha <= 1:
+            raise ValueError(f"alpha ({self.alpha!r}) must be in (0, 1]: the chance that a zero-count item is "
+                             "published (1: no threshold)")
         self.ed = str(x.get("ed", "b^-C"))
         if self.ed not in ED_RULES:
             raise ValueError(f"ed ({self.ed!r}) must be one of {', '.join(ED_RULES)}")
@@ -161,10 +167,20 @@ class LocalDP(Algorithm):
         self._last = self.release()
         return self._last
 
+    def threshold(self) -> float:
+        """τ: what a zero-count item's estimate exceeds with probability at most α/d, d the values a
+        report can name (Bernstein's bound, ``CollectorBase.threshold``), so that over the whole
+        domain noise is published with probability at most α; α = 1 publishes 003's top-k
+        unfiltered (τ = 0). Post-processing of the reports: no privacy cost [D]."""
+        if self.alpha >= 1.0:
+            return 0.0
+        return self._engine.threshold(math.log(max(self._engine.domain_size(), 2) / self.alpha))
+
     def release(self) -> Release:
-        labels = (self._label(i, e) for i, e in self._engine.top(self.k))
+        tau = self.threshold()
+        labels = (self._label(i, e) for i, e in self._engine.top(self.k) if e > tau)
         items = tuple(sorted(labels, key=lambda it: (-it.estimate, it.hi, it.lo)))
-        return Release(self.name, Span(0, self.packets, "stream", self._windows), items, 0.0,
+        return Release(self.name, Span(0, self.packets, "stream", self._windows), items, tau,
                        self.guarantee(), self.status())
 
     def live(self) -> Release | None:
@@ -269,6 +285,12 @@ class _Engine:
     def top(self, k):
         return self.pipelines[0].collector.top(k, self.other)
 
+    def threshold(self, log_term):
+        return self.pipelines[0].collector.threshold(log_term)
+
+    def domain_size(self):
+        return self.other + 1
+
 
 @register
 class LDPBGR(_DomainScheme):
@@ -319,7 +341,7 @@ class LDPDSRPrefix(LocalDP):
 
     name = "ldp-dsr-prefix"
     scheme = "prefix"
-    parameters = ("reports", "snapshot", "ed", "levels", "fanout")
+    parameters = ("reports", "snapshot", "ed", "alpha", "levels", "fanout")
 
     def _configure(self, extra: dict) -> None:
         self.levels = parse_levels(extra.get("levels", "8,12,16,20,24,28,32"))

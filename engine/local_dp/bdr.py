@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.core.jit import inner, kernel
-from dptop.engine.local_dp.dsr import Mechanism, grr_mechanism
+from dptop.engine.local_dp.dsr import Mechanism, grr_mechanism, null_variance
 from dptop.engine.local_dp.entropy import RESERVE, Entropy, WordBuffer, below, bernoulli, drive
 from dptop.engine.local_dp.grr import grr_batch, grr_draw
 from dptop.engine.local_dp.heavyguardian import EMPTY, ED_SPEC, ed_decay, ed_place, weakest
@@ -280,11 +280,18 @@ class BDRCollector(CollectorBase):
         h = len(info.hot)
         if sp is None:
             mech = np.array([0.5, 0.5, 1.0, 0.0, 1.0, 0.0, w.p, w.q])
+            self._account(len(symbols), null_variance(w), 1 / w.scale)
         else:
             mech = np.array([sp.judge.p, sp.judge.q, sp.hot.p, sp.hot.q, sp.cold.p, sp.cold.q, w.p, w.q])
+            m = max(sp.judge.p * sp.hot.q, sp.judge.q / h)  # a non-holder's chance to name a hot cell
+            scale = sp.judge.p * sp.hot.scale
+            self._account(len(symbols), m * (1 - m) / scale ** 2, 1 / scale)
         drive(self.buffer, len(symbols), lambda words, pos, start: bdr_insert(
             self.state, tags, symbols, info.stamp, info.cells, max(h, 1), self.domain_size, mech,
             self.s_ref, self.s_buf, words, pos, start))
+
+    def unit(self) -> float:
+        return 1.0 / self.s_ref
 
     def estimates(self) -> tuple[np.ndarray, np.ndarray]:
         """Count/(p1(p2 − q2)) of the occupied heavy cells, clipped at 0 (Thm 4.2)."""

@@ -52,6 +52,11 @@ class Mechanism(NamedTuple):
         return self.p - self.q
 
 
+def null_variance(m: Mechanism) -> float:
+    """Variance one report adds to the estimate of an item it does not hold: q(1 − q)/(p − q)²."""
+    return m.q * (1 - m.q) / m.scale ** 2
+
+
 def grr_mechanism(epsilon: float, d: int) -> Mechanism:
     """GRR over ``d`` values; d = 1 (a domain that is only "other") reports a constant."""
     if d == 1:
@@ -228,9 +233,15 @@ class DSRCollector(CollectorBase):
             ids = self.state.ids
             self.state.dom[:] = (ids == OTHER) | np.isin(ids >> self.shift, info.parents) & (ids >= 0)
         e, s = info.entire, self.shrunk
+        shrunk = int((tags == TAG_SHRUNK).sum())
+        self._account(len(tags) - shrunk, null_variance(e), 1 / e.scale)
+        self._account(shrunk, null_variance(s), 1 / s.scale)
         latest = self.latest.entire.scale
         drive(self.buffer, len(values), lambda w, p, start: dsr_insert(
             self.state, tags, values, info.stamp, e.p, e.q, s.p, s.q, latest, w, p, start))
+
+    def unit(self) -> float:
+        return 1.0 / self.state.scale[0]
 
     def estimates(self) -> tuple[np.ndarray, np.ndarray]:
         """Count/s of the occupied cells, clipped at 0 (Alg 13)."""

@@ -84,6 +84,15 @@ class PrefixSearch:
             p.run(np.where(mine >= 0, mine >> (32 - self.levels[i]), OTHER))
         self.cursor += len(addresses)
 
+    def threshold(self, log_term: float) -> float:
+        """The last level's threshold, in the same scale as ``top``."""
+        return self.pipelines[-1].collector.threshold(log_term) * len(self.levels)
+
+    def domain_size(self) -> int:
+        """Values a last-level report can name (its latest domain)."""
+        latest = self.pipelines[-1].collector.latest
+        return latest.entire.d if latest is not None else 2
+
     def top(self, k: int) -> list[tuple[int, float]]:
         """The last level's top-k as (prefix, estimated reports), scaled by L."""
         L = len(self.levels)

@@ -118,7 +118,8 @@ class CollectorBase:
         self.book = VersionBook(keep)
         self.accepted = dict.fromkeys(TAG_NAMES, 0)
         self.rejected = {"version": 0, "tag": 0, "symbol": 0}
-        self.published_bytes = 0
+        self.null_var = 0.0  # variance of a zero-count item's estimate over every report so far
+        self.null_step = 0.0  # the largest change one report makes to an estimate
 
     def allowed(self, info, tags: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -132,6 +133,27 @@ class CollectorBase:
     def estimates(self) -> tuple[np.ndarray, np.ndarray]:
         """(items, estimated counts) of the heavy part."""
         raise NotImplementedError
+
+    def unit(self) -> float:
+        """Estimated reports per count unit: a new cell's count of 1 is worth this many."""
+        raise NotImplementedError
+
+    def threshold(self, log_term: float) -> float:
+        """The estimate an item must exceed to be published [D]: Bernstein's bound for a zero-count
+        item, t = b·L/3 + sqrt((b·L/3)² + 2σ²L) with L = ``log_term`` = ln(d/α), σ² the variance
+        its estimate gathers over all reports so far (an upper bound on any cell's, which covers
+        only the reports since it entered) and b the largest step one report can add; so
+        P(estimate > t) <= α/d per item, also where the counts are Poisson-small. At least one
+        count unit: a single matching report is never enough."""
+        a = self.null_step * log_term / 3
+        return max(a + float(np.sqrt(a * a + 2 * self.null_var * log_term)), self.unit())
+
+    def _account(self, reports: int, variance: float, step: float) -> None:
+        """``reports`` more reports, each adding ``variance`` to a zero-count item's estimate and
+        at most ``step`` to any estimate."""
+        self.null_var += reports * variance
+        if reports:
+            self.null_step = max(self.null_step, step)
 
     def insert(self, reports: Reports) -> None:
         """Validate and insert reports in arrival order; bad ones are counted and dropped."""
