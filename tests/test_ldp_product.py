@@ -50,6 +50,7 @@ def test_invalid_options_name_the_parameter(extra, match):
 @pytest.mark.parametrize("name, extra, match", [
     ("ldp-bdr", {"split": 1.5}, "split"), ("ldp-bdr", {"split": "half"}, "split"), ("ldp-cnr", {"light": 0}, "light"),
     ("ldp-dsr-prefix", {"levels": "8,40"}, "levels"), ("ldp-dsr-prefix", {"levels": "16,8"}, "levels"),
+    ("ldp-dsr-prefix", {"levels": "off"}, "levels"),
     ("ldp-dsr-prefix", {"fanout": 0}, "fanout"), ("ldp-bdr", {"domain": "ipv4/8", "settings": {"k_tilde": 256}}, "k_tilde"),
 ])
 def test_invalid_scheme_options(name, extra, match):

@@ -23,6 +23,7 @@ from dptop.engine.local_dp.dsr import OTHER, DSRAgent, DSRCollector
 from dptop.engine.local_dp.entropy import Entropy
 from dptop.engine.local_dp.heavyguardian import ED_RULES
 from dptop.engine.local_dp.pipeline import Pipeline
+from dptop.engine.sliding_window.dpsw_hh import parse_levels as dpsw_levels
 
 DEFAULT_LEVELS = (8, 16, 24, 32)
 
@@ -35,16 +36,11 @@ def level_budget(window_epsilon: float, levels: int) -> float:
     return window_epsilon / levels
 
 
-def parse_levels(text) -> tuple[int, ...]:
-    """``"8,16,24,32"`` -> (8, 16, 24, 32): increasing IPv4 prefix lengths, steps of 1..16 bits."""
-    try:
-        levels = tuple(int(x) for x in str(text).split(","))
-    except ValueError:
-        levels = ()
-    steps = [b - a for a, b in zip((0, *levels), levels)]
-    if not levels or levels[-1] > 32 or any(not 1 <= s <= 16 for s in steps):
-        raise ValueError(f"levels ({text!r}) must be increasing IPv4 prefix lengths <= 32, each step "
-                         "1 to 16 bits, e.g. 8,16,24,32")
+def parse_levels(value) -> tuple[int, ...]:
+    """``levels`` (``"8,12,16,..."``): the IPv4 prefix lengths of the tree, as for ``dpsw``."""
+    levels = dpsw_levels(value, "levels", 32)
+    if not levels:
+        raise ValueError(f"levels ({value!r}) must name at least one prefix length")
     return levels
 
 

@@ -2,7 +2,8 @@
 
 ``sweep`` runs each scheme's agent and collector (``pipeline``) over the same synthetic item
 streams for every ε and averages the metrics over ``runs`` streams. It is what ``dptop
-sweep-ldp`` prints and what a tuning view can call. Data [D] (003's captions name Normal and
+sweep-ldp`` prints and what a tuning view can call. It scores the collector's top-k as 003 does
+(no release threshold). Data [D] (003's captions name Normal and
 Exponential data over 500 or 2000 values without their parameters): ``zipf`` (skew 1.5, rank r
 is item r − 1), ``normal`` (mean d/2, standard deviation d/10, rounded and clipped to [0, d)),
 ``exponential`` (floor of an exponential of mean d/20, clipped). With ``seed`` the streams and
