@@ -242,6 +242,37 @@ def _add_sweep_lazyhh(sub) -> None:
     p.set_defaults(func=cmd_sweep_lazyhh)
 
 
+# --- local-DP sweep -------------------------------------------------------------------------------
+def cmd_sweep_ldp(args) -> int:
+    """NDCG, precision, recall and AAE of the local-DP schemes against ε (dptop.engine.local_dp.sweep)."""
+    from dptop.engine.local_dp.sweep import sweep
+
+    quiet = args.json_out == "-"
+    show = None if quiet else (lambda r: print(
+        f"{r['scheme']:4s} eps={r['epsilon']:<5g} ndcg {r['ndcg']:.3f} precision {r['precision']:.3f} "
+        f"recall {r['recall']:.3f} aae {r['aae']:.0f} (k~={r['heavy']}, {r['runs']} runs)", flush=True))
+    rows = sweep(schemes=args.schemes.split(","), epsilons=[float(x) for x in args.epsilons.split(",")],
+                 data=args.data, d=args.domain, n=args.length, k=args.k, runs=args.runs, seed=args.seed,
+                 progress=show)
+    if args.json_out:
+        _write_json({"sweep": "ldp", "data": args.data, "rows": rows}, args.json_out)
+    return 0
+
+
+def _add_sweep_ldp(sub) -> None:
+    p = sub.add_parser("sweep-ldp", help="local-DP schemes: NDCG/precision/recall against epsilon")
+    p.add_argument("--schemes", default="bgr,dsr,bdr,cnr")
+    p.add_argument("--epsilons", default="0.5,1,2,4,8")
+    p.add_argument("--data", default="zipf", help="zipf (1.5), normal or exponential")
+    p.add_argument("--domain", type=int, default=1000, help="domain size d (default 1000)")
+    p.add_argument("--length", type=int, default=1 << 20, help="reports per run (default 2^20)")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--seed", type=int, default=1, help="seed streams and randomizers (NOT private)")
+    p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-")
+    p.set_defaults(func=cmd_sweep_ldp)
+
+
 def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or \
         os.environ.get("QT_QPA_PLATFORM") in ("offscreen", "minimal", "vnc")
@@ -318,6 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_audit)
 
     _add_sweep_lazyhh(sub)
+    _add_sweep_ldp(sub)
 
     from dptop.cluster.cli import add_subcommands
 

@@ -117,7 +117,7 @@ def test_cli_lists_the_names_and_rejects_bad_m(capsys):
     for name in ("hostdp-dst", "hostdp-src", "exact-clients"):
         assert name in out
     assert main(["replay", str(DEMO_CAPTURE), "--algorithms", "hostdp-dst", "--param", "m=0"]) == 2
-    assert capsys.readouterr().err.strip() == "dptop: error: m (0) must be >= 1"
+    assert capsys.readouterr().err.strip() == "dptop: error: hostdp-dst: m (0) must be >= 1"
 
 
 def test_cap_is_counted_in_live_status_only():
@@ -137,7 +137,7 @@ def test_epochs_follow_packet_time(stream):
     ts = np.linspace(0, 2.999e9, len(batch)).astype(np.int64)  # three 1 s epochs
     timed = KeyBatch(batch.keys, ts, dst=batch.dst)
     alg = registry.make("hostdp-dst", Settings(k=64, epsilon=1.0, delta=1e-6, seed=3, epoch_seconds=1.0,
-                                               extra={"m": 20}))
+                                               time_range=(0, 3 * 10**9), extra={"m": 20}))
     rels = []
     for s in range(0, len(timed), 9000):
         rels += alg.consume(timed.slice(s, s + 9000))
@@ -211,9 +211,13 @@ def test_error_bound_helper():
 
 
 def test_ledger_never_adds_user_level_guarantees():
-    from dptop.cli import budget_json
+    from dptop.monitor.ledger import Ledger
 
     packet = registry.make("dpmg", Settings()).guarantee()
     host = registry.make("hostdp-dst", settings()).guarantee()
-    assert budget_json([packet, host]) == budget_json([packet])
-    assert budget_json([host]) is None
+    alone, both = Ledger(), Ledger()
+    alone.record("dpmg", 1, packet, 1)
+    both.record("dpmg", 1, packet, 1)
+    both.record("hostdp-dst", 1, host, 1)
+    assert both.to_json()["epsilon"] == alone.to_json()["epsilon"]
+    assert [g["unit"] for g in both.to_json()["other_units"]] == [host.unit]

@@ -18,10 +18,10 @@ from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 
 EXTRA_BENCHES: tuple[str, ...] = ("dptop.engine.bench.single_release", "dptop.engine.bench.continual",
-                                   "dptop.engine.bench.sliding_window")
+                                   "dptop.engine.bench.sliding_window", "dptop.engine.bench.local_dp")
 """Engine benches beside the core table; ``--only`` names them by their last part
-(``single-release``, ``continual``, ``sliding-window``). The capture and end-to-end replay benches
-are run by the app (the engine never imports capture)."""
+(``single-release``, ``continual``, ``sliding-window``, ``local-dp``). The capture and end-to-end
+replay benches are run by the app (the engine never imports capture)."""
 SKIP_IN_CORE = {"punctual-cms", "punctual-cs"}
 """Algorithms too slow for 2^24 updates by design; their own bench measures them."""
 

@@ -22,6 +22,7 @@ MODULES = (
     "dptop.engine.baselines.window",
     "dptop.engine.sliding_window.dpsw_hh",
     "dptop.engine.user_level.hostdp",
+    "dptop.engine.local_dp.algorithms",
 )
 
 _REGISTRY: dict[str, type] = {}

@@ -80,12 +80,12 @@ def _warm_batch() -> KeyBatch:
 
 
 class _PairBatch:
-    """What ``Epoched.consume`` reads (``keys``, ``ts_ns``, ``len``), with ``(n, 4)`` pair rows."""
+    """What ``Epoched.consume`` reads (``keys``, ``ts_ns``, ``epoch``, ``len``), with ``(n, 4)`` pair rows."""
 
-    __slots__ = ("keys", "ts_ns")
+    __slots__ = ("keys", "ts_ns", "epoch")
 
-    def __init__(self, keys: np.ndarray, ts_ns: np.ndarray):
-        self.keys, self.ts_ns = keys, ts_ns
+    def __init__(self, keys: np.ndarray, ts_ns: np.ndarray, epoch: int | None = None):
+        self.keys, self.ts_ns, self.epoch = keys, ts_ns, epoch
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -135,9 +135,9 @@ class HostDPDst(Epoched):
             raise ValueError(f"error_bound is 002 Thm 12, for variant pamg (this is {self.variant})")
         return thm12_error(elements, self.k, self.params.tau)
 
-    def guarantee(self, span=None) -> Guarantee:
+    def guarantee(self, span=None, extra_notes: tuple[str, ...] = ()) -> Guarantee:
         return Guarantee(MODEL_SINGLE, MEASURE_APPROX, self.epsilon, self.delta, None, NEIGHBOUR_HOST, self.unit,
-                         self._scope(span), self.noise.label, self.notes())
+                         self._scope(span), self.noise.label, (*self.notes(), *extra_notes))
 
     def notes(self) -> tuple[str, ...]:
         head = f"(ε={self.epsilon:g}, δ={self.delta:.3g})-DP per {self.user_words} per epoch (all its packets)"
@@ -203,7 +203,7 @@ class HostDPDst(Epoched):
         super().update(_as_pairs(keys, self.item_field, self.name))
 
     def consume(self, batch: KeyBatch) -> list[Release]:
-        return super().consume(_PairBatch(host_pairs(batch, self.item_field, self.name), batch.ts_ns))
+        return super().consume(_PairBatch(host_pairs(batch, self.item_field, self.name), batch.ts_ns, batch.epoch))
 
     def warm_up(self) -> None:
         scratch = type(self)(self.settings)
