@@ -44,6 +44,9 @@ class AgentReport:
     """The part of it that is per-epoch summaries (the rest: exact counts and baselines, once)."""
     seconds: float
     """Time the worker spent reading and summarising the file."""
+    cpu_seconds: float
+    """CPU time of that task's thread (the same work whatever the cluster; wall time also
+    depends on how much of the machine the worker gets)."""
 
     @property
     def bytes_per_epoch(self) -> float:
@@ -52,7 +55,8 @@ class AgentReport:
     def to_json(self) -> dict:
         return {"path": self.name, "packets": self.packets, "ip_packets": self.ip_packets,
                 "skipped": dict(self.skipped), "outside_grid": self.outside_grid, "epochs": self.epochs,
-                "bytes_shipped": self.bytes_shipped, "epoch_bytes": self.epoch_bytes, "seconds": self.seconds, "warnings": list(self.warnings)}
+                "bytes_shipped": self.bytes_shipped, "epoch_bytes": self.epoch_bytes, "seconds": self.seconds,
+                "cpu_seconds": self.cpu_seconds, "warnings": list(self.warnings)}
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ class Shipment:
 
 def summarize_file(path: str, plan: Plan) -> Shipment:
     """A worker's task: read ``path`` with dptop's capture parser and summarise it by ``plan``."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     point = CapturePoint(plan)
     with open_capture(path) as reader:
         for batch in reader.batches(BATCH):
@@ -76,7 +80,8 @@ def summarize_file(path: str, plan: Plan) -> Shipment:
     whole = point.take_whole()
     size, epoch_size = (len(pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)) for x in ((whole, epochs), epochs))
     report = AgentReport(str(path), stats.packets, stats.ip_packets, dict(stats.skipped), tuple(stats.warnings),
-                         point.counters.outside_grid, len(epochs), size, epoch_size, time.perf_counter() - t0)
+                         point.counters.outside_grid, len(epochs), size, epoch_size, time.perf_counter() - t0,
+                         time.thread_time() - c0)
     return Shipment(report, whole, epochs)
 
 

@@ -79,6 +79,7 @@ def run_bench(quick: bool = False, workers=(1, 2, 4), files: int = 8, packets: i
                      "packets_per_second": files * packets / s, "speedup_vs_one_process": one / s,
                      "speedup_vs_1_worker": None if w1 is None else w1 / s,
                      "busy_workers": sum(a.seconds for a in res.agents) / seconds[name][-1],
+                     "task_cpu_seconds": sum(a.cpu_seconds for a in res.agents),
                      "bytes_shipped_per_agent": sum(a.bytes_shipped for a in res.agents) / files})
     for a in timed.agents:
         rows.append({"run": "1 s time epochs", "agent": Path(a.name).name, "epochs": a.epochs,
@@ -87,6 +88,6 @@ def run_bench(quick: bool = False, workers=(1, 2, 4), files: int = 8, packets: i
             "notes": (f"{files} Zipf 1.1 captures of {packets} packets, algorithms {', '.join(MERGEABLE)}; "
                       f"best of {rounds} alternating rounds; workers are single-threaded processes; "
                       f"busy_workers = summed task time of the last round / its wall time (how many "
-                      f"workers really ran at once); bytes_per_epoch = per-epoch private summaries (dpmg, eehh-cms) per capture point, "
+                      f"workers really ran at once), task_cpu_seconds = their summed CPU time; bytes_per_epoch = per-epoch private summaries (dpmg, eehh-cms) per capture point, "
                       f"bytes_once = exact counts + baselines shipped once; "
                       f"{os.cpu_count()} cores, load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")}
