@@ -24,7 +24,7 @@ import numpy as np
 
 from dptop.engine.core import registry
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
-from dptop.engine.core.keys import KEY_DTYPE, KeyBatch
+from dptop.engine.core.keys import KeyBatch, tick
 from dptop.engine.core.runner import Runner
 from dptop.monitor.config import RunConfig, SourceSpec, affected
 from dptop.monitor.ledger import Ledger
@@ -227,7 +227,7 @@ class Session:
             self._runners = [r for r in self._runners if any(w.thread.is_alive() for w in r.workers)]
             self._runners.append(lane.runner)
             if self.grid is not None:  # the clock's tick naming the lane's first cell
-                lane.runner.feed(KeyBatch(np.zeros((0, 2), KEY_DTYPE), epoch=self._cell))
+                lane.runner.feed(tick(self._cell))
         return lane
 
     # ----- the sink ------------------------------------------------------------------------
@@ -295,7 +295,7 @@ class Session:
             cell += 1  # the stop is public: the cell it falls in is the last one released
         if cell > self._cell:
             self._cell = cell
-            self._sink(KeyBatch(np.zeros((0, 2), KEY_DTYPE), epoch=cell))
+            self._sink(tick(cell))
 
     # ----- controls ------------------------------------------------------------------------
     def pause(self) -> None:

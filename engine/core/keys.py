@@ -134,6 +134,12 @@ class KeyBatch:
                         None if self.length is None else self.length[index], epoch)
 
 
+def tick(epoch: int) -> KeyBatch:
+    """The public clock's tick: an empty batch (every optional field present) naming ``epoch``."""
+    return KeyBatch(np.zeros((0, 2), KEY_DTYPE), np.zeros(0, np.int64), np.zeros((0, 2), KEY_DTYPE),
+                    np.zeros(0, np.uint32), epoch)
+
+
 def _frozen(arr, dtype) -> np.ndarray:
     out = np.ascontiguousarray(arr, dtype=dtype)
     out.flags.writeable = False

@@ -133,6 +133,8 @@ class LocalDP(Algorithm):
 
     def consume(self, batch: KeyBatch) -> list[Release]:
         out: list[Release] = []
+        if len(batch) == 0:  # the session's clock tick: reporting windows follow the packets
+            return out
         if self.window_packets is not None:
             i = 0
             while i < len(batch):
