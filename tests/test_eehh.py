@@ -180,7 +180,7 @@ def test_cell_noise_scale():
 
 def test_select_is_the_median():
     """The in-place quickselect behind the CountSketch median, against np.sort (ties included)."""
-    from dptop.engine.single_release.eehh import _select
+    from dptop.engine.core.topk import select as _select
     from dptop.engine.core.jit import kernel
 
     select = kernel(lambda a, k: _select(a, k))

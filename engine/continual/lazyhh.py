@@ -27,6 +27,7 @@ from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, check
                             gaussbm_sigma, tree_height)
 from dptop.engine.core.hashtable import found, homes, probe_at, store
 from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
+from dptop.engine.core.topk import select
 from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import EMPTY_WORD, KEY_DTYPE
 from dptop.engine.continual.lazysketch import LazySketch, SketchState, cms_estimate, lazy_update, row_buckets
@@ -203,27 +204,7 @@ def _kth_largest(vals, n, kth, scratch):
     a = scratch[:n]
     for i in range(n):  # a loop, not a slice copy: no allocation (called from a ``hot`` kernel)
         a[i] = vals[i]
-    target = n - kth
-    lo, hi = 0, n - 1
-    while lo < hi:
-        pivot = a[(lo + hi) // 2]
-        i, j = lo, hi
-        while i <= j:
-            while a[i] < pivot:
-                i += 1
-            while a[j] > pivot:
-                j -= 1
-            if i <= j:
-                a[i], a[j] = a[j], a[i]
-                i += 1
-                j -= 1
-        if target <= j:
-            hi = j
-        elif target >= i:
-            lo = i
-        else:
-            break
-    return a[target]
+    return select(a, n - kth)
 
 
 @kernel

@@ -112,3 +112,30 @@ def tracked(st: TopK) -> tuple[np.ndarray, np.ndarray]:
     """Copies of the tracked keys ``(m, 2)`` and their values."""
     n = int(st.size[0])
     return np.stack([st.slot_hi[:n], st.slot_lo[:n]], axis=1).copy(), st.slot_val[:n].copy()
+
+
+@inner
+def select(a, k):
+    """The k-th smallest of ``a`` (reorders ``a``): in-place quickselect, middle pivot."""
+    lo = 0
+    hi = len(a) - 1
+    while lo < hi:
+        pivot = a[(lo + hi) // 2]
+        i = lo
+        j = hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return a[k]
+    return a[k]

@@ -35,6 +35,7 @@ from dptop.engine.single_release.length import check_k_tilde, length_composed_co
 from dptop.engine.single_release.dpss import by_key
 from dptop.engine.single_release.epochs import Epoched
 from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
+from dptop.engine.core.topk import select
 from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import KEY_DTYPE
 from dptop.engine.core.registry import register
@@ -100,33 +101,6 @@ def _rows(seed_t, shift, hi, lo, col, sign, signed):
 
 
 @inner
-def _select(a, k):
-    """The k-th smallest of ``a`` (reorders ``a``): in-place quickselect, middle pivot."""
-    lo = 0
-    hi = len(a) - 1
-    while lo < hi:
-        pivot = a[(lo + hi) // 2]
-        i = lo
-        j = hi
-        while i <= j:
-            while a[i] < pivot:
-                i += 1
-            while a[j] > pivot:
-                j -= 1
-            if i <= j:
-                a[i], a[j] = a[j], a[i]
-                i += 1
-                j -= 1
-        if k <= j:
-            hi = j
-        elif k >= i:
-            lo = i
-        else:
-            return a[k]
-    return a[k]
-
-
-@inner
 def _add_and_estimate(cells, seed_t, shift, scratch, col, sign, hi, lo, signed, delta):
     """Add ``delta`` occurrences of (hi, lo) (0 = pure query) and return its estimate:
     min over rows (CountMin) or median of the signed cells (CountSketch, odd d)."""
@@ -136,7 +110,7 @@ def _add_and_estimate(cells, seed_t, shift, scratch, col, sign, hi, lo, signed, 
         for r in range(d):
             cells[r, col[r]] += sign[r] * delta
             scratch[r] = sign[r] * cells[r, col[r]]
-        return _select(scratch, d // 2)
+        return select(scratch, d // 2)
     est = cells[0, col[0]] + delta
     cells[0, col[0]] = est
     for r in range(1, d):
