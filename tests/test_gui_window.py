@@ -266,7 +266,7 @@ def test_one_ledger_for_the_cli_the_budget_panel_and_the_export(qtbot, make_wind
 
     window = make_window(names=("dpss", "lazyhh", "dpsw"), epoch_seconds=None, restart=False)
     replay(qtbot, window)
-    qtbot.waitUntil(lambda: window.budget.model.rows() and window.budget.model.rows()[-1].epsilon == 2.0,
+    qtbot.waitUntil(lambda: bool(window.budget.model.rows()) and window.budget.model.rows()[-1].epsilon == 2.0,
                     timeout=10_000)
     total = window.budget.model.rows()[-1]
     _, json_path = window.export_to(tmp_path / "releases")
