@@ -22,8 +22,9 @@ EXTRA_BENCHES: tuple[str, ...] = ("dptop.engine.bench.single_release", "dptop.en
 """Engine benches beside the core table; ``--only`` names them by their last part
 (``single-release``, ``continual``, ``sliding-window``, ``local-dp``). The capture and end-to-end
 replay benches are run by the app (the engine never imports capture)."""
-SKIP_IN_CORE = {"punctual-cms", "punctual-cs"}
-"""Algorithms too slow for 2^24 updates by design; their own bench measures them."""
+SKIP_IN_CORE = {"punctual-cms", "punctual-cs", "hostdp-dst", "hostdp-src", "exact-clients", "exact-servers"}
+"""Algorithms too slow for 2^24 updates by design (their own bench measures them), and the
+user-level ones, which need (client, server) pairs rather than bare source keys."""
 
 
 def batched_rates(push, keys, batch: int = 1 << 16) -> tuple[float, float]:
