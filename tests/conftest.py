@@ -6,6 +6,9 @@ import pytest
 DATA_DIR = Path(__file__).resolve().parent / "data"
 SHARED_DIR = Path(__file__).resolve().parents[2] / "shared"
 SHARED_PCAPS = SHARED_DIR / "pcaps"
+DNS_CAPTURE = DATA_DIR / "amp.dns.RRSIG.fragmented.pcap"
+"""A real DNS amplification capture (4412 packets over 29.7 s, one source sends 45%): the small
+capture the replay, CLI and window tests read (provenance in tests/data/SOURCES.md)."""
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from dptop.capture.pcap import CaptureError, count_packets, open_capture, read_keys
 from tests.capture_files import block, epb, ether, idb, ipv4, ipv6, pcap, shb, spb
 from dptop.engine.core.keys import addresses_from_keys
-from dptop.resources import DEMO_CAPTURE  # resources/demo.pcap = amp.dns.RRSIG.fragmented.pcap
+from tests.conftest import DNS_CAPTURE
 
 
 def write(tmp_path, name, data: bytes):
@@ -241,13 +241,13 @@ def test_batches_split_the_same_stream(tmp_path):
 
 def test_count_packets(tmp_path, data_dir):
     assert count_packets(write(tmp_path, "c.pcap", pcap(FRAMES * 10))) == 40
-    assert count_packets(DEMO_CAPTURE) == 4412
+    assert count_packets(DNS_CAPTURE) == 4412
     assert count_packets(data_dir / "le_test202.pcapng") == 8
 
 
 def test_repo_copies_read(tmp_path, data_dir):
     """The captures in tests/data (clean clone): counts from ../shared/pcaps/STATS.txt."""
-    keys, ts, stats = read_keys(DEMO_CAPTURE)
+    keys, ts, stats = read_keys(DNS_CAPTURE)
     assert (stats.packets, stats.ip_packets, len(keys)) == (4412, 4412, 4412)
     assert np.all(np.diff(ts) >= 0)
     top = max(set(a := addresses_from_keys(keys)), key=a.count)

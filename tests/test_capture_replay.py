@@ -191,10 +191,10 @@ def test_bad_file_raises_at_construction(tmp_path):
 
 
 def test_progress_follows_the_paced_feed_not_the_read_ahead():
-    from dptop.resources import DEMO_CAPTURE  # 4412 packets over 29.7 s: read in one batch, fed over 3 s at 10x
+    from tests.conftest import DNS_CAPTURE  # 4412 packets over 29.7 s: read in one batch, fed over 3 s at 10x
 
     got, sink = collect()
-    replay = FileReplay(DEMO_CAPTURE, sink, speed=10.0)
+    replay = FileReplay(DNS_CAPTURE, sink, speed=10.0)
     replay.start()
     time.sleep(0.8)
     mid = replay.stats().fraction

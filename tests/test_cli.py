@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from dptop.cli import main
-from dptop.resources import DEMO_CAPTURE
+from tests.conftest import DNS_CAPTURE
 
 CONTRACT_ALGORITHMS = "exact,spacesaving,misragries,countmin"
 
@@ -31,7 +31,7 @@ def scapy_sources(path: Path) -> Counter:
 
 
 def test_replay_json_contract(capsys):
-    out = run_json(capsys, ["replay", str(DEMO_CAPTURE), "--algorithms", CONTRACT_ALGORITHMS, "--k", "16"])
+    out = run_json(capsys, ["replay", str(DNS_CAPTURE), "--algorithms", CONTRACT_ALGORITHMS, "--k", "16"])
     src = out["source"]
     assert src["packets"] == 4412 and src["ip_packets"] == 4412 and isinstance(src["skipped"], dict)
     assert out["exact"]["total"] == 4412
@@ -81,15 +81,15 @@ def test_synth_writes_a_pcap_scapy_reads(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message, code", [
     (["replay", "/nonexistent.pcap"], "/nonexistent.pcap", 1),
-    (["replay", str(DEMO_CAPTURE), "--algorithms", "nosuch"], "unknown algorithm 'nosuch'", 2),
-    (["replay", str(DEMO_CAPTURE), "--algorithms", "spacesaving", "--k", "0"], "k (0) must be in [1, 4194304]", 2),
-    (["replay", str(DEMO_CAPTURE), "--epsilon", "1e300"], "epsilon (1e+300) must be in (0.0, 64.0]", 2),
-    (["replay", str(DEMO_CAPTURE), "--k", "1000000000"], "k (1000000000) must be in", 2),
-    (["replay", str(DEMO_CAPTURE), "--algorithms", "countmin", "--param", "width=1099511627776"], "--param width", 2),
-    (["replay", str(DEMO_CAPTURE), "--algorithms", "countmin", "--param", "depth=-3"], "--param depth (-3)", 2),
-    (["replay", str(DEMO_CAPTURE), "--algorithms", "dpss", "--param", "bogus=1"], "unknown --param 'bogus'", 2),
-    (["replay", str(DEMO_CAPTURE), "--top", "-1"], "--top (-1) must be >= 0", 2),
-    (["replay", str(DEMO_CAPTURE), "--time-range", "1:2"], "give --epoch-seconds too", 2),
+    (["replay", str(DNS_CAPTURE), "--algorithms", "nosuch"], "unknown algorithm 'nosuch'", 2),
+    (["replay", str(DNS_CAPTURE), "--algorithms", "spacesaving", "--k", "0"], "k (0) must be in [1, 4194304]", 2),
+    (["replay", str(DNS_CAPTURE), "--epsilon", "1e300"], "epsilon (1e+300) must be in (0.0, 64.0]", 2),
+    (["replay", str(DNS_CAPTURE), "--k", "1000000000"], "k (1000000000) must be in", 2),
+    (["replay", str(DNS_CAPTURE), "--algorithms", "countmin", "--param", "width=1099511627776"], "--param width", 2),
+    (["replay", str(DNS_CAPTURE), "--algorithms", "countmin", "--param", "depth=-3"], "--param depth (-3)", 2),
+    (["replay", str(DNS_CAPTURE), "--algorithms", "dpss", "--param", "bogus=1"], "unknown --param 'bogus'", 2),
+    (["replay", str(DNS_CAPTURE), "--top", "-1"], "--top (-1) must be >= 0", 2),
+    (["replay", str(DNS_CAPTURE), "--time-range", "1:2"], "give --epoch-seconds too", 2),
 ])
 def test_bad_input_gives_clear_error(capsys, argv, message, code):
     """One line naming the parameter, exit 2 for usage and 1 for runtime errors, no traceback."""
@@ -112,4 +112,4 @@ def test_demo_without_display_says_so_and_replays_headless(monkeypatch, capsys):
     assert main(["demo"]) == 0
     captured = capsys.readouterr()
     assert "no display found" in captured.err and "headless replay" in captured.err
-    assert "4412 packets" in captured.out and "24.132.150.54" in captured.out
+    assert "152629 packets" in captured.out and "24.132.150.54" in captured.out  # resources/SOURCES.md

@@ -1,5 +1,5 @@
-"""The monitor window (pytest-qt, offscreen) on the bundled real capture resources/demo.pcap
-(a copy of ../shared/pcaps/main/amp.dns.RRSIG.fragmented.pcap, see resources/SOURCES.md)."""
+"""The monitor window (pytest-qt, offscreen) on a small real capture, tests/data/amp.dns.RRSIG.fragmented.pcap
+(4,412 packets; provenance in tests/data/SOURCES.md)."""
 import os
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
@@ -9,7 +9,6 @@ import json
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
@@ -21,7 +20,7 @@ from dptop.engine.core import registry
 from dptop.engine.core.keys import decode_key
 from dptop.engine.core.settings import Settings
 
-DEMO = Path(__file__).resolve().parents[1] / "resources" / "demo.pcap"
+from tests.conftest import DNS_CAPTURE as DEMO
 WARM = 180_000  # ms: the first run on a clean clone compiles every kernel
 
 
@@ -75,7 +74,7 @@ def test_replay_fills_every_panel_or_says_why(qtbot, make_window):
                 return False
             if rows and any(r.true is None for r in rows):
                 return False
-            if not rows and not panel.reason.text():
+            if not rows and not panel.reason.full_text():
                 return False
         return True
 
@@ -88,8 +87,8 @@ def test_replay_fills_every_panel_or_says_why(qtbot, make_window):
         # a panel shows exactly the release's items, never another label
         assert {r.address for r in panel.model.rows()} == {it.address for it in rel.items}
         if rel.guarantee is not None:
-            assert f"ε = {rel.guarantee.epsilon:g}" in panel.guarantee.text()
-            assert ("τ = " in panel.status.text()) or panel.reason.text()
+            assert f"ε = {rel.guarantee.epsilon:g}" in panel.guarantee.full_text()
+            assert ("τ = " in panel.status.full_text()) or panel.reason.full_text()
     # the budget lists every private algorithm that published and the sequential total
     budget = window.budget.model.rows()
     private = [n for n in window.panels if registry.get(n).private]
@@ -131,7 +130,7 @@ def test_parameters_validate_as_you_type_and_apply_restarts(qtbot, make_window, 
     assert after["dpss"] is not before["dpss"] and after["dpss"].generation > before["dpss"].generation
     assert after["spacesaving"] is before["spacesaving"]  # non-private: epsilon does not concern it
     qtbot.waitUntil(lambda: not any(w.thread.is_alive() for w in before["dpss"].runner.workers), timeout=2000)
-    qtbot.waitUntil(lambda: "ε = 0.25" in window.panels["dpss"].guarantee.text(), timeout=10_000)
+    qtbot.waitUntil(lambda: "ε = 0.25" in window.panels["dpss"].guarantee.full_text(), timeout=10_000)
     qtbot.waitUntil(lambda: lanes(window)["dpss"].algorithm.packets > 0, timeout=WARM)
     # the applied settings are remembered
     window.close()

@@ -2,7 +2,6 @@
 spans. Headless: no Qt."""
 import time
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from dptop.engine.core.keys import KeyBatch, keys_from_addresses
 from dptop.engine.core.release import Release, ReleasedItem, Span
 from dptop.engine.core.settings import Settings
 
-DEMO = Path(__file__).resolve().parents[1] / "resources" / "demo.pcap"
+from tests.conftest import DNS_CAPTURE as DEMO
 
 
 @pytest.fixture(scope="module")

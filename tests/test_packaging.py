@@ -32,7 +32,7 @@ def test_wheel_installs_one_package_and_runs_the_demo_headless(tmp_path):
     top = {p.name for p in site.iterdir()
            if p.is_dir() and not p.name.endswith((".dist-info", "__pycache__")) and not p.name.startswith("_")}
     assert "dptop" in top and not top & {"app", "engine", "capture", "resources"}, sorted(top)
-    assert (site / "dptop" / "resources" / "demo.pcap").is_file()
+    assert (site / "dptop" / "resources" / "demo.pcap.gz").is_file()
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "PYTHONPATH")}
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")  # a user cache, never site-packages
     listing = _run([str(py), "-m", "dptop", "list"], cwd=tmp_path, env=env).stdout

@@ -48,17 +48,26 @@ PREFERRED = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving")
 
 
 DEMO_SPEED = 10.0
-"""The bundled demo capture replays at this multiple of real time."""
+"""The bundled demo capture replays at this multiple of real time (no loop)."""
 
 
 def default_config() -> RunConfig:
-    known = registry.names()
-    names = tuple(n for n in PREFERRED if n in known)
-    # A public horizon of 2^18 packets with restart keeps LazyHH's suppression threshold near
-    # 24k at k=8 (about 60k with the 2^30 fallback): the looped demo's top source passes it after
-    # ~52k packets (under a minute at 10x) and stays released for ~80% of every horizon.
-    # Single-release epochs of 5 s of packet time.
-    return RunConfig(names, Settings(k=8, epsilon=0.5, delta=1e-6, epoch_seconds=5.0, horizon=1 << 18, restart=True))
+    """First start (no saved settings): the preferred algorithms and epochs of 5 s of packet
+    time; everything else is the algorithms' own default (a replay's horizon is its length)."""
+    names = tuple(n for n in PREFERRED if n in registry.names())
+    return RunConfig(names, Settings(k=8, epsilon=0.5, delta=1e-6, epoch_seconds=5.0))
+
+
+def demo_config() -> RunConfig:
+    """``dptop demo``: settings under which the three private panels release several sources on
+    the bundled capture (resources/SOURCES.md) within its first minute of packet time (6 s at
+    10x). k = 16, epochs of 10 s: DPSS releases the 3-7 sources above ~n/16 of each epoch.
+    k~ = 1024: LazyHH's suppression threshold stays near 14.5k packets over the horizon (the
+    file's 152,629 packets), which the attack waves' three sources pass after ~55 s of packet
+    time. DPSW: the last 20,000 packets, γ = 0.04 (800 packets). The exact baseline beside them:
+    four panels, so each shows several rows at 1600x1000."""
+    return RunConfig(("dpss", "lazyhh", "dpsw", "exact"), Settings(k=16, k_tilde=1024, epsilon=0.5, delta=1e-6,
+                                                                  epoch_seconds=10.0, window=20_000, gamma=0.04))
 
 
 def preview_ledger(guarantees: dict) -> dict | None:
@@ -194,11 +203,12 @@ class MainWindow(QMainWindow):
 
     # ----- panels ------------------------------------------------------------------------
     def _layout_panels(self, names) -> None:
-        for name in list(self.panels):
-            if name not in names:
-                panel = self.panels.pop(name)
-                self.grid.removeWidget(panel)
-                panel.deleteLater()
+        """One panel per name, two per row in ``names`` order (the parameters panel keeps that
+        order across Apply: a restarted algorithm keeps its panel and its place)."""
+        for panel in self.panels.values():
+            self.grid.removeWidget(panel)
+        for name in [n for n in self.panels if n not in names]:
+            self.panels.pop(name).deleteLater()
         for name in names:
             if name not in self.panels:
                 self.panels[name] = AlgorithmPanel(name, registry.get(name).private)
@@ -262,6 +272,9 @@ class MainWindow(QMainWindow):
         snap = None if session is None else session.snapshot(lanes=LANES_PER_TICK)
         self.source_panel.show_state(snap)
         if snap is not None:
+            if snap.state == "starting":  # no lanes yet, or kernels compiling: say so in every panel
+                for name in self.panels.keys() - {lane.name for lane in snap.lanes}:
+                    self.panels[name].show_phase(snap.phase)
             stale = []
             for lane in snap.lanes:
                 panel = self.panels.get(lane.name)
@@ -351,19 +364,13 @@ class MainWindow(QMainWindow):
             self.resize(1500, 950)
         if state is not None:
             self.restoreState(state)
-        sp = self.source_panel
-        sp.path.setText(str(self.store.value("source/path", "") or ""))
-        sp.speed.setCurrentIndex(int(self.store.value("source/speed", 4)))
-        sp.loop.setChecked(str(self.store.value("source/loop", "false")).lower() == "true")
+        self.source_panel.restore(self.store)
 
     def _save(self) -> None:
         self.store.setValue("geometry", self.saveGeometry())
         self.store.setValue("windowState", self.saveState())
         self.store.setValue("config", config_to_json(self.params.current))
-        sp = self.source_panel
-        self.store.setValue("source/path", sp.path.text())
-        self.store.setValue("source/speed", sp.speed.currentIndex())
-        self.store.setValue("source/loop", sp.loop.isChecked())
+        self.source_panel.save(self.store)
         self.store.sync()
 
     def shutdown(self, timeout: float = 1.0) -> list[str]:
@@ -386,14 +393,14 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
 
-def screenshot(out: str, path: str = str(DEMO_CAPTURE), seconds: float = 8.0, size=(1500, 950)) -> int:
+def screenshot(out: str, path: str = str(DEMO_CAPTURE), seconds: float = 8.0, size=(1600, 1000)) -> int:
     """Open the window on ``path`` (demo settings, fresh preferences), replay for ``seconds`` and
     save ``QWidget.grab()`` of the window to ``out`` (the README screenshot and its test)."""
     import tempfile
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     with tempfile.TemporaryDirectory() as tmp:
-        window = MainWindow(config=default_config(), settings=QSettings(str(Path(tmp) / "dptop.ini"),
+        window = MainWindow(config=demo_config(), settings=QSettings(str(Path(tmp) / "dptop.ini"),
                                                                          QSettings.Format.IniFormat))
         window.resize(*size)
         window.show()
@@ -413,7 +420,7 @@ def run_gui(path: str | None = None) -> int:
     app.setApplicationName("dptop")
     app.setOrganizationName("dptop")
     demo = path is not None and Path(path).resolve() == DEMO_CAPTURE
-    window = MainWindow(config=default_config() if demo else None)
+    window = MainWindow(config=demo_config() if demo else None)
     import signal
 
     signal.signal(signal.SIGINT, lambda *_: window.close())  # Ctrl+C in the terminal closes cleanly

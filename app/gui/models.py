@@ -38,6 +38,24 @@ def rows_of(release, true_counts) -> list[Row]:
             for i, it in enumerate(release.items)]
 
 
+def utility_values(truth) -> dict[str, float]:
+    """Recall, precision and ARE of a ``TruthResult``; NaN where the metric has nothing to
+    measure: recall without a true heavy hitter, precision without a released source, ARE
+    without a released source that sent a packet (shown as "—" and as a gap in the plot)."""
+    u = truth.utility
+    nan = float("nan")
+    return {"recall": u.recall if u.true_heavy else nan,
+            "precision": u.precision if u.reported else nan,
+            "are": u.are if any(c > 0 for c in truth.counts) else nan}
+
+
+def fmt_rate(x: float | None) -> str:
+    """A packet rate for a label ("—" when unknown)."""
+    if x is None:
+        return "—"
+    return f"{x / 1e6:.2f} M/s" if x >= 1e5 else f"{x / 1e3:.1f} k/s" if x >= 100 else f"{x:.0f} /s"
+
+
 def _num(value: float | None, integer: bool = False) -> str:
     if value is None:
         return "…"

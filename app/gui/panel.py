@@ -15,27 +15,20 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHeaderView, QLabel, QSizePolicy, QSplitter, QTableView,
                                QVBoxLayout)
 
+from dptop.gui.elide import ElidedLabel
 from dptop.gui.help import TIPS
-from dptop.gui.models import ReleaseTableModel, rows_of, sorting_proxy
+from dptop.gui.models import ReleaseTableModel, fmt_rate, rows_of, sorting_proxy, utility_values
 
 CHART_ROWS = 12  # bars drawn (the table has every released item)
 
 
-def _set_text(label: QLabel, text: str) -> None:
-    if label.text() != text:
-        label.setText(text)
-
-
-def _fmt_rate(x: float) -> str:
-    return f"{x / 1e6:.2f} M/s" if x >= 1e5 else f"{x / 1e3:.1f} k/s"
-
-
-def guarantee_text(g) -> str:
-    """Three short lines: the numbers, the relation and unit, the scope (details in the tooltip)."""
-    numbers = g.numbers(" = ")
-    seeded = " · <b>seeded: NOT private</b>" if "NOT private" in g.noise else ""
-    return (f"<b>{', '.join(numbers)}</b> · {g.measure} · {g.model}{seeded}<br>"
-            f"protects: {g.neighbouring} (unit: {g.unit})<br>{g.scope}")
+def guarantee_lines(g) -> list:
+    """Three short lines of ``(text, bold)`` segments: the numbers, the relation and unit, the
+    scope (each elided to the panel's width; the full text and the details in the tooltip)."""
+    first = [(", ".join(g.numbers(" = ")), True), (f" · {g.measure} · {g.model}", False)]
+    if "NOT private" in g.noise:
+        first += [(" · ", False), ("seeded: NOT private", True)]
+    return [first, [(f"protects: {g.neighbouring} (unit: {g.unit})", False)], [(g.scope, False)]]
 
 
 def threshold_of(view) -> float | None:
@@ -61,7 +54,7 @@ def reason_text(view) -> str:
     if a.error:
         return f"Stopped by an error: {a.error}"
     if not a.ready:
-        return "Compiling kernels…"
+        return "Compiling kernels (first start after install; later starts load them from the cache)…"
     rel, st = a.latest, a.status
     if rel is not None and rel.status.get("suppressed"):
         return str(rel.status["suppressed"])
@@ -95,23 +88,53 @@ def status_text(view, truth) -> str:
     thr = threshold_of(view)
     if thr is not None:
         parts.append(f"τ = {thr:,.1f}")
+    detectable = detectable_text(a.status.get("detectable"))
+    if detectable:
+        parts.append(detectable)
     rel = a.latest
     if rel is not None:
         sp = rel.span
         where = f"{sp.kind} {sp.index}" if sp.kind in ("epoch", "horizon") else sp.kind
         parts.append(f"{where}: {max(0, sp.end - sp.start):,} pkts")
     parts.append(f"{a.releases} releases")
-    parts.append(_fmt_rate(a.updates_per_second))
+    parts.append(f"{fmt_rate(a.updates_per_second)} while busy")
     if a.drops:
         parts.append(f"{a.drops:,} dropped")
     line = "  ·  ".join(parts)
     if truth is not None and a.private:
         if truth.note:
             return f"{line}\nexact answer: {truth.note}"
-        u = truth.utility
-        return (f"{line}\nvs exact over the same {truth.packets:,} packets: recall {u.recall:.2f} · "
-                f"precision {u.precision:.2f} · ARE {u.are:.1%}")
+        return f"{line}\n{utility_text(truth)}"
     return line
+
+
+def detectable_text(limit) -> str:
+    """The a-priori detection limit of the status (``{"count", "share"}``, either may be missing):
+    the smallest source the algorithm can release at all, known before any packet."""
+    if not isinstance(limit, dict):
+        return ""
+    bits = [f"≥ {limit['count']:,.0f} pkts" if limit.get("count") is not None else "",
+            f"≥ {limit['share']:.1%} of the span" if limit.get("share") is not None else ""]
+    bits = [b for b in bits if b]
+    return f"detectable: {' and '.join(bits)}" if bits else ""
+
+
+def utility_text(truth) -> str:
+    """Recall, precision and ARE against the exact answer, "—" where a metric has nothing to
+    measure (no true heavy hitter; nothing released; no released source that sent a packet)."""
+    v = utility_values(truth)
+    recall, precision, are = (("—" if np.isnan(v[m]) else fmt.format(v[m]))
+                              for m, fmt in (("recall", "{:.2f}"), ("precision", "{:.2f}"), ("are", "{:.1%}")))
+    why = []
+    if truth.utility.reported == 0:
+        why.append("nothing released")
+    elif np.isnan(v["are"]):
+        why.append("no released source sent a packet")
+    if np.isnan(v["recall"]):
+        why.append(f"no true heavy hitter: none > {truth.heavy_threshold:,.0f}")
+    tail = f" ({'; '.join(why)})" if why else ""
+    return (f"vs exact over the same {truth.packets:,} packets: recall {recall} · precision {precision} · "
+            f"ARE {are}{tail}")
 
 
 class BarChart(pg.PlotWidget):
@@ -177,15 +200,11 @@ class AlgorithmPanel(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setObjectName(f"panel-{name}")
         self.title = QLabel(f"<b>{name}</b>")
-        self.guarantee = QLabel()
-        self.guarantee.setWordWrap(False)  # three fixed lines, clipped; the tooltip has it all
-        self.status = QLabel()
-        self.status.setToolTip(TIPS["threshold"])
-        self.reason = QLabel()
-        self.reason.setWordWrap(True)
-        self.reason.setFixedHeight(2 * self.reason.fontMetrics().lineSpacing() + 2)
-        self.guarantee.setFixedHeight(3 * self.guarantee.fontMetrics().lineSpacing() + 2)
-        self.status.setFixedHeight(2 * self.status.fontMetrics().lineSpacing() + 2)
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.title.setMinimumWidth(1)
+        self.guarantee = ElidedLabel(3)  # three fixed lines, elided; the tooltip has it all
+        self.status = ElidedLabel(2)
+        self.reason = ElidedLabel(2, wrap=True)
         self.reason.setStyleSheet("color: #d07a00;")
         self.model = ReleaseTableModel(private)
         self.proxy = sorting_proxy(self.model, self)
@@ -209,14 +228,11 @@ class AlgorithmPanel(QFrame):
         split.addWidget(self.chart)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
-        split.setSizes([340, 220])
+        split.setSizes([390, 170])  # room for every column at 1600 px wide, two panels a row
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
         layout.setSpacing(2)
         for w in (self.title, self.guarantee, self.status, self.reason):
-            # text changes must not resize the panel (a re-layout would resize every chart)
-            w.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-            w.setMinimumWidth(1)
             layout.addWidget(w)
         layout.addWidget(split, 1)
         self.setMinimumHeight(260)
@@ -234,8 +250,12 @@ class AlgorithmPanel(QFrame):
     def update_text(self, view, truth) -> None:
         """The cheap part, every tick: header, status line and reason."""
         self._header(view)
-        _set_text(self.status, status_text(view, truth))
-        _set_text(self.reason, reason_text(view))  # always laid out: showing/hiding would re-layout every chart
+        self.status.set_plain(status_text(view, truth), TIPS["threshold"])
+        self.reason.set_plain(reason_text(view))  # always laid out: showing/hiding would re-layout every chart
+
+    def show_phase(self, phase: str) -> None:
+        """A starting session that has no lane for this panel yet: what it is doing."""
+        self.reason.set_plain(f"Starting: {phase or 'opening the source'}")
 
     def data_key(self, view, truth):
         """(release to draw, its true counts or None, generation). Live re-releases arrive faster
@@ -279,8 +299,6 @@ class AlgorithmPanel(QFrame):
         self.title.setText(f"<b>{self.name}</b> <span style='color:gray'>({kind}{family})</span>")
         g = self._g
         if g is None:
-            self.guarantee.setText("No privacy guarantee: exact or approximate counts, shown for comparison only.")
-            self.guarantee.setToolTip("")
+            self.guarantee.set_plain("No privacy guarantee: exact or approximate counts, shown for comparison only.")
         else:
-            self.guarantee.setText(guarantee_text(g))
-            self.guarantee.setToolTip("\n".join((g.describe(), f"noise: {g.noise}", *g.notes)))
+            self.guarantee.set_lines(guarantee_lines(g), "\n".join((g.describe(), f"noise: {g.noise}", *g.notes)))

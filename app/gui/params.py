@@ -170,8 +170,12 @@ class ParametersPanel(QWidget):
         self.validate()
 
     def names(self) -> tuple[str, ...]:
-        return tuple(self.algorithms.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.algorithms.count())
-                     if self.algorithms.item(i).checkState() == Qt.CheckState.Checked)
+        """The checked algorithms in panel order: the applied ones keep their order (Apply never
+        reshuffles the panels), newly checked ones follow in list order."""
+        checked = [self.algorithms.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.algorithms.count())
+                   if self.algorithms.item(i).checkState() == Qt.CheckState.Checked]
+        kept = [n for n in self.current.names if n in checked]
+        return tuple(kept + [n for n in checked if n not in kept])
 
     def parse(self) -> RunConfig:
         """The configuration in the fields; raises ``ValueError`` naming the field."""

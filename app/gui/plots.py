@@ -1,6 +1,7 @@
 """Time plots redrawn with ``setData`` on preallocated ring buffers (pyqtgraph's pattern):
-throughput (updates/s per algorithm, capture packets/s, drops) and utility over time
-(recall / precision / ARE of each private algorithm against the exact answer)."""
+throughput (rate while busy per algorithm, with its packets/s and busy share beside the plot;
+capture packets/s; drops) and utility over time (recall / precision / ARE of each private
+algorithm against the exact answer; gaps where a metric has nothing to measure)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from dptop.gui.help import TIPS
+from dptop.gui.models import fmt_rate, utility_values
 
 HISTORY = 600  # points kept per curve
 
@@ -82,28 +84,61 @@ class SparseLogAxis(pg.AxisItem):
         return [text if k else "" for text, k in zip(strings, keep)]
 
 
+EWMA_WEIGHT = 0.3
+"""Weight of the newest one-second sample in the smoothed throughput figures (EWMA)."""
+
+
+class Ewma:
+    """Exponentially weighted moving average: ``value += weight · (x − value)``."""
+
+    def __init__(self, weight: float = EWMA_WEIGHT):
+        self.weight, self.value = weight, None
+
+    def add(self, x: float) -> float:
+        self.value = x if self.value is None else self.value + self.weight * (x - self.value)
+        return self.value
+
+
+THROUGHPUT_TIP = ("Rate while busy: packets per CPU-second of the algorithm's thread (what it could sustain if it "
+                  "had a core to itself; log scale). Packets/s: packets it actually processed per second of wall "
+                  "time. Busy: its thread's CPU time per wall second. One-second samples, smoothed (EWMA, "
+                  f"newest weight {EWMA_WEIGHT:g}).")
+
+
 class ThroughputPlot(QWidget):
-    """Busy-time updates/s of every algorithm over the last sample period (their capacity, log
-    scale) and the capture's packets/s; queue drops in the title."""
+    """Each algorithm's rate while busy (curves, log scale) and, in the table beside the plot, the
+    packet rate it actually processes (wall) and its busy CPU share; the capture's packets/s dotted;
+    drops above. Every figure is a one-second sample from the runner snapshots' cumulative counters
+    (``packets``, ``updates_per_second``), smoothed with an EWMA so the plot reads."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.widget = pg.PlotWidget(axisItems={"left": SparseLogAxis("left")})
         self.widget.addLegend(offset=(-10, 6), colCount=2)
         self.widget.setLogMode(x=False, y=True)
-        self.widget.setLabel("left", "updates / s")
+        self.widget.setLabel("left", "rate while busy")
         self.widget.getAxis("left").setWidth(70)  # fixed: changing tick text must not re-layout the plot
         self.widget.setLabel("bottom", "time", units="s")
         self.widget.showGrid(x=True, y=True, alpha=0.2)
+        self.widget.setToolTip(THROUGHPUT_TIP)
         self.curves = _Curves(self.widget.getPlotItem())
         self.info = QLabel()
+        self.table = QLabel()
+        self.table.setTextFormat(pg.QtCore.Qt.TextFormat.RichText)
+        self.table.setToolTip(THROUGHPUT_TIP)
+        self.table.setMinimumWidth(330)
+        self.table.setAlignment(pg.QtCore.Qt.AlignmentFlag.AlignTop | pg.QtCore.Qt.AlignmentFlag.AlignLeft)
+        row = QHBoxLayout()
+        row.addWidget(self.widget, 1)
+        row.addWidget(self.table, 0)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.info)
-        layout.addWidget(self.widget, 1)
-        self._last: dict[str, tuple[float, float]] = {}  # name -> (packets, busy seconds)
-        self._t0 = None
-        self._src = None
+        layout.addLayout(row, 1)
+        self.reset()
+
+    def _smooth(self, key: str, metric: str, x: float) -> float:
+        return self._ewma.setdefault((key, metric), Ewma()).add(x)
 
     def sample(self, snap) -> None:
         """Add one point per curve from a ``SessionSnapshot``."""
@@ -111,39 +146,65 @@ class ThroughputPlot(QWidget):
         if self._t0 is None:
             self._t0 = t
         x = t - self._t0
+        rows = []
         for lane in snap.lanes:
             a = lane.algorithm
             if a is None or a.updates_per_second <= 0:
+                rows.append((lane.name, None, None, None))
                 continue
-            key = f"{lane.name}#{lane.generation}"
-            busy = a.packets / a.updates_per_second
+            key = f"{lane.name}#{lane.generation}"  # a restarted lane starts its averages afresh
+            busy = a.packets / a.updates_per_second  # CPU-seconds of its thread so far
             prev = self._last.get(key)
-            self._last[key] = (a.packets, busy)
-            if prev is None or busy - prev[1] <= 1e-6:
+            self._last[key] = (t, a.packets, busy)
+            if prev is None or t <= prev[0]:
+                rows.append((lane.name, None, None, None))
                 continue
-            rate = (a.packets - prev[0]) / (busy - prev[1])
-            style = {} if a.private else {"style": pg.QtCore.Qt.PenStyle.DashLine}
-            self.curves.add(lane.name, x, max(rate, 1.0), **style)
+            dt, dp, db = t - prev[0], a.packets - prev[1], busy - prev[2]
+            wall = self._smooth(key, "wall", dp / dt)
+            share = self._smooth(key, "busy", max(0.0, db) / dt)
+            rate = self._smooth(key, "rate", dp / db) if db > 1e-6 and dp > 0 else self._rate(key)
+            if rate is not None and dp > 0:
+                style = {} if a.private else {"style": pg.QtCore.Qt.PenStyle.DashLine}
+                self.curves.add(lane.name, x, max(rate, 1.0), **style)
+            rows.append((lane.name, rate, wall, share))
         src = snap.source
         if src is not None:
             if self._src is not None and t > self._src[0]:
-                pps = (src.ip_packets - self._src[1]) / (t - self._src[0])
+                pps = self._smooth("capture", "wall", (src.ip_packets - self._src[1]) / (t - self._src[0]))
                 self.curves.add("capture pkts/s", x, max(pps, 1.0), color=(230, 230, 230) if self._dark() else (0, 0, 0),
                                 style=pg.QtCore.Qt.PenStyle.DotLine)
             self._src = (t, src.ip_packets)
             drops = src.queue_drops + src.kernel_drops + sum(
                 lane.algorithm.drops for lane in snap.lanes if lane.algorithm is not None)
-            self.info.setText(f"capture: {src.ip_packets:,} IP packets · drops: {drops:,} "
+            self.info.setText(f"Rate while busy: packets per CPU-second of each algorithm's thread (log scale) · "
+                              f"capture: {src.ip_packets:,} IP packets · drops: {drops:,} "
                               f"(kernel {src.kernel_drops:,}, queues {drops - src.kernel_drops:,})")
+        self.table.setText(throughput_table(rows))
         self.curves.redraw()
+
+    def _rate(self, key: str) -> float | None:
+        e = self._ewma.get((key, "rate"))
+        return None if e is None else e.value
 
     def _dark(self) -> bool:
         return self.palette().window().color().lightness() < 128
 
     def reset(self) -> None:
         self.curves.clear()
-        self._last.clear()
+        self._last: dict[str, tuple[float, int, float]] = {}  # key -> (time, packets, busy seconds)
+        self._ewma: dict[tuple[str, str], Ewma] = {}
         self._t0 = self._src = None
+        self.table.setText(throughput_table([]))
+
+
+def throughput_table(rows) -> str:
+    """Rich text: per algorithm, rate while busy, packets/s (wall) and busy share."""
+    head = ("<tr><th align='left'>algorithm</th><th align='right'>&nbsp;rate while busy</th>"
+            "<th align='right'>&nbsp;packets/s</th><th align='right'>&nbsp;busy</th></tr>")
+    body = "".join(f"<tr><td>{name}</td><td align='right'>{fmt_rate(rate)}</td><td align='right'>{fmt_rate(wall)}"
+                   f"</td><td align='right'>{'—' if share is None else f'{share:.0%}'}</td></tr>"
+                   for name, rate, wall, share in rows)
+    return f"<table cellspacing='2'>{head}{body}</table>"
 
 
 class UtilityPlot(QWidget):
@@ -190,15 +251,15 @@ class UtilityPlot(QWidget):
             self._t0 = t
         if name not in self.curves:
             self.curves[name] = self.widget.plot(name=name, pen=pg.mkPen(color(len(self.curves)), width=2))
-        for m in self.METRICS:
+        for m, value in utility_values(truth).items():
             if (name, m) not in self.buffers:
                 self.buffers[(name, m)] = RingBuffer()
-            self.buffers[(name, m)].append(t - self._t0, getattr(truth.utility, m))
+            self.buffers[(name, m)].append(t - self._t0, value)
 
     def redraw(self) -> None:
         metric = self.METRICS[self.metric_box.currentIndex()]
         for name, item in self.curves.items():
-            item.setData(*self.buffers[(name, metric)].view())
+            item.setData(*self.buffers[(name, metric)].view(), connect="finite")
 
     def reset(self) -> None:
         for item in self.curves.values():

@@ -1,5 +1,7 @@
 """Source bar: a capture file, a live interface (with a BPF filter) or a synthetic Zipf stream;
-start, pause, stop; replay speed and loop; progress, packets/s and drops always visible."""
+start, pause, stop; replay speed and loop (synthetic streams only); progress, packets/s and drops
+always visible, and what a starting session is doing (compiling kernels...). The chosen source
+and its fields are kept in the window's ``QSettings`` (``save`` / ``restore``)."""
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
@@ -11,6 +13,11 @@ from dptop.monitor.config import SourceSpec
 
 SPEEDS = (("1×", 1.0), ("2×", 2.0), ("10×", 10.0), ("100×", 100.0), ("max", None))
 KINDS = ("Capture file", "Interface", "Synthetic")
+KIND_KEYS = ("file", "live", "synth")  # SourceSpec.kind of each entry of KINDS
+SYNTH = KIND_KEYS.index("synth")
+LOOP_TIP = ("Loop: start the synthetic stream over at its end. Offered for synthetic streams only: looping a "
+            "real capture repeats every real packet, and the per-packet privacy guarantee cannot absorb "
+            "the repeats (each pass would multiply what the releases reveal about those packets).")
 
 
 def _interfaces() -> list[str]:
@@ -66,16 +73,15 @@ class SourcePanel(QWidget):
                 row.addWidget(w, 1 if isinstance(w, QLineEdit) else 0)
             self.stack.addWidget(page)
         self.kind.currentIndexChanged.connect(self.stack.setCurrentIndex)
-        self.kind.currentIndexChanged.connect(lambda i: self.loop.setEnabled(i == 2))  # synthetic only
+        self.kind.currentIndexChanged.connect(lambda i: self.loop.setEnabled(i == SYNTH))
 
         self.speed = QComboBox()
         for label, _ in SPEEDS:
             self.speed.addItem(label)
         self.speed.setToolTip(TIPS["speed"])
-        self.loop = QCheckBox("loop")
+        self.loop = QCheckBox("loop (synthetic only)")
         self.loop.setEnabled(False)
-        self.loop.setToolTip("Synthetic streams only: start over at the end (a loop pass repeats every packet, "
-                             "which a real capture's privacy guarantee cannot absorb)")
+        self.loop.setToolTip(LOOP_TIP)
         self.start = QPushButton("Start")
         self.start.setToolTip("Start (or restart) reading the source (Ctrl+R)")
         self.pause = QPushButton("Pause")
@@ -120,7 +126,7 @@ class SourcePanel(QWidget):
 
     def spec(self) -> SourceSpec:
         speed = SPEEDS[self.speed.currentIndex()][1]
-        kind = ("file", "live", "synth")[self.kind.currentIndex()]
+        kind = KIND_KEYS[self.kind.currentIndex()]
         return SourceSpec(kind, path=self.path.text().strip() or None, speed=speed,
                           loop=self.loop.isChecked() and kind == "synth",
                           iface=self.iface.currentText() or None, bpf=self.bpf.text().strip() or None,
@@ -131,12 +137,17 @@ class SourcePanel(QWidget):
         """Progress, packets/s and drops from a ``SessionSnapshot`` (or None: no session)."""
         if snap is None:
             self.stats.setText("idle — open a capture, pick an interface or a synthetic stream")
+            self.progress.setRange(0, 1000)
             self.progress.setValue(0)
             return
         src = snap.source
         self.pause.setText("Resume" if snap.state == "paused" else "Pause")
         if src is None:
-            self.stats.setText(snap.error or snap.phase or snap.state + "…")
+            starting = snap.state == "starting"
+            self.progress.setRange(0, 0 if starting else 1000)  # busy while starting: nothing to measure yet
+            text = snap.error or (f"starting: {snap.phase or 'opening the source'}" if starting else snap.state + "…")
+            self.stats.setText(text)
+            self.stats.setToolTip(text)
             return
         pps = 0.0
         if self._last is not None and snap.time > self._last[0]:
@@ -147,6 +158,7 @@ class SourcePanel(QWidget):
         drops = src.queue_drops + src.kernel_drops + sum(
             lane.algorithm.drops for lane in snap.lanes if lane.algorithm is not None)
         if src.fraction is not None:
+            self.progress.setRange(0, 1000)
             self.progress.setValue(int(1000 * src.fraction))
             self.progress.setFormat(f"{src.fraction:.0%}")
         else:
@@ -156,6 +168,37 @@ class SourcePanel(QWidget):
             text += f" · {snap.error}"
         self.stats.setText(text)
         self.stats.setToolTip(text)
+
+    # ----- persistence (QSettings, as the window's other settings) ---------------------------
+    def save(self, store) -> None:
+        """Remember the source kind and every field of every kind."""
+        store.setValue("source/kind", KIND_KEYS[self.kind.currentIndex()])
+        for key, value in (("path", self.path.text()), ("speed", self.speed.currentIndex()),
+                           ("loop", self.loop.isChecked()), ("iface", self.iface.currentText()),
+                           ("bpf", self.bpf.text()), ("skew", self.skew.value()), ("domain", self.domain.value()),
+                           ("length", self.length.value()), ("seed", self.seed.value())):
+            store.setValue(f"source/{key}", value)
+
+    def restore(self, store) -> None:
+        """The fields ``save`` wrote (values that no longer parse or fit keep the defaults)."""
+        def value(key, cast, default):
+            try:
+                return cast(store.value(f"source/{key}", default))
+            except (TypeError, ValueError):
+                return default
+
+        self.path.setText(str(store.value("source/path", "") or ""))
+        self.speed.setCurrentIndex(min(max(value("speed", int, 4), 0), len(SPEEDS) - 1))
+        self.bpf.setText(str(store.value("source/bpf", "") or ""))
+        iface = str(store.value("source/iface", "") or "")
+        if self.iface.findText(iface) >= 0:
+            self.iface.setCurrentText(iface)
+        for box, key, cast in ((self.skew, "skew", float), (self.domain, "domain", int), (self.length, "length", int),
+                               (self.seed, "seed", int)):
+            box.setValue(value(key, cast, box.value()))
+        kind = str(store.value("source/kind", "file"))
+        self.kind.setCurrentIndex(KIND_KEYS.index(kind) if kind in KIND_KEYS else 0)
+        self.loop.setChecked(str(store.value("source/loop", "false")).lower() == "true")
 
     def reset_rate(self) -> None:
         self._last = None
