@@ -77,9 +77,12 @@ def test_every_private_algorithm_releases_several_sources_early(demo):
             if name == "dpss":  # one release per 10 s epoch of packet time
                 assert len(early) >= BUDGET * DEMO_SPEED / 10 - 1
                 assert min(sizes) >= 1 and np.median(sizes) >= 3, sizes
-            else:  # continual and sliding-window views: several sources once the first wave is in
-                assert max(sizes) >= 3, (name, sizes)
-                assert sizes[-1] >= 3, (name, sizes)
+            elif name == "lazyhh":  # releases on its public schedule: several sources once the first wave is in
+                assert max(sizes) >= 3 and sizes[-1] >= 3, sizes
+            else:  # DPSW is queried when displayed (post-processing): here once, at the end of the stream;
+                # the window test below checks the panel within the budget
+                last = session.releases(name)[-1]
+                assert last.span.kind == "window" and len(last.items) >= 3, last
     finally:
         session.close()
 
