@@ -76,5 +76,6 @@ def test_timeout_sigint_as_in_the_readme(tmp_path):
                            "--algorithms", "exact", "--speed", "1", "--json", str(out)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 130, proc.stderr
+    assert out.read_text().strip(), proc.stderr  # the result, not only the byte written at the start
     result = json.loads(out.read_text())
     assert result["partial"] and result["exact"]["total"] == result["source"]["ip_packets"] > 0

@@ -237,6 +237,37 @@ def test_tuning_sweep_runs_in_the_background_and_applies(qtbot, make_window):
     assert not tuning.start() and "numbers" in tuning.message.text()
 
 
+def test_tuning_plots_the_a_priori_detection_limit_against_epsilon(qtbot, make_window):
+    """Before any packet the curve is there; it falls as ε grows; once a replay's packet count is
+    public, LazyHH's limit is a share of that horizon and its curve is redrawn."""
+    from dptop.monitor.sweep import detection_limits
+
+    window = make_window(names=("dpss", "lazyhh", "dpsw", "exact"))
+    tuning = window.tuning
+    tuning.parameter.setCurrentIndex(0)  # epsilon
+    tuning.values.setText("0.1, 0.25, 0.5, 0.75, 0.9")
+    for name in ("dpss", "lazyhh", "dpsw"):
+        tuning.algorithm.setCurrentText(name)
+        tuning.show_limits()
+        xs, ys = tuning.limit_curve.getData()
+        if name == "dpss":  # epochs of 2 s need a source's public time range
+            assert xs is None or len(xs) == 0
+            assert "public time range" in tuning.limit_note.text()
+            continue
+        assert list(xs) == [0.1, 0.25, 0.5, 0.75, 0.9]
+        assert all(a > b for a, b in zip(ys, ys[1:])), (name, ys)  # more budget, smaller sources released
+    tuning.algorithm.setCurrentText("lazyhh")
+    tuning.values.setText("0.5, 2")  # LazyHH's Gaussian mechanism needs ε < 1: that point says why
+    tuning.show_limits()
+    assert list(tuning.limit_curve.getData()[0]) == [0.5] and "(0, 1)" in tuning.limit_note.text()
+    tuning.values.setText("0.1, 0.25, 0.5, 0.75, 0.9")
+    replay(qtbot, window)
+    qtbot.waitUntil(lambda: "4412" in tuning.limit_note.text().replace(",", ""), timeout=10_000)
+    base = window.config.settings_for("lazyhh", window.session.public)
+    expect = [100 * lim["share"] for _, lim in detection_limits("lazyhh", base, "epsilon", [0.1, 0.25, 0.5, 0.75, 0.9])]
+    assert list(tuning.limit_curve.getData()[1]) == pytest.approx(expect)
+
+
 def test_dropping_a_capture_file_replays_it(qtbot, make_window):
     from PySide6.QtCore import QMimeData, QPointF, QUrl
     from PySide6.QtGui import QDropEvent

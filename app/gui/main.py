@@ -263,6 +263,7 @@ class MainWindow(QMainWindow):
         restarted = []
         if self.session is not None:
             restarted = self.session.apply(config)
+        self.tuning.show_limits()
         self.statusBar().showMessage(f"Applied; restarted: {', '.join(restarted) or 'none'}", 5000)
 
     # ----- the timer ---------------------------------------------------------------------

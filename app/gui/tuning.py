@@ -1,14 +1,15 @@
 """Tuning panel: what-if sweeps (recall / precision / ARE versus ε, k~/k or w) on the last N
 recorded packets, run by ``dptop.monitor.sweep`` on a background thread with a progress bar; the chosen
-value can be applied to the live run."""
+value can be applied to the live run. Beside it, the a-priori detection limit (the share of its span
+a source needs to be released w.p. >= 0.9) over the same values, from the parameters alone."""
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSpinBox,
+from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
 from dptop.gui.help import TIPS
-from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, parse_values
+from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, detection_limits, parse_values
 from dptop.engine.core import registry
 
 
@@ -57,6 +58,17 @@ class TuningPanel(QWidget):
         self.plot.getAxis("bottom").enableAutoSIPrefix(False)  # ε values as typed, not "(x0.001)"
         self.curves = {m: self.plot.plot(name=m, pen=pg.mkPen(c, width=2), symbol="o", symbolBrush=c)
                        for m, c in (("recall", (44, 160, 44)), ("precision", (31, 119, 180)), ("ARE", (214, 39, 40)))}
+        self.limits = pg.PlotWidget()
+        self.limits.showGrid(x=True, y=True, alpha=0.2)
+        self.limits.setLabel("left", "share a source needs (%)")
+        self.limits.getAxis("bottom").enableAutoSIPrefix(False)
+        self.limit_curve = self.limits.plot(pen=pg.mkPen((148, 103, 189), width=2), symbol="s",
+                                            symbolBrush=(148, 103, 189))
+        self.limit_note = QLabel()
+        self.limit_note.setWordWrap(True)
+        self.limit_note.setToolTip("A-priori detection limit: the smallest share of its epoch, horizon or window a "
+                                   "source needs to be released with probability >= 0.9, from the parameters and "
+                                   "public facts alone (no packet is read).")
 
         row1 = QHBoxLayout()
         for w in (QLabel("Algorithm"), self.algorithm, QLabel("vary"), self.parameter, self.values, self.reps,
@@ -69,11 +81,48 @@ class TuningPanel(QWidget):
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(row1)
         layout.addLayout(row2)
-        layout.addWidget(self.plot, 1)
+        plots = QGridLayout()
+        plots.addWidget(self.plot, 0, 0)
+        plots.addWidget(self.limits, 0, 1)
+        plots.addWidget(QLabel("recall / precision / ARE of fresh runs on the recorded packets (run a sweep)"), 1, 0)
+        plots.addWidget(self.limit_note, 1, 1)
+        plots.setColumnStretch(0, 3)
+        plots.setColumnStretch(1, 2)
+        layout.addLayout(plots, 1)
         self.run.clicked.connect(self.start)
         self.stop.clicked.connect(self.cancel)
         self.apply.clicked.connect(self.apply_choice)
+        self.algorithm.currentIndexChanged.connect(self.show_limits)
+        self.parameter.currentIndexChanged.connect(self.show_limits)
+        self.values.editingFinished.connect(self.show_limits)
         self._shown = None
+        self._facts = ()  # (session, public facts) the limits were last drawn for; () = never drawn
+
+    def show_limits(self) -> None:
+        """Plot the a-priori detection limit over the values typed, for the configured settings and
+        the open source's public facts (a replay's packet count)."""
+        name, parameter = self.algorithm.currentText(), self.parameter.currentData()
+        session = self.main.session
+        try:
+            base = self.main.config.settings_for(name, session.public if session is not None else None)
+            points = detection_limits(name, base, parameter, parse_values(self.values.text()))
+        except ValueError as exc:
+            self.limit_curve.setData([], [])
+            self.limit_note.setText(f"{name}: no a-priori limit yet — {exc}")
+            return
+        shown = [(v, 100 * lim["share"]) for v, lim in points if lim and lim.get("share") is not None]
+        self.limit_curve.setData([v for v, _ in shown], [y for _, y in shown])
+        self.limits.setLabel("bottom", self.parameter.currentText())
+        limits = [lim for _, lim in points if lim]
+        if not limits:
+            self.limit_note.setText(f"{name}: no a-priori limit is worked out for this algorithm")
+            return
+        over = next((lim["over"] for lim in limits if lim.get("over")), "its span")
+        text = f"{name}: a-priori detection limit, share of {over}"
+        notes = [f"{v:g}: {lim['note']}" for v, lim in sorted(points, key=lambda p: p[1] is None or
+                                                               p[1].get("count") is not None)
+                 if lim and lim.get("note")]  # a refused value's reason first
+        self.limit_note.setText(text + (f" — {notes[0]}" if notes else ""))
 
     def start(self) -> bool:
         """Start a sweep on the recorded packets (the copy is taken here; the work runs on a thread)."""
@@ -112,7 +161,13 @@ class TuningPanel(QWidget):
         return alive
 
     def poll(self) -> None:
-        """Called by the window's timer: show progress and the points computed so far."""
+        """Called by the window's timer: show progress and the points computed so far, and the
+        detection limits again once the open source's public facts are known."""
+        session = self.main.session
+        facts = None if session is None else (id(session), tuple(sorted(session.public)))
+        if facts != self._facts:
+            self._facts = facts
+            self.show_limits()
         if self.sweep is None:
             return
         points, progress, done, error = self.sweep.result()

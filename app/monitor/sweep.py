@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dptop.engine.core import registry
+from dptop.engine.core.base import explained
 from dptop.engine.core.clock import TimeGrid
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.settings import Settings
@@ -43,6 +44,22 @@ def settings_for(base: Settings, parameter: str, value: float) -> Settings:
     if parameter == "window":
         return base.with_(window=int(value))
     raise ValueError(f"parameter ({parameter!r}) must be one of {', '.join(PARAMETERS)}")
+
+
+def detection_limits(name: str, base: Settings, parameter: str, values) -> list[tuple[float, dict | None]]:
+    """``name``'s a-priori detection limit (``Algorithm.detectable``: count, share, error, over)
+    at each value of ``parameter``, from the parameters and public facts in ``base`` alone: no
+    packet is read, so the curve is there before any data and costs no privacy. A value the
+    algorithm refuses gets no count, and its reason as the ``note``."""
+    out = []
+    for value in values:
+        try:
+            settings = registry.get(name).with_defaults(settings_for(base, parameter, value))
+            limit = explained(registry.make(name, settings).detectable())
+        except ValueError as exc:
+            limit = {"count": None, "share": None, "note": str(exc)}
+        out.append((float(value), limit))
+    return out
 
 
 def parse_values(text: str) -> list[float]:
