@@ -361,8 +361,9 @@ class MainWindow(QMainWindow):
         geometry, state = self.store.value("geometry"), self.store.value("windowState")
         if geometry is not None:
             self.restoreGeometry(geometry)
-        else:
-            self.resize(1500, 950)
+        else:  # first start: 1600x1000, the size the layout is checked at, or the screen if smaller
+            screen = self.screen().availableGeometry()
+            self.resize(min(1600, screen.width()), min(1000, screen.height()))
         if state is not None:
             self.restoreState(state)
         self.source_panel.restore(self.store)

@@ -76,13 +76,14 @@ class Algorithm(ABC):
         return settings
 
     def warm_up(self) -> None:
-        """Compile (or load from the numba cache) the kernels on a scratch instance fed
-        synthetic keys, so the first real batch is not charged the compile time. The scratch
-        instance sees no real data, so this costs no privacy."""
+        """Compile (or load from the numba cache) the update and query kernels on a scratch
+        instance fed synthetic keys, so neither the first real batch nor the first live view is
+        charged the compile time. The scratch instance sees no real data, so this costs no privacy."""
         scratch = type(self)(self.settings)
         warm = np.zeros((64, 2), dtype=np.uint64)
         warm[:, 1] = 0xFFFF_0A00_0000 + np.arange(64, dtype=np.uint64) % 7
         scratch.update(KeyBatch(warm).keys)  # read-only, like real batches: numba types differ
+        scratch.live()
 
     def span(self) -> Span:
         return Span(0, self.packets)

@@ -8,8 +8,9 @@ Batches are read-only (``KeyBatch`` freezes its arrays) and shared, never copied
 The GUI and CLI read an immutable ``Snapshot``: latest release per algorithm, throughput (per
 second of wall time since the first batch, and per CPU-second of the algorithm's thread), packets,
 queue depths, drops and errors. ``live()`` views are taken at most every ``live_interval`` seconds
-and only once the work since the last one is at least ``LIVE_WORK_RATIO`` times what that view
-cost, so a costly view slows the display, never the algorithm. The release history kept in memory
+and only once the work (on a slow stream: the wall time) since the last one is at least
+``LIVE_WORK_RATIO`` times what that view cost, so a costly view slows the display, never the
+algorithm. The release history kept in memory
 is bounded (``history``); ``released`` counts every release ever published. An exception in an algorithm's thread is
 recorded in the snapshot, stops that algorithm only, and is re-raised by ``join``/``finish``.
 """
@@ -29,7 +30,8 @@ _STOP = object()
 _FINISH = object()
 
 LIVE_WORK_RATIO = 20.0
-"""A live view is taken only after at least this many times its own cost of algorithm work."""
+"""A live view is taken only after at least this many times its own cost of algorithm work, or
+of wall time on a slow stream: views cost at most ~1/20 of the work or of one core."""
 
 
 class AlgorithmError(RuntimeError):
@@ -136,7 +138,8 @@ class _Worker:
                     self.first = w0 if self.first is None else self.first
                     self.last = w1
                 live = None
-                if w1 - last_live >= self.live_interval and work >= LIVE_WORK_RATIO * live_cost:
+                since = w1 - last_live
+                if since >= self.live_interval and LIVE_WORK_RATIO * live_cost <= max(work, since):
                     live = alg.live()
                     last_live = time.perf_counter()
                     live_cost, work = last_live - w1, 0.0
