@@ -104,7 +104,7 @@ class TuningPanel(QWidget):
         name, parameter = self.algorithm.currentText(), self.parameter.currentData()
         session = self.main.session
         try:
-            base = self.main.config.settings_for(name, session.public if session is not None else None)
+            base = self.main.config.settings_for(name, getattr(session, "public", None))
             points = detection_limits(name, base, parameter, parse_values(self.values.text()))
         except ValueError as exc:
             self.limit_curve.setData([], [])
@@ -164,7 +164,8 @@ class TuningPanel(QWidget):
         """Called by the window's timer: show progress and the points computed so far, and the
         detection limits again once the open source's public facts are known."""
         session = self.main.session
-        facts = None if session is None else (id(session), tuple(sorted(session.public)))
+        public = getattr(session, "public", None) or {}
+        facts = None if session is None else (id(session), tuple(sorted(public)))
         if facts != self._facts:
             self._facts = facts
             self.show_limits()
