@@ -9,6 +9,7 @@ and flush the algorithms so the table and the JSON still come out, marked ``"par
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -32,6 +33,7 @@ class JsonOut:
             self.fh = open(target, "w")
             self.fh.write("\n")
             self.fh.flush()
+        self.rewrite = self.fh is not None and os.path.isfile(target)  # not /dev/null, a pipe or a tty
 
     def write(self, result: dict) -> None:
         text = json.dumps(result, indent=2, default=str) + "\n"
@@ -41,7 +43,7 @@ class JsonOut:
             return
         if self.fh is None:
             return
-        if self.fh.seekable():
+        if self.rewrite:
             self.fh.seek(0)
             self.fh.truncate()
         self.fh.write(text)

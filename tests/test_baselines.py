@@ -32,6 +32,46 @@ def test_exact_counter_grows_and_matches_counter():
     assert [it.estimate for it in top] == [v for _, v in truth.most_common(5)]
 
 
+def test_exact_counter_mixed_families_weights_and_spills_match_a_dict():
+    """IPv4 keys (packed table), IPv6 and near-IPv4 keys (wide table), byte weights that push
+    packed counts past 2^32 (spilled to the wide table): counts, size, items and top agree with
+    a plain dict, ties broken by key ascending."""
+    rng = np.random.default_rng(7)
+    n = 60_000
+    keys = np.zeros((n, 2), dtype=np.uint64)
+    family = rng.integers(0, 4, n)
+    ranks = zipf_ranks(1.1, 5_000, n, seed=8).astype(np.uint64)
+    keys[:, 1] = 0xFFFF_0000_0000 + ranks  # IPv4-mapped
+    keys[family == 1, 0] = np.uint64(0x2001_0DB8_0000_0000)  # IPv6
+    keys[family == 2, 1] = ranks[family == 2]  # ::a.b.c.d (IPv4-compatible): not IPv4-mapped, wide
+    keys[0] = (0, 0xFFFF_FFFF_FFFF)  # 255.255.255.255: the packed empty pattern's address
+    big = rng.random(n) < 0.002
+    weights = np.where(big, 3_000_000_000, rng.integers(1, 1500, n)).astype(np.int64)
+    ec = ExactCounter(capacity=8)
+    truth: dict = {}
+    for i in range(0, n, 7_000):
+        ec.add(keys[i:i + 7_000], weights[i:i + 7_000])
+    for (hi, lo), w in zip(keys.tolist(), weights.tolist()):
+        truth[(hi, lo)] = truth.get((hi, lo), 0) + w
+    assert ec.shared > 0  # some packed counts did spill
+    k, c = ec.items()
+    assert {(int(h), int(l)): int(v) for (h, l), v in zip(k.tolist(), c.tolist())} == truth
+    assert ec.size == len(truth) and ec.total == sum(truth.values())
+    for key in list(truth)[:200]:
+        assert ec.count_of(*key) == truth[key]
+    assert ec.count_of(0, 0xFFFF_0000_0000 + 10**6) == 0
+    expect = sorted(truth.items(), key=lambda kv: (-kv[1], kv[0]))[:25]
+    assert [((it.hi, it.lo), it.estimate) for it in ec.top(25)] == [(k, float(v)) for k, v in expect]
+
+
+def test_exact_counter_top_breaks_ties_by_key_without_listing_every_entry():
+    keys = _keys(np.repeat(np.arange(1000), 3))  # 1000 sources, 3 packets each: all tied
+    ec = ExactCounter(capacity=8)
+    ec.add(keys[::-1].copy())
+    assert [it.lo - 0xFFFF_0000_0000 for it in ec.top(4)] == [0, 1, 2, 3]
+    assert ec.top(0) == () and len(ec.top(None)) == 1000
+
+
 def test_countmin_never_underestimates_and_finds_heavy_hitters():
     stream = zipf_ranks(1.3, 20_000, 100_000, seed=5).tolist()
     alg = make("countmin", Settings(k=16))

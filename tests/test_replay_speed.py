@@ -10,8 +10,6 @@ from dptop.replaybench import parse_only, replay
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="target not reached yet: 5.7x measured on 2026-11-23 (replay with exact "
-                                        "22M packets/s, parser alone 127M/s on a cached 2^22 file)")
 def test_replay_with_exact_within_3x_of_the_parser():
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "z.pcap"
