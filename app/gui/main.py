@@ -432,14 +432,35 @@ def run_gui(path: str | None = None) -> int:
     return app.exec()
 
 
-if __name__ == "__main__":  # python -m dptop.gui.main --screenshot OUT [--seconds S] [PATH]
+def time_to_window(since: float) -> int:
+    """Open the window (fresh preferences), and once it is shown print the seconds since the
+    Unix time ``since`` (the start-up bench passes the moment it launched this process)."""
+    import tempfile
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    with tempfile.TemporaryDirectory() as tmp:
+        window = MainWindow(settings=QSettings(str(Path(tmp) / "dptop.ini"), QSettings.Format.IniFormat))
+        window.show()
+
+        def shown():
+            print(f"{time.time() - since:.3f}", flush=True)
+            window.close()
+
+        QTimer.singleShot(0, shown)
+        return app.exec()
+
+
+if __name__ == "__main__":  # python -m dptop.gui.main [--screenshot OUT [--seconds S] | --time-to-window T] [PATH]
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m dptop.gui.main")
     parser.add_argument("path", nargs="?", default=None)
     parser.add_argument("--screenshot", default=None, metavar="PNG")
     parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--time-to-window", type=float, default=None, metavar="UNIX_TIME")
     args = parser.parse_args()
+    if args.time_to_window is not None:
+        sys.exit(time_to_window(args.time_to_window))
     if args.screenshot:
         sys.exit(screenshot(args.screenshot, args.path or str(DEMO_CAPTURE), args.seconds))
     sys.exit(run_gui(args.path))
