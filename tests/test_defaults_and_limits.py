@@ -85,6 +85,7 @@ def _stream(counts, length, seed):
 @pytest.mark.parametrize("name, settings", [
     ("dpss", Settings(k=16, epsilon=0.5, delta=1e-6, stream_length=50_000)),
     ("dpsw", Settings(k=16, epsilon=0.5, delta=1e-6, window=50_000, stream_length=50_000)),
+    ("lazyhh", Settings(k=16, epsilon=0.5, delta=1e-6, stream_length=200_000)),  # the output at the horizon
 ])
 def test_sources_at_the_limit_are_released_far_below_never(name, settings):
     settings = registry.get(name).with_defaults(settings)
@@ -94,7 +95,7 @@ def test_sources_at_the_limit_are_released_far_below_never(name, settings):
     runs = 40
     for seed in range(runs):
         alg = registry.make(name, settings)
-        keys = _stream([at, below], 50_000, seed)
+        keys = _stream([at, below], settings.stream_length, seed)
         alg.consume(KeyBatch(keys))
         released = {it.lo & 0xFFFF_FFFF for it in alg.finish()[-1].items}
         hits["at"] += 1 in released
