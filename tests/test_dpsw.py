@@ -245,20 +245,18 @@ def test_answers_constant_while_plan_unchanged():
 # ---------------------------------------------------------------- T4, T8: noise calibration, expiry
 
 def test_noise_variance_matches_a_over_rho_j():
-    """Fresh suffix sketches (no item yet) are pure noise N(0, a/ρ_j). Tolerance on the sample variance
+    """The noise of fresh suffix sketches (no item yet) is N(0, a/ρ_j). Tolerance on the sample variance
     5·sqrt(2/(n-1)) (about 1% for n = 2^19 cells); mean within 5σ/√n; KS p > 1e-3."""
     g = Geometry.make(16, 4, "1/2")  # I = [4, 2, 1]: at p = 1 the suffixes q = 1, 2 are untouched
     rhos = [0.3, 0.05]
     sk = DPSWSketch(g, [Channel(r) for r in rhos], depth=4, width=1 << 18, seed=2024)
     sk.update(keys_of([0]))
     st = sk.state
-    S = int(st.geom[4])
     arrays = []
     for ch, rho in enumerate(rhos):
         for q in (1, 2):
             sid = q  # slot 0: whole at id 0, suffix q at id q
-            o = ch * S + st.off[sid]
-            cells = st.cells[o:o + 4 * st.width[sid]]
+            cells = sk.noise(ch, sid)
             n = len(cells)
             var = 4 / budgets(rho, "1/2", 3)[q]
             assert abs(cells.var(ddof=1) / var - 1) < 5 * math.sqrt(2 / (n - 1)), (ch, q)
@@ -270,7 +268,8 @@ def test_noise_variance_matches_a_over_rho_j():
             assert abs(np.corrcoef(arrays[i], arrays[j])[0, 1]) < 5 / math.sqrt(len(arrays[i]))
     other = DPSWSketch(g, [Channel(0.3)], depth=4, width=1 << 18)
     other.update(keys_of([0]))
-    assert not np.array_equal(other.state.cells[:1000], st.cells[:1000])
+    assert not np.array_equal(other.noise(0, 1)[:1000], sk.noise(0, 1)[:1000])
+    assert st.pending[0, 1] == 1 and not st.cells[st.off[1]:st.off[1] + 1000].any()  # drawn when first read
 
 
 def test_expiry_reuses_slots_with_fresh_noise_and_constant_memory():
@@ -281,14 +280,53 @@ def test_expiry_reuses_slots_with_fresh_noise_and_constant_memory():
     sid = 2  # slot 0, suffix q = 2: I = [10, 5, 3, 2, 1], I' = [1, 6, 8, 9, 10], untouched at p = 1
     o, n = st.off[sid], 2 * st.width[sid]
     sk.update(keys_of([1]))
-    first = st.cells[o:o + n].copy()  # substream 1, fresh
+    first = sk.noise(0, sid)  # substream 1, fresh
+    st.cells[o:o + n] = 7.0  # stale content the reuse must clear
     sk.update(keys_of([1] * (g.K * g.L)))  # slot 0 reused by substream K + 1 at its first item
     assert st.owner[sid] == g.K + 1 and st.writes[sid] == 0
-    assert not np.array_equal(first, st.cells[o:o + n])
+    assert not st.cells[o:o + n].any() and st.pending[0, sid] == 1
+    assert not np.array_equal(first, sk.noise(0, sid))
     sk.update(keys_of(np.arange(10 * g.w) % 13))
     assert sk.state.cells.nbytes == nbytes
     owners = sorted(set(st.owner[: g.K * g.m].tolist()))
     assert len(owners) == g.K and owners[-1] == -(-sk.t // g.L)
+
+
+def test_a_read_sees_counts_plus_the_instance_noise_the_same_on_every_read():
+    """Noise is added when a frozen sketch is first read: the cells then hold the exact counts plus
+    that instance's noise, a second read sees the same values, and later items leave them alone."""
+    g = Geometry.make(100, 10, "1/2")
+    sk = DPSWSketch(g, [Channel(0.1)], depth=2, width=64, seed=5)
+    stream = np.arange(3 * g.L) % 7
+    sk.update(keys_of(stream))
+    plan = sk.plan()
+    ids = sk.plan_ids(plan)
+    st = sk.state
+    assert all(st.pending[0, sid] for sid in ids)
+    before = sk.estimate(keys_of(range(7)), plan=plan)
+    for sid in ids:
+        o, n = st.off[sid], 2 * st.width[sid]
+        counts = st.cells[o:o + n] - sk.noise(0, sid)
+        assert st.pending[0, sid] == 0
+        assert np.allclose(counts, np.round(counts), atol=1e-6) and counts.min() > -1e-6  # +1s only
+        assert round(counts.sum()) == 2 * st.writes[sid]  # every item once per row
+    sk.update(keys_of(stream[: g.L // 2]))
+    assert np.array_equal(sk.estimate(keys_of(range(7)), plan=plan), before)
+
+
+def test_seeded_output_does_not_depend_on_when_queries_ran():
+    """The same seed gives the same final estimates whether or not the stream was queried on the way
+    (each sketch instance draws from its own stream, whenever it is first read)."""
+    g = Geometry.make(200, 10, "1/2")
+    stream = keys_of(np.random.default_rng(3).integers(0, 50, 5 * g.w))
+    quiet = DPSWSketch(g, [Channel(0.2)], depth=3, width=128, seed=11)
+    busy = DPSWSketch(g, [Channel(0.2)], depth=3, width=128, seed=11)
+    quiet.update(stream)
+    for i in range(0, len(stream), 97):
+        busy.update(stream[i:i + 97])
+        if busy.t >= g.w:
+            busy.estimate(keys_of(range(50)))
+    assert np.array_equal(quiet.estimate(keys_of(range(50))), busy.estimate(keys_of(range(50))))
 
 
 def test_expected_max_normal_constants():

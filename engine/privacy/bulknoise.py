@@ -4,7 +4,9 @@ DEVELOPERS.md allows bulk per-update noise from a fast generator seeded from the
 noise on released counts uses ``dptop.engine.privacy.noise`` (CSPRNG, exact discrete samplers) instead. The
 generator is xoshiro256** with an explicit ``uint64[4]`` state array, so each algorithm owns its
 stream (no hidden per-thread numba state) and a test can pass a fixed seed. ``fill_normal`` draws
-normals by the Marsaglia-Tsang ziggurat.
+normals by the Marsaglia-Tsang ziggurat. ``add_normal_stream`` draws from one of many independent
+streams of a keyed generator (a state per stream, seeded by splitmix64 from the key and the stream's
+numbers), so a structure can draw a part's noise whenever it first needs it and get the same values.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import os
 import numpy as np
 
 from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.keys import mix64
 
 _ONE = np.uint64(1)
 
@@ -119,3 +122,26 @@ def fill_normal(s, out, sigma):
         x, s0, s1, s2, s3 = _ziggurat(s0, s1, s2, s3)
         flat[i] = sigma * x
     s[0], s[1], s[2], s[3] = s0, s1, s2, s3
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@inner
+def add_normal_stream(key, a, b, c, out, sigma):
+    """``out += N(0, sigma^2)`` draws of stream ``(a, b, c)`` of the generator keyed by ``key``
+    (a ``make_rng`` state): a xoshiro256** state seeded by splitmix64 from the key and the three
+    numbers. The same key and stream give the same draws, whenever they are made."""
+    h = mix64(key[0] ^ np.uint64(a))
+    h = mix64(h ^ key[1] ^ np.uint64(b))
+    h = mix64(h ^ key[2] ^ np.uint64(c))
+    s0 = mix64(h + _GOLDEN) ^ key[3]
+    s1 = mix64(h + _GOLDEN * np.uint64(2))
+    s2 = mix64(h + _GOLDEN * np.uint64(3))
+    s3 = mix64(h + _GOLDEN * np.uint64(4))
+    if s0 == 0 and s1 == 0 and s2 == 0 and s3 == 0:
+        s0 = _ONE
+    flat = out.reshape(-1)
+    for i in range(flat.size):
+        x, s0, s1, s2, s3 = _ziggurat(s0, s1, s2, s3)
+        flat[i] += sigma * x

@@ -3,10 +3,18 @@
 The stream is cut into substreams of ``L`` items. Each substream owns ``2m-1`` Private Count-Min
 Sketches (PCMS, §2): the whole ``C_1``, ``m-1`` prefixes ``C_j`` (its first ``I[j]`` items) and
 ``m-1`` suffixes ``C'_j`` (its last ``I[j]`` items), with the data-independent checkpoint list ``I``
-of §3.2. Every cell of every PCMS gets its own ``N(0, a/ρ_j)`` draw when the PCMS is created
-(§3.5 NEW_SUBSTREAM) and only +1s afterwards. **Frozen rule** (§0, §9 P1/P2): a PCMS is read only
-once its whole public range has been absorbed, and no write reaches it after that; a query is then
-post-processing, so queries are unlimited (§1.2). This module implements 004 with the spec's fixes
+of §3.2. Every cell of every PCMS gets its own ``N(0, a/ρ_j)`` draw and only +1s. **Frozen rule**
+(§0, §9 P1/P2): a PCMS is read only once its whole public range has been absorbed, and no write
+reaches it after that; a query is then post-processing, so queries are unlimited (§1.2).
+
+When the noise is drawn [design]: a PCMS created by NEW_SUBSTREAM (§3.5) starts at zero with its
+noise *pending*; the noise is added when the frozen PCMS is first read. Each PCMS instance (channel,
+sketch id, owning substream) has its own stream of a generator keyed from ``os.urandom`` at build
+(``bulknoise.add_normal_stream``), so its noise is the same whenever it is drawn, independent of
+the data and of every other instance: the frozen sketch a query reads is distributed exactly as if
+the noise had been drawn at creation, and output does not depend on when (or whether) earlier
+queries ran. Sketches that expire unread never draw noise: at w = 100 000 nearly all of them, which
+made the per-substream draws cost as much as the ingest. This module implements 004 with the spec's fixes
 (§8 D5-D9): variance ``a/ρ_j``, prefixes frozen at their checkpoint, the newest complete substream
 included, suffix ``l'`` (not ``l``), suffix ranges holding ``I[j]`` items.
 
@@ -34,7 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dptop.engine.privacy.bulknoise import fill_normal, make_rng
+from dptop.engine.privacy.bulknoise import add_normal_stream, make_rng
 from dptop.engine.core.jit import inner, kernel
 from dptop.engine.core.keys import hash_key, random_seed64
 from dptop.engine.core.settings import check_positive_int
@@ -44,8 +52,9 @@ from dptop.engine.sliding_window.geometry import (ESTIMATORS, PREFIX, SUFFIX, Ge
 
 FAMILY_ANY, FAMILY_V4, FAMILY_V6 = 0, 4, 6
 
-NOISE_OS = ("PCMS cell noise: Gaussian N(0, a/rho_j), one draw per cell at sketch creation, from "
-            "xoshiro256** (dptop.engine.privacy.bulknoise) seeded from os.urandom")
+NOISE_OS = ("PCMS cell noise: Gaussian N(0, a/rho_j), one draw per cell, from a xoshiro256** stream per "
+            "sketch instance (dptop.engine.privacy.bulknoise) keyed from os.urandom, added when the frozen "
+            "sketch is first read")
 NOISE_SEEDED = "seeded generator (Settings.seed): reproducible, NOT private"
 
 
@@ -62,7 +71,8 @@ class DPSWState(NamedTuple):
     seeds: np.ndarray  # uint64[H, a]
     mask: np.ndarray  # uint64[H, 2]    channel key = (hi & mask[0], lo & mask[1])
     family: np.ndarray  # int64[H]       FAMILY_ANY / FAMILY_V4 / FAMILY_V6
-    rng: np.ndarray  # uint64[4]
+    rng: np.ndarray  # uint64[4]      the noise generator's key (one stream per PCMS instance)
+    pending: np.ndarray  # uint8[H, n_sk] 1: the PCMS holds counts only, its noise not yet added
     clock: np.ndarray  # int64[3]       t (items so far), k (current substream), p (position in it)
     owner: np.ndarray  # int64[n_sk]    substream whose PCMS the id holds (instrumentation + checks)
     start: np.ndarray  # int64[n_sk]    global range of the PCMS
@@ -79,7 +89,7 @@ def _is_v4(hi, lo):
 
 @kernel
 def _new_substream(st, k, t):
-    """NEW_SUBSTREAM(k) of §3.5: fresh noise in the slot's whole + suffix sketches and the prefix block."""
+    """NEW_SUBSTREAM(k) of §3.5: fresh instances (zero, noise pending) of the slot's whole + suffix sketches and the prefix block."""
     L, m, K, a, S = st.geom[0], st.geom[1], st.geom[2], st.geom[3], st.geom[4]
     slot = (k - 1) % K
     for q in range(m):
@@ -98,11 +108,34 @@ def _new_substream(st, k, t):
         st.last[sid] = -1
     for ch in range(st.sigma.shape[0]):
         for sid in range(slot * m, slot * m + m):
-            o = ch * S + st.off[sid]
-            fill_normal(st.rng, st.cells[o:o + a * st.width[sid]], st.sigma[ch, sid])
+            _fresh(st, ch, sid, a, S)
         for sid in range(K * m, K * m + m - 1):
-            o = ch * S + st.off[sid]
-            fill_normal(st.rng, st.cells[o:o + a * st.width[sid]], st.sigma[ch, sid])
+            _fresh(st, ch, sid, a, S)
+
+
+@inner
+def _fresh(st, ch, sid, a, S):
+    """A new PCMS instance: zero cells, its noise pending."""
+    o = ch * S + st.off[sid]
+    st.cells[o:o + a * st.width[sid]] = 0.0
+    st.pending[ch, sid] = 1
+
+
+@inner
+def _settle(st, ch, sid):
+    """Add the pending noise of PCMS ``sid`` of channel ``ch`` (its instance's own stream)."""
+    if st.pending[ch, sid]:
+        a, S = st.geom[3], st.geom[4]
+        o = ch * S + st.off[sid]
+        add_normal_stream(st.rng, ch, sid, st.owner[sid], st.cells[o:o + a * st.width[sid]], st.sigma[ch, sid])
+        st.pending[ch, sid] = 0
+
+
+@kernel
+def _noise_of(st, ch, sid, out):
+    """The noise PCMS ``sid`` of channel ``ch`` holds or will hold, in ``out`` (a test hook)."""
+    out[:] = 0.0
+    add_normal_stream(st.rng, ch, sid, st.owner[sid], out, st.sigma[ch, sid])
 
 
 @kernel
@@ -169,6 +202,8 @@ def _estimate(st, ch, ids, keys, sum_min, out):
     base = ch * S
     hs = np.empty(a, dtype=np.uint64)
     rows = np.empty(a, dtype=np.float64)
+    for j in range(ids.shape[0]):
+        _settle(st, ch, ids[j])
     for i in range(keys.shape[0]):
         kh = keys[i, 0] & st.mask[ch, 0]
         kl = keys[i, 1] & st.mask[ch, 1]
@@ -269,7 +304,7 @@ class DPSWSketch:
             shift=np.array([64 - (int(v).bit_length() - 1) for v in width], dtype=np.uint64),
             sigma=sigma, I=np.array(g.I, dtype=np.int64), Ip=np.array(g.Ip, dtype=np.int64),
             seeds=seeds, mask=masks, family=np.array([c.family for c in self.channels], dtype=np.int64),
-            rng=make_rng(self.seed),
+            rng=make_rng(self.seed), pending=np.ones((H, n_sk), dtype=np.uint8),
             clock=np.array([0, 0, g.L], dtype=np.int64),
             owner=np.full(n_sk, -1, dtype=np.int64), start=np.zeros(n_sk, dtype=np.int64),
             end=np.full(n_sk, np.iinfo(np.int64).max, dtype=np.int64),
@@ -293,6 +328,12 @@ class DPSWSketch:
     def update(self, keys: np.ndarray) -> None:
         if len(keys):
             _ingest(self.state, np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1, 2))
+
+    def noise(self, channel: int, sid: int) -> np.ndarray:
+        """The noise of PCMS ``sid`` of ``channel`` as now owned (drawn or pending): for tests."""
+        out = np.empty(self.depth * int(self.state.width[sid]), dtype=np.float64)
+        _noise_of(self.state, channel, sid, out)
+        return out
 
     def sigmas(self, channel: int = 0) -> tuple[float, ...]:
         """Noise standard deviation of the PCMS at each I-index (public)."""
