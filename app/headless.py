@@ -110,19 +110,25 @@ def si(n: float) -> str:
     return f"{n:.0f}"
 
 
+SECOND_SIGNAL_AFTER = 0.5
+"""Seconds after the first signal before another one counts as a second request: ``timeout``
+signals the command and then its whole process group, so one request can arrive twice."""
+
+
 @contextmanager
 def stop_on_signals(session: Session):
-    """SIGINT / SIGTERM: the first stops the source and flushes the algorithms, a second one
-    abandons the work. Yields a dict whose ``signal`` names the first signal received."""
-    got: dict = {"signal": None}
+    """SIGINT / SIGTERM: the first stops the source and flushes the algorithms, a second one (at
+    least SECOND_SIGNAL_AFTER s later) abandons the flush; either way the results computed so far
+    are written. Yields a dict whose ``signal`` names the first signal received."""
+    got: dict = {"signal": None, "at": 0.0}
 
     def handler(signum, frame):
         if got["signal"] is None:
-            got["signal"] = signum
+            got["signal"], got["at"] = signum, time.monotonic()
             print(f"\ndptop: {signal.Signals(signum).name}: stopping, writing what was computed so far",
                   file=sys.stderr)
             session.stop(flush=True)
-        else:
+        elif time.monotonic() - got["at"] >= SECOND_SIGNAL_AFTER:
             session.stop()
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -137,31 +143,31 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
     """Run a session to its end and report it; returns the exit code."""
     out = JsonOut(json_target)
     session = Session(config)
-    try:
-        with stop_on_signals(session) as got:
+    with stop_on_signals(session) as got:  # until the results are written: a late signal cannot cut them
+        try:
             session.open(spec)
             progress = Progress(session)
             while session.wait(0.2) not in DONE:
                 progress.update()
             progress.done()
-        result = session_json(session, command, top, partial=got["signal"] is not None)
-    finally:
-        session.close(timeout=5.0)
-    rc = 0
-    if result.get("error"):
-        print(f"dptop: error: {result['error']}", file=sys.stderr)
-        rc = 1
-    for warning in result["source"].get("warnings", []):
-        print(f"dptop: warning: {warning}", file=sys.stderr)
-    if json_target != "-":
-        print_table(result)
-    try:
-        out.write(result)
-    except OSError as exc:
-        print(f"dptop: error: cannot write the JSON to {json_target}: {exc.strerror or exc}", file=sys.stderr)
-        rc = 1
-    finally:
-        out.close()
+            result = session_json(session, command, top, partial=got["signal"] is not None)
+        finally:
+            session.close(timeout=5.0)
+        rc = 0
+        if result.get("error"):
+            print(f"dptop: error: {result['error']}", file=sys.stderr)
+            rc = 1
+        for warning in result["source"].get("warnings", []):
+            print(f"dptop: warning: {warning}", file=sys.stderr)
+        if json_target != "-":
+            print_table(result)
+        try:
+            out.write(result)
+        except OSError as exc:
+            print(f"dptop: error: cannot write the JSON to {json_target}: {exc.strerror or exc}", file=sys.stderr)
+            rc = 1
+        finally:
+            out.close()
     if got["signal"] is not None:
         return 128 + int(got["signal"])
     return rc

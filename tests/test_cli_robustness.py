@@ -43,6 +43,29 @@ def test_a_signal_leaves_a_valid_partial_json_with_the_exact_counts_so_far(tmp_p
     assert "partial: interrupted" in stdout
 
 
+def test_one_request_delivered_twice_still_flushes_everything(tmp_path):
+    """``timeout`` signals the command and then its process group: the same SIGINT arrives twice
+    within milliseconds. It is one request: the flush completes and the JSON holds every packet read."""
+    pcap, out = tmp_path / "z.pcap", tmp_path / "out.json"
+    write_zipf_pcap(pcap, 1.1, 1 << 16, 1 << 23, seed=4)
+    # as fast as it goes: the slow lanes have batches queued when the signal comes
+    proc = _dptop("replay", str(pcap), "--algorithms", "lazyhh,dpsw,exact", "--json", str(out))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and "records" not in proc.stderr.readline():
+        pass
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    result = json.loads(out.read_text())
+    seen = result["source"]["ip_packets"]
+    assert result["partial"] and 0 < seen < 1 << 23 and result["exact"]["total"] == seen
+    assert {name: a["packets"] for name, a in result["algorithms"].items()} == dict.fromkeys(("lazyhh", "dpsw", "exact"),
+                                                                                            seen)
+
+
 def test_an_unwritable_json_path_fails_before_the_replay(tmp_path):
     pcap = tmp_path / "z.pcap"
     write_zipf_pcap(pcap, 1.1, 1000, 1000, seed=1)
