@@ -159,18 +159,24 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
             rc = 1
         for warning in result["source"].get("warnings", []):
             print(f"dptop: warning: {warning}", file=sys.stderr)
-        if json_target != "-":
-            print_table(result)
-        try:
-            out.write(result)
-        except OSError as exc:
-            print(f"dptop: error: cannot write the JSON to {json_target}: {exc.strerror or exc}", file=sys.stderr)
-            rc = 1
-        finally:
-            out.close()
+        rc = report(result, out, json_target) or rc
     if got["signal"] is not None:
         return 128 + int(got["signal"])
     return rc
+
+
+def report(result: dict, out: JsonOut, json_target: str | None) -> int:
+    """The table on stdout (unless the JSON goes there) and the JSON; 1 if the JSON cannot be written."""
+    if json_target != "-":
+        print_table(result)
+    try:
+        out.write(result)
+    except OSError as exc:
+        print(f"dptop: error: cannot write the JSON to {json_target}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    finally:
+        out.close()
+    return 0
 
 
 def print_table(result: dict, file=None) -> None:
@@ -252,13 +258,4 @@ def run_archive(paths, config: RunConfig, cluster: str | None, json_target: str 
         a.setdefault("packets_per_second", 0.0)
         a.setdefault("busy_share", 0.0)
         a.setdefault("status", {})
-    if json_target != "-":
-        print_table(result)
-    try:
-        out.write(result)
-    except OSError as exc:
-        print(f"dptop: error: cannot write the JSON to {json_target}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    finally:
-        out.close()
-    return 0
+    return report(result, out, json_target)
