@@ -42,6 +42,18 @@ def _packed_home(ip, hashing):
     return np.int64(mix64(ip ^ hashing[0]) >> hashing[1])
 
 
+@inner
+def _probe_packed(slots, p, ip):
+    """From home position ``p``: (position, content) of the slot holding address ``ip``, or of the
+    empty one where it goes."""
+    mask = len(slots) - 1
+    while True:
+        slot = slots[p]
+        if slot == PACKED_EMPTY or (slot >> _S32) == ip:
+            return p, slot
+        p = (p + 1) & mask
+
+
 @kernel
 def _count_packed(slots, hashing, size, keys, weights, start, other, n_other):
     """Count ``keys[start:]`` (``weights[i]`` each, 1 when ``weights`` is empty): IPv4 keys in the
@@ -50,7 +62,6 @@ def _count_packed(slots, hashing, size, keys, weights, start, other, n_other):
     load: grow and resume at the index) or a slot whose count would pass PACKED_MAX (move the
     slot's count plus ``weights[index]`` to the wide table, zero it and resume after the index)."""
     weighted = len(weights) > 0
-    mask = len(slots) - 1
     limit = len(slots) // 2
     homes = np.empty(HOMES, np.int64)
     for c in range(start, len(keys), HOMES):
@@ -66,24 +77,19 @@ def _count_packed(slots, hashing, size, keys, weights, start, other, n_other):
                 continue
             ip = lo & _LOW32
             w = np.uint64(weights[i]) if weighted else np.uint64(1)
-            p = homes[i - c]
-            while True:
-                slot = slots[p]
-                if slot == PACKED_EMPTY:
-                    if size >= limit:
-                        return i, size, n_other, GROW
-                    size += 1
-                    slots[p] = ip << _S32
-                    if w > PACKED_MAX:
-                        return i, size, n_other, p
-                    slots[p] = (ip << _S32) | w
-                    break
-                if (slot >> _S32) == ip:
-                    if (slot & _LOW32) + w > PACKED_MAX:
-                        return i, size, n_other, p
-                    slots[p] = slot + w
-                    break
-                p = (p + 1) & mask
+            p, slot = _probe_packed(slots, homes[i - c], ip)
+            if slot == PACKED_EMPTY:
+                if size >= limit:
+                    return i, size, n_other, GROW
+                size += 1
+                slots[p] = ip << _S32
+                if w > PACKED_MAX:
+                    return i, size, n_other, p
+                slots[p] = (ip << _S32) | w
+            elif (slot & _LOW32) + w > PACKED_MAX:
+                return i, size, n_other, p
+            else:
+                slots[p] = slot + w
     return len(keys), size, n_other, DONE
 
 
@@ -110,13 +116,10 @@ def _count_wide(tab_hi, tab_lo, tab_val, hashing, size, limit, keys, weights, ro
 
 @kernel
 def _regrow_packed(old, new, hashing):
-    mask = len(new) - 1
     for slot in old:
         if slot != PACKED_EMPTY:
-            p = _packed_home(slot >> _S32, hashing)
-            while new[p] != PACKED_EMPTY:
-                p = (p + 1) & mask
-            new[p] = slot
+            ip = slot >> _S32
+            new[_probe_packed(new, _packed_home(ip, hashing), ip)[0]] = slot
 
 
 @inner
@@ -264,13 +267,9 @@ class ExactCounter:
         count = 0
         if hi == 0 and lo >> 32 == IPV4_MAPPED >> 32:
             ip = np.uint64(lo & 0xFFFF_FFFF)
-            p = int(_packed_home(ip, self.hashing))
-            mask = len(self.slots) - 1
-            while self.slots[p] != PACKED_EMPTY:
-                if self.slots[p] >> _S32 == ip:
-                    count = int(self.slots[p] & _LOW32)
-                    break
-                p = (p + 1) & mask
+            _, slot = _probe_packed(self.slots, _packed_home(ip, self.hashing), ip)
+            if slot != PACKED_EMPTY:
+                count = int(slot & _LOW32)
         t = self.table
         p = ht.probe(t.hi, t.lo, t.hashing, np.uint64(hi), np.uint64(lo))
         return count + (int(t.val[p]) if ht.found(t.hi, t.lo, p, np.uint64(hi), np.uint64(lo)) else 0)
