@@ -124,8 +124,11 @@ class ProductTarget(Target):
     def settings(self, seed):
         return Settings(k=4, k_tilde=8, epsilon=self.epsilon, delta=self.delta, epoch_seconds=1.0, seed=seed)
 
+    session_type = Session  # what replays the files (a broken variant swaps in its own)
+    make = staticmethod(registry.make)  # what builds each algorithm
+
     def session(self, config: RunConfig) -> Session:
-        return Session(config, record_packets=1 << 12)
+        return self.session_type(config, record_packets=1 << 12, make=self.make)
 
     def spec(self, path) -> SourceSpec:
         return SourceSpec("file", path=str(path), time_range=(T0, T0 + 4 * SECOND))
@@ -154,9 +157,7 @@ class FileOrderTarget(ProductTarget):
     name = "product-epochs-file-order"
     broken = True
     description = "BROKEN: the replay feeds file order, so a packet stamped ahead closes epochs early"
-
-    def session(self, config):
-        return _FileOrderSession(config, record_packets=1 << 12)
+    session_type = _FileOrderSession
 
 
 class _DataGridSession(Session):
@@ -171,9 +172,7 @@ class DataGridTarget(ProductTarget):
     name = "product-epochs-data-grid"
     broken = True
     description = "BROKEN: the epoch grid is anchored at the first packet instead of the declared range"
-
-    def session(self, config):
-        return _DataGridSession(config, record_packets=1 << 12)
+    session_type = _DataGridSession
 
 
 class _ExactStatusDPSS(DPSpaceSaving):
@@ -190,9 +189,7 @@ class ExactStatusTarget(ProductTarget):
     name = "product-exact-status"
     broken = True
     description = "BROKEN: each DPSS release carries its epoch's exact packet count"
-
-    def session(self, config):
-        return Session(config, record_packets=1 << 12, make=_make_exact_status)
+    make = staticmethod(_make_exact_status)
 
 
 PRODUCT_TARGETS = {t.name: t for t in (ProductTarget, FileOrderTarget, DataGridTarget, ExactStatusTarget)}
