@@ -34,9 +34,14 @@ def client():
 @pytest.fixture(scope="module")
 def capture(tmp_path_factory):
     """A Zipf 1.1 capture of 2^16 packets (10 µs apart) and its split into 4 files by packet index."""
-    d = tmp_path_factory.mktemp("archive")
-    src = ipv4_of_rank(zipf_ranks(1.1, 1 << 14, N, seed=11))
-    ts = T0 + np.arange(N, dtype=np.int64) * 10_000
+    return _split_capture(tmp_path_factory.mktemp("archive"), N, 1 << 14, seed=11)
+
+
+def _split_capture(d, n, domain, seed):
+    """``d/all.pcap``: n Zipf 1.1 packets over ``domain`` hosts, 10 µs apart; and its split into
+    4 files by packet index. Returns (all, parts)."""
+    src = ipv4_of_rank(zipf_ranks(1.1, domain, n, seed=seed))
+    ts = T0 + np.arange(n, dtype=np.int64) * 10_000
     write_pcap(d / "all.pcap", src, ts)
     parts = [d / f"part{i}.pcap" for i in range(4)]
     for i, p in enumerate(parts):
@@ -163,18 +168,13 @@ def test_acceptance_zipf_2_20_split_in_4_on_local_2(tmp_path, k):
     merged bounds for every released key, and mean DP-MG recall over 5 runs within 0.05 of the
     single-file run (ε=0.5, δ=1e-6, k~=2k). Prints the figures (run with -s)."""
     n = 1 << 20
-    src = ipv4_of_rank(zipf_ranks(1.1, 1 << 16, n, seed=21))
-    ts = T0 + np.arange(n, dtype=np.int64) * 10_000
-    write_pcap(tmp_path / "all.pcap", src, ts)
-    parts = [tmp_path / f"part{i}.pcap" for i in range(4)]
-    for i, p in enumerate(parts):
-        write_pcap(p, src[i::4], ts[i::4])
+    whole, parts = _split_capture(tmp_path, n, 1 << 16, seed=21)
     settings = Settings(k=k)
-    truth = _truth(tmp_path / "all.pcap")
+    truth = _truth(whole)
     uniq = np.array(list(truth), dtype=np.uint64)
     counts = np.array(list(truth.values()))
     heavy = heavy_set(uniq, counts, n / k)
-    keys, stamps, _ = read_keys(tmp_path / "all.pcap")
+    keys, stamps, _ = read_keys(whole)
     names = ("exact", "spacesaving", "misragries", "dpmg")
     from dptop.cluster.connect import connect
 

@@ -19,16 +19,20 @@ BASE = 0xFFFF_0000_0000
 
 
 class RefMG:
-    """002 Alg 1: K slots from dummies (1, j) that sort after real keys (0, x); zero keys stay;
-    Branch 3 replaces the smallest zero key ("smallest") or a seeded-random one ("random")."""
+    """002 Alg 1: K slots from dummies (dummy_hi, j) that sort after real keys (0, x) (``add``) or
+    (hi, lo) (``add_key``); zero keys stay; Branch 3 replaces the smallest zero key ("smallest")
+    or a seeded-random one ("random")."""
 
-    def __init__(self, K, rule="smallest", seed=0):
-        self.cnt = {(1, j): 0 for j in range(K)}
+    def __init__(self, K, rule="smallest", seed=0, dummy_hi=1):
+        self.cnt = {(dummy_hi, j): 0 for j in range(K)}
         self.alpha = 0
         self.rule, self.rng = rule, random.Random(seed)
 
     def add(self, x):
-        cnt, key = self.cnt, (0, x)
+        self.add_key((0, x))
+
+    def add_key(self, key):
+        cnt = self.cnt
         if key in cnt:
             cnt[key] += 1
         elif all(c >= 1 for c in cnt.values()):
@@ -268,34 +272,13 @@ def test_smallest_key_rule_with_mixed_and_clustered_keys():
         (300, [(0, 0xFFFF_0000_0000 | rng.randrange(1 << 32)) for _ in range(6000)]),  # z > 256
         (12, [(rng.randrange(3), rng.randrange(40)) for _ in range(2000)]),  # mixed hi words
     ):
-        st, ref = make_state(K), RefKeyMG(K)
+        st, ref = make_state(K), RefMG(K, dummy_hi=int(SENTINEL_HI))
         for hi, lo in keys:
             update_batch(st, np.array([[hi, lo]], dtype=np.uint64))
-            ref.add((hi, lo))
+            ref.add_key((hi, lo))
         got_keys, counts, alpha, _ = snapshot(st)
         got = {(int(h), int(l)): int(c) for (h, l), c in zip(got_keys.tolist(), counts)}
         assert got == ref.cnt and alpha == ref.alpha
-
-
-class RefKeyMG:
-    """002 Alg 1 over (hi, lo) keys with dummies (SENTINEL_HI, j) and the smallest-key rule."""
-
-    def __init__(self, K):
-        self.cnt = {(int(SENTINEL_HI), j): 0 for j in range(K)}
-        self.alpha = 0
-
-    def add(self, key):
-        cnt = self.cnt
-        if key in cnt:
-            cnt[key] += 1
-        elif all(c >= 1 for c in cnt.values()):
-            for k in cnt:
-                cnt[k] -= 1
-            self.alpha += 1
-        else:
-            y = min(k for k, c in cnt.items() if c == 0)
-            del cnt[y]
-            cnt[key] = 1
 
 
 @pytest.mark.slow
