@@ -6,6 +6,7 @@ import pytest
 
 from dptop.engine.privacy import composition
 from dptop.engine.single_release import dpmg, dpss, eehh, length
+from dptop.engine.privacy import measures
 from dptop.engine.privacy.composition import Budget, Cost
 
 
@@ -103,16 +104,11 @@ def test_compose_sequential_and_zcdp():
     c = composition.compose_sequential([Cost(0.5, 1e-6), Cost(0.25), Cost(0.25, 2e-6)])
     assert (c.epsilon, c.delta, c.rho) == (1.0, 3e-6, None)
     assert composition.compose_sequential([]) == Cost(0.0, 0.0, 0.0)
-    z = composition.zcdp_to_approx_dp(0.5, 1e-6)
-    assert z.epsilon == pytest.approx(0.5 + 2 * math.sqrt(0.5 * math.log(1e6)))
-    assert (z.delta, z.rho) == (1e-6, 0.5)
-    assert composition.compose_sequential([composition.zcdp_to_approx_dp(0.1, 1e-6), composition.zcdp_to_approx_dp(0.2, 1e-6)]).rho \
-        == pytest.approx(0.3)
 
 
 def test_group_privacy_two_steps():
-    g = composition.group_privacy(Cost(1.0, 1e-6), 2)
-    assert g.epsilon == 2.0 and g.delta == pytest.approx(2 * math.e * 1e-6)
+    g = measures.group(measures.ApproxDP(1.0, 1e-6), 2)
+    assert g.epsilon == 2.0 and g.delta == pytest.approx((1 + math.e) * 1e-6)
 
 
 def test_budget_refuses_overspending():
@@ -132,7 +128,7 @@ def test_budget_refuses_overspending():
     (lambda: length.check_k_tilde(8, 8), r"k~ \(8\) must be > k \(8\)"),
     (lambda: length.check_k_tilde(0, 8), r"k \(0\) must be >= 1"),
     (lambda: eehh.cms_depth(0, 8, 1e-6), r"t_max \(0\) must be >= 1"),
-    (lambda: composition.zcdp_to_approx_dp(-0.1, 1e-6), r"rho \(-0.1\) must be >= 0"),
+    (lambda: measures.ZCDP(-0.1, 1e-6), r"rho \(-0.1\) must be in \[0, inf\)"),
 ])
 def test_invalid_parameters(call, match):
     with pytest.raises(ValueError, match=match):

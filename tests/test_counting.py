@@ -52,4 +52,6 @@ def test_private_byte_estimates_are_in_bytes_and_cost_the_unit_cap(capsys, scapy
     items = {it["address"]: it["estimate"] for it in out["algorithms"]["dpss"]["releases"][-1]["items"]}
     assert top_src in items and abs(items[top_src] - top_bytes) < 0.2 * top_bytes  # units of 100 B, capped
     line = out["budget"]["algorithms"]["dpss"]
-    assert line["epsilon"] == pytest.approx(15 * 0.5) and "15 updates" in " ".join(line["notes"])
+    g = out["algorithms"]["dpss"]["guarantee"]
+    assert line["epsilon"] == pytest.approx(0.5) and line["delta"] == pytest.approx(1e-6)  # calibrated per packet
+    assert g["unit"] == "one packet (byte weight capped at 15 units)" and "15 updates" in " ".join(g["notes"])

@@ -12,7 +12,7 @@ from dptop.engine.single_release.dpmg import DPMisraGries, UNIVERSE_SIZE, univer
 from dptop.engine.core.keys import SENTINEL_HI, KeyBatch
 from dptop.engine.baselines.misragries import MisraGries, make_state, snapshot, update_batch
 from dptop.engine.privacy.noise import NoiseSource
-from dptop.engine.core.release import MEASURE_PURE
+from dptop.engine.privacy.measures import PureDP
 from dptop.engine.core.settings import Settings
 
 BASE = 0xFFFF_0000_0000
@@ -233,7 +233,7 @@ def test_pure_mode():
     alg.update(_keys([1] * 3000 + [2] * 1000 + list(range(100, 160))))
     rel = alg.finish()[0]
     assert len(rel.items) == 3 and rel.threshold is None
-    assert rel.guarantee.measure == MEASURE_PURE and rel.guarantee.delta is None
+    assert isinstance(rel.guarantee.cost, PureDP) and rel.guarantee.delta is None
     top = [it.lo - BASE for it in rel.items[:2]]
     assert top == [1, 2]
     assert rel.items[0].estimate == pytest.approx(3000 - (4000 + 60 - 7 * 0) / 7, abs=60)

@@ -12,7 +12,7 @@ from dptop.engine.core.workload import zipf_keys
 from dptop.engine.single_release.dpss import DPSpaceSaving
 from dptop.engine.baselines.exact import ExactCounter
 from dptop.engine.core.keys import KeyBatch
-from dptop.engine.core.release import NEIGHBOUR_ADD_REMOVE, NEIGHBOUR_SUBSTITUTE
+from dptop.engine.privacy.units import Relation
 from dptop.engine.core.settings import Settings
 from dptop.engine.baselines.spacesaving import make_state, update_batch
 from tests.test_noise import ALPHA, chi_square_p
@@ -50,7 +50,7 @@ def test_threshold_equals_spec_formula(k, kt, eps, delta):
     assert rel.threshold == pytest.approx(spec_threshold(rel.status["noisy_length"], k, kt, eps, delta), rel=1e-12)
     assert all(it.estimate > rel.threshold for it in rel.items)
     g = rel.guarantee
-    assert (g.epsilon, g.delta, g.neighbouring) == (pytest.approx(eps), pytest.approx(delta), NEIGHBOUR_ADD_REMOVE)
+    assert (g.epsilon, g.delta, g.relation) == (pytest.approx(eps), pytest.approx(delta), Relation.ADD_REMOVE)
 
 
 def test_released_minus_true_counts_follow_the_noise():
@@ -112,8 +112,8 @@ def test_count_epochs():
     assert {it.lo - BASE for it in out[0].items} == {1}
     assert {it.lo - BASE for it in last[0].items} == {2}
     g = out[1].guarantee
-    assert g.neighbouring == NEIGHBOUR_SUBSTITUTE and g.epsilon == pytest.approx(2.0)
-    assert g.delta == pytest.approx(2 * math.e * 1e-6)
+    assert g.relation is Relation.SUBSTITUTE and g.epsilon == pytest.approx(2.0)
+    assert g.delta == pytest.approx((1 + math.e) * 1e-6)  # group of 2: δ(1 + e^ε)
     assert any("P16" in n for n in g.notes) and g.scope.startswith("epoch 1: packets 1000–1999")
     assert alg.live() is last[0]
     assert alg.finish() == []  # nothing left open
@@ -132,7 +132,7 @@ def test_time_epochs_release_empty_cells_and_use_the_grid():
     assert out[0].span.end - out[0].span.start == max(out[0].status["noisy_length"], 0)
     assert "epoch 0: packet time [1700000000.000, 1700000001.000) s" in out[0].guarantee.scope
     assert "public grid" in out[0].guarantee.scope
-    assert out[0].guarantee.neighbouring == NEIGHBOUR_ADD_REMOVE
+    assert out[0].guarantee.relation is Relation.ADD_REMOVE
     status = alg.status()
     assert (status["epoch"], status["packets_in_epoch"], status["epoch_mode"]) == (2, 10, "seconds")
     assert status["min_packets"] == alg.min_packets

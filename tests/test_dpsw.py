@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from dptop.engine.sliding_window.dpsw import Channel, DPSWSketch
+from dptop.engine.privacy.measures import bun_steinke_rho, zcdp_epsilon
 from dptop.engine.sliding_window.geometry import (PREFIX, SUFFIX, WHOLE, Geometry, PlanEntry, budgets, checkpoints,
                                                   expected_max_normal, position_costs, rho_from_epsilon_delta)
 
@@ -43,9 +44,18 @@ def keys_of(values) -> np.ndarray:
     (0.1, 3.16e-11, 1.0319e-4), (0.5, 3.16e-11, 2.5587e-3), (1, 3.16e-11, 1.01319e-2),
     (2, 3.16e-11, 3.97342e-2), (1, 1e-6, 1.74689e-2), (1, 1e-9, 1.17812e-2)])
 def test_rho_golden_values(eps, delta, rho):
+    """§1.2's values are the Bun-Steinke calibration; the tight one (CKS20) allows more ρ."""
+    bs = bun_steinke_rho(eps, delta)
+    assert bs == pytest.approx(rho, rel=5e-5)
+    assert bs + 2 * math.sqrt(bs * math.log(1 / delta)) == pytest.approx(eps, rel=1e-9)
     got = rho_from_epsilon_delta(eps, delta)
-    assert got == pytest.approx(rho, rel=5e-5)
-    assert got + 2 * math.sqrt(got * math.log(1 / delta)) == pytest.approx(eps, rel=1e-9)
+    assert got > bs and zcdp_epsilon(got, delta) == pytest.approx(eps, rel=1e-9)
+
+
+def test_tight_rho_at_one_and_a_millionth():
+    """ε = 1, δ = 1e-6: ρ 0.0175 -> 0.0244, every σ × √(0.0175/0.0244) = 0.847."""
+    assert rho_from_epsilon_delta(1, 1e-6) == pytest.approx(0.0243560, rel=1e-5)
+    assert math.sqrt(bun_steinke_rho(1, 1e-6) / rho_from_epsilon_delta(1, 1e-6)) == pytest.approx(0.8469, abs=1e-4)
 
 
 def test_rho_stable_for_tiny_epsilon():
@@ -96,9 +106,12 @@ def test_worked_example_geometry_and_sigmas():
     """§3.6: w = 1000, L = 32, α = 1/2; σ_j for ε = 1, δ = 1e-6, a = 3."""
     g = Geometry.make(1000, 32, "1/2")
     assert g.Ip == (1, 17, 25, 29, 31, 32) and g.K == 33
-    rho = rho_from_epsilon_delta(1, 1e-6)
+    rho = bun_steinke_rho(1, 1e-6)  # the spec's worked example uses §1.2's calibration
     sk = DPSWSketch(g, [Channel(rho)], depth=3, width=64)
-    assert sk.sigmas() == pytest.approx([15.13, 52.42, 74.13, 104.84, 148.26, 209.68], abs=0.01)
+    sigmas = [15.13, 52.42, 74.13, 104.84, 148.26, 209.68]
+    assert sk.sigmas() == pytest.approx(sigmas, abs=0.01)
+    tight = DPSWSketch(g, [Channel(rho_from_epsilon_delta(1, 1e-6))], depth=3, width=64)
+    assert tight.sigmas() == pytest.approx([s * 0.846896 for s in sigmas], rel=1e-3)
 
 
 # ---------------------------------------------------------------- T2: budgets

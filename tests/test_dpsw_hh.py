@@ -10,7 +10,9 @@ from dptop.engine.bench.sliding_window import window_experiment
 from dptop.engine.sliding_window.geometry import rho_from_epsilon_delta
 from dptop.engine.sliding_window.dpsw_hh import DPSWHeavyHitters
 from dptop.engine.core.keys import KeyBatch, encode_address, keys_from_addresses
-from dptop.engine.core.release import MEASURE_ZCDP, MODEL_WINDOW, NEIGHBOUR_SUBSTITUTE
+from dptop.engine.core.release import MODEL_WINDOW
+from dptop.engine.privacy.measures import ZCDP
+from dptop.engine.privacy.units import Relation
 from dptop.engine.core.settings import Settings
 
 V4_HEAVY = ["10.1.2.3", "192.168.7.9", "172.16.0.77"]
@@ -102,7 +104,7 @@ def test_live_is_cached_while_plan_unchanged_and_consume_never_queries():
 def test_guarantee_and_budget():
     alg = registry.make("dpsw", Settings(window=50000, gamma=0.01, epsilon=1.0, delta=3e-11))
     g = alg.guarantee()
-    assert (g.model, g.measure, g.neighbouring) == (MODEL_WINDOW, MEASURE_ZCDP, NEIGHBOUR_SUBSTITUTE)
+    assert (g.model, type(g.cost), g.relation) == (MODEL_WINDOW, ZCDP, Relation.SUBSTITUTE)
     assert g.rho == pytest.approx(rho_from_epsilon_delta(1.0, 3e-11))
     assert g.scope == "last 50000 packets" and "os.urandom" in g.noise
     assert any("/64 prefixes" in n for n in g.notes)

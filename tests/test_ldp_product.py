@@ -12,6 +12,7 @@ from dptop.engine.core import registry
 from dptop.engine.core.keys import KeyBatch, addresses_from_keys, keys_from_addresses
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_ranks
+from dptop.engine.privacy.units import UnitKind
 from dptop.engine.local_dp.domain import inventory_domain, prefix_domain
 
 NAMES = ("ldp-bgr", "ldp-dsr", "ldp-bdr", "ldp-cnr", "ldp-dsr-prefix")
@@ -71,11 +72,11 @@ def test_inventory_file_errors(tmp_path):
 def test_guarantee_is_local_dp_per_report_with_the_window_budget():
     alg = make("ldp-dsr", reports=8, settings={"epsilon": 2.0, "epoch_seconds": 5.0})
     g = alg.guarantee()
-    assert (g.model, g.measure, g.unit) == ("local DP", "pure ε-LDP per report", "one report")
+    assert (g.model, g.measure, g.unit.label()) == ("local DP", "pure ε-LDP per report", "one report")
     assert g.epsilon == 0.25 and g.delta is None and g.rho is None
     assert "ε-LDP per report, <= 8 reports per agent per window of 5 s of packet time" in g.scope
     assert "window budget ε=2 per agent" in g.scope and "untrusted collector" in g.scope
-    assert "NOT private" in g.noise  # seeded run
+    assert g.seeded and not g.private and "NOT private" in g.noise  # seeded run
     assert alg.status()["window_budget_per_agent"] == 2.0
     every = make("ldp-dsr", reports="all").guarantee()
     assert every.epsilon == 2.0 and "every packet reported" in every.scope
@@ -140,8 +141,9 @@ def test_prefix_domains_label_networks():
 
 
 def test_ledger_unit_is_never_one_packet():
-    """The central-DP ledger groups by unit: one packet. Local-DP guarantees have their own unit."""
-    assert all(make(n, reports="all").guarantee().unit == "one report" for n in NAMES)
+    """Local-DP guarantees have their own unit (one report); the ledger also charges one packet
+    what it costs through its reports (test_privacy_model)."""
+    assert all(make(n, reports="all").guarantee().unit.kind is UnitKind.REPORT for n in NAMES)
 
 
 def test_replay_json_contract(tmp_path, capsys):

@@ -29,8 +29,10 @@ def naive(keys) -> Counter:
 def release_of(keys, span: Span, n_items: int = 5, private=False) -> Release:
     """A release naming the n most frequent sources of ``keys`` (its estimates are arbitrary)."""
     items = tuple(ReleasedItem(h, l, 1.0) for (h, l), _ in naive(keys).most_common(n_items))
-    from dptop.engine.core.release import MODEL_CONTINUAL, MEASURE_APPROX, Guarantee
-    g = Guarantee(MODEL_CONTINUAL, MEASURE_APPROX, 1.0, 1e-6) if private else None
+    from dptop.engine.core.release import MODEL_CONTINUAL
+    from dptop.engine.privacy.guarantee import Guarantee
+    from dptop.engine.privacy.measures import ApproxDP
+    g = Guarantee(MODEL_CONTINUAL, ApproxDP(1.0, 1e-6)) if private else None
     return Release("test", span, items, None, g)
 
 

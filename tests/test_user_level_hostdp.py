@@ -13,10 +13,11 @@ import pytest
 from dptop.cli import main
 from dptop.engine.core import registry
 from dptop.engine.core.keys import KeyBatch
-from dptop.engine.core.release import NEIGHBOUR_HOST
+from dptop.engine.privacy.units import UnitKind
 from dptop.engine.core.runner import Runner
 from dptop.engine.core.settings import Settings
-from dptop.engine.privacy.composition import Cost, group_privacy
+from dptop.engine.privacy.composition import Cost
+from dptop.engine.privacy.measures import ApproxDP, group, within
 from dptop.engine.privacy.discrete_gaussian import SEEDED_LABEL
 from dptop.engine.user_level.hostdp import HostDPDst, mg_dup_cost
 from dptop.resources import DEMO_CAPTURE
@@ -70,12 +71,13 @@ def test_release_is_pamg_plus_noise_on_the_host_sets(stream):
 
 def test_guarantee_is_user_level(stream):
     g = registry.make("hostdp-dst", settings()).guarantee()
-    assert g.neighbouring == NEIGHBOUR_HOST and not g.packet_level
-    assert g.unit == "one client host" and (g.epsilon, g.delta) == (1.0, 1e-6)
-    assert g.notes[0] == "(ε=1, δ=1e-06)-DP per client host per epoch (all its packets)"
+    assert g.unit.kind is UnitKind.HOST and not g.packet_level
+    assert g.unit.label() == "the packets one host sends in the epoch" and (g.epsilon, g.delta) == (1.0, 1e-6)
+    assert g.notes[0] == "(ε=1, δ=1e-06)-DP per sending host per epoch (all its packets)"
     assert g.noise == SEEDED_LABEL  # a seeded run says NOT private
     g_src = registry.make("hostdp-src", settings()).guarantee()
-    assert g_src.unit == "one destination host" and "per destination host per epoch" in g_src.notes[0]
+    assert g_src.unit.label() == "the packets one host receives in the epoch"
+    assert "per receiving host per epoch" in g_src.notes[0]
     assert registry.make("dpmg", Settings()).guarantee().packet_level
 
 
@@ -165,7 +167,7 @@ def test_empty_stream_releases_nothing():
 def test_mg_dup_map_and_release(stream):
     c = mg_dup_cost(1.0, 1e-6, 50)
     assert (c.epsilon, c.delta) == (1.0 / 50, 1e-6 / (50 * math.e))
-    assert group_privacy(c, 50).within(Cost(1.0, 1e-6))  # m elements per host: back to (ε, δ)
+    assert within(group(ApproxDP(c.epsilon, c.delta), 50), ApproxDP(1.0, 1e-6))  # m elements per host: back to (ε, δ)
     with pytest.raises(ValueError, match=r"m \(0\) must be >= 1"):
         mg_dup_cost(1.0, 1e-6, 0)
     batch, _ = stream
@@ -210,7 +212,9 @@ def test_error_bound_helper():
         registry.make("hostdp-dst", settings(variant="mg-dup")).error_bound(10)
 
 
-def test_ledger_never_adds_user_level_guarantees():
+def test_ledger_adds_what_a_host_lane_costs_one_packet():
+    """One packet changes one host's epoch: the per-packet total pays the host's (ε, δ) too, and
+    the host-level line states its own unit per epoch and over the session."""
     from dptop.monitor.ledger import Ledger
 
     packet = registry.make("dpmg", Settings()).guarantee()
@@ -219,5 +223,9 @@ def test_ledger_never_adds_user_level_guarantees():
     alone.record("dpmg", 1, packet, 1)
     both.record("dpmg", 1, packet, 1)
     both.record("hostdp-dst", 1, host, 1)
-    assert both.to_json()["epsilon"] == alone.to_json()["epsilon"]
-    assert [g["unit"] for g in both.to_json()["other_units"]] == [host.unit]
+    assert both.to_json()["epsilon"] == pytest.approx(alone.to_json()["epsilon"] + host.epsilon)
+    assert both.to_json()["delta"] == pytest.approx(alone.to_json()["delta"] + host.delta)
+    assert [g["unit"] for g in both.to_json()["other_units"]] == [host.unit.label()]
+    both.record("hostdp-dst", 1, host, 3)  # three epochs released
+    line = both.to_json()["other_units"][0]
+    assert (line["epsilon"], line["session"]["epsilon"]) == (host.epsilon, pytest.approx(3 * host.epsilon))

@@ -23,8 +23,12 @@ def budget_rows(ledger: dict | None) -> list[BudgetRow]:
                                   ln["neighbouring"], f"{ln['releases']} releases, {ln['segments']} run(s)"))
         private = "" if group["private"] else " — NOT private (seeded)"
         rows.append(BudgetRow(f"Total per {group['unit']}{private}", "sequential composition",
-                              "approximate DP" if group["delta"] else "pure DP", group["epsilon"], group["delta"],
+                              group["measure"], group["epsilon"], group["delta"],
                               group["rho"], group["neighbouring"], "everything published so far"))
+        if group.get("session"):
+            rows.append(BudgetRow(f"Over the session, per {group['unit']}", group["session"]["composition"],
+                                  group["measure"], group["session"]["epsilon"], group["session"]["delta"], None,
+                                  group["neighbouring"], "a host present in every epoch released"))
     return rows
 
 
@@ -33,8 +37,9 @@ def composition_note(ledger: dict | None) -> str:
         return "Nothing private published yet: nothing is spent."
     notes = [TIPS["composition"], *ledger.get("notes", [])]
     if ledger.get("other_units"):
-        notes.append("Other units (a client host, a local-DP report) are separate promises and never add to "
-                     "the per-packet total.")
+        notes.append("Host-level and local-DP lanes also read the packets: their cost to one packet is in the "
+                     "per-packet total; their own units (a host per epoch and over the session, one report) "
+                     "are stated on their own lines.")
     return " ".join(notes)
 
 

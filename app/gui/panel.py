@@ -26,7 +26,7 @@ def guarantee_lines(g) -> list:
     """Three short lines of ``(text, bold)`` segments: the numbers, the relation and unit, the
     scope (each elided to the panel's width; the full text and the details in the tooltip)."""
     first = [(", ".join(g.numbers(" = ")), True), (f" · {g.measure} · {g.model}", False)]
-    if "NOT private" in g.noise:
+    if g.seeded:
         first += [(" · ", False), ("seeded: NOT private", True)]
     return [first, [(f"protects: {g.neighbouring} (unit: {g.unit})", False)], [(g.scope, False)]]
 

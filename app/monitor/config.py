@@ -6,6 +6,8 @@ from pathlib import Path
 
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings, check_ranges
+from dptop.engine.privacy.calibration import per_update
+from dptop.engine.privacy.units import KeyKind, Unit
 
 NON_PRIVATE_FIELDS = ("k", "k_tilde", "extra")
 """The settings fields the non-private baselines read (a change of epsilon does not restart them)."""
@@ -55,8 +57,8 @@ class SourceSpec:
 class Counting:
     """What a packet counts as: its source or destination address (``key``), one unit or
     ⌈length / ``unit``⌉ units of ``unit`` bytes capped at ``cap`` (``weight``). In bytes every
-    algorithm sees a packet as up to ``cap`` updates, so the per-packet guarantee is that of
-    ``cap`` updates by group privacy (the ledger converts it)."""
+    algorithm sees a packet as up to ``cap`` updates: it runs calibrated per update so that the
+    requested guarantee holds per packet by group privacy (engine/privacy/calibration.py)."""
 
     key: str = "src"
     weight: str = "packets"
@@ -78,8 +80,12 @@ class Counting:
         """Updates one packet may contribute (group privacy factor of the per-packet guarantee)."""
         return self.cap if self.weight == "bytes" else 1
 
+    def counted_unit(self) -> Unit:
+        """The typed unit guarantees are stated for (key kind, byte cap)."""
+        return Unit(key=KeyKind.parse(self.key), group=self.group)
+
     def describe(self) -> str:
-        what = "source" if self.key == "src" else "destination"
+        what = KeyKind.parse(self.key).label
         if self.weight == "packets":
             return f"packets per {what} address"
         return (f"bytes per {what} address, counted in units of {self.unit} bytes (a packet counts "
@@ -101,7 +107,8 @@ class RunConfig:
         defaults its class picks from them (``Algorithm.with_defaults``)."""
         s = self.settings.with_(extra={**self.settings.extra, **self.extras.get(name, {})})
         s = s.with_(**public) if public else s
-        return registry.get(name).with_defaults(s)
+        cls = registry.get(name)
+        return cls.with_defaults(per_update(cls, s, self.counting.counted_unit()))
 
 
 def affected(name: str, old: Settings, new: Settings) -> bool:

@@ -1,15 +1,18 @@
-"""The privacy ledger: what has been published about the packets of one session.
+"""The privacy ledger: what has been published about the packets of one session, composed by types.
 
 One ledger answers for the CLI's JSON ``budget``, the GUI's budget panel and the export alike.
 Every algorithm instance that published at least one release is a *segment* (an Apply starts a
-new one; earlier segments stay counted). Costs are stated per unit protected:
+new one; earlier segments stay counted). Nothing here reads a guarantee's words: costs are typed
+measures (``dptop.engine.privacy``), converted by functions.
 
-* packet-level guarantees (unit "one packet") share one line. When their neighbouring relations
-  differ, the total is stated for substitution of one packet's source: an add/remove (ε, δ)
-  counts there as (2ε, 2e^ε·δ) by group privacy (a substitution is one removal plus one
-  addition), as the budget panel always did;
-* every other unit (a client host per epoch, one report of a local-DP agent) has its own line and
-  never adds to the packet-level total (a different unit is a different promise).
+* **Per packet** (the top line): every lane that reads the packets pays for one packet, whatever
+  its own unit: a packet-level release its cost (bytes already counted by group privacy); a
+  host-level release the host's cost for the epoch holding the packet (one packet changes one
+  host's epoch); a local-DP lane its agent's window budget R·ε (one packet may change the whole
+  sample), or ε when every packet is a report. When relations differ, the total is stated for
+  substitution of one packet's key: an add/remove cost counts as a group of 2, (2ε, (1+e^ε)·δ).
+* **Per unit** (``other_units``): a host-level line per epoch and over the session (a host present
+  in every epoch is covered by every release: basic composition), a local-DP line per report.
 
 Within one algorithm, segments cover disjoint packets (an Apply restarts it on the packets that
 follow), so the worst packet pays the largest segment cost; across algorithms costs add up
@@ -19,17 +22,16 @@ private, and the total says so.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from dptop.engine.core.release import NEIGHBOUR_ADD_REMOVE, NEIGHBOUR_SUBSTITUTE, Guarantee
-from dptop.engine.privacy.composition import Cost, compose_sequential, group_privacy
-
-PACKET = "one packet"
+from dptop.engine.privacy.guarantee import Guarantee
+from dptop.engine.privacy.measures import Measure, compose, render
+from dptop.engine.privacy.units import PACKET, Relation, Unit, UnitKind, in_relation
 
 COMPOSITION = "sequential (every private algorithm reads the same packets)"
 MIXED_NOTE = ("the algorithms protect different neighbouring relations, so the total is stated for "
-              "substitution of one packet's source: an add/remove guarantee (ε, δ) counts as "
-              "(2ε, 2e^ε·δ) by group privacy; packet presence (add/remove) is not covered by the total")
+              "substitution of one packet's key: an add/remove guarantee (ε, δ) counts as "
+              "(2ε, (1+e^ε)·δ) by group privacy; packet presence (add/remove) is not covered by the total")
 
 
 @dataclass
@@ -39,72 +41,63 @@ class _Segment:
     guarantee: Guarantee
     releases: int = 0
     note: str = ""
-    group: int = 1  # updates one packet may contribute (bytes mode): the cost per packet is that of a group
 
 
 @dataclass(frozen=True)
 class LedgerLine:
-    """One algorithm's worst per-unit cost so far, in its group's relation."""
+    """One algorithm's worst cost so far, per unit of its group (``per``: what the cost is for)."""
 
     name: str
-    cost: Cost
-    relation: str
-    unit: str
-    measure: str
+    cost: Measure
+    relation: Relation
+    unit: Unit
     segments: int
     releases: int
     private: bool
     scope: str
     notes: tuple[str, ...] = ()
+    session: Measure | None = None  # host-level: over all the epochs released so far
+
+    def to_json(self, key_unit: Unit) -> dict:
+        out = {"epsilon": self.cost.epsilon, "delta": self.cost.delta, "rho": self.cost.rho,
+               "neighbouring": key_unit.neighbouring(self.relation), "measure": self.cost.label,
+               "segments": self.segments, "releases": self.releases, "private": self.private,
+               "scope": self.scope, "notes": list(self.notes), "unit": self.unit.label()}
+        if self.session is not None:
+            out["session"] = {"epsilon": self.session.epsilon, "delta": self.session.delta,
+                              "epochs": self.releases, "composition": "basic, over the epochs released"}
+        return out
 
 
 @dataclass(frozen=True)
 class LedgerGroup:
-    unit: str
-    relation: str
-    total: Cost
+    unit: Unit
+    relation: Relation
+    total: Measure
     private: bool
     lines: tuple[LedgerLine, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    session: Measure | None = None
 
     def to_json(self) -> dict:
-        return {"unit": self.unit, "neighbouring": self.relation, "epsilon": self.total.epsilon,
-                "delta": self.total.delta, "rho": self.total.rho, "private": self.private,
-                "composition": COMPOSITION, "notes": list(self.notes),
-                "algorithms": {ln.name: {"epsilon": ln.cost.epsilon, "delta": ln.cost.delta, "rho": ln.cost.rho,
-                                         "neighbouring": ln.relation, "measure": ln.measure,
-                                         "segments": ln.segments, "releases": ln.releases,
-                                         "private": ln.private, "scope": ln.scope, "notes": list(ln.notes)}
-                               for ln in self.lines}}
+        out = {"unit": self.unit.label(), "unit_kind": self.unit.kind.value,
+               "neighbouring": self.unit.neighbouring(self.relation), "relation": self.relation.name.lower(),
+               "epsilon": self.total.epsilon, "delta": self.total.delta or 0.0, "rho": self.total.rho,
+               "measure": self.total.label, "private": self.private, "composition": COMPOSITION,
+               "notes": list(self.notes), "algorithms": {ln.name: ln.to_json(self.unit) for ln in self.lines}}
+        if self.session is not None:
+            out["session"] = {"epsilon": self.session.epsilon, "delta": self.session.delta,
+                              "composition": "basic, over every epoch released (a host present in all of them)"}
+        return out
 
 
-def _cost(g: Guarantee) -> Cost:
-    return Cost(g.epsilon, g.delta or 0.0, g.rho)
+def _worst(costs) -> Measure:
+    return max(costs, key=lambda c: (c.epsilon, c.delta or 0.0))
 
 
-def in_relation(g: Guarantee, relation: str) -> Cost:
-    """``g``'s cost stated for ``relation`` (add/remove -> substitution by group privacy 2)."""
-    cost = _cost(g)
-    if relation == NEIGHBOUR_SUBSTITUTE and g.neighbouring == NEIGHBOUR_ADD_REMOVE:
-        return group_privacy(cost, 2) if cost.delta > 0 else Cost(2 * cost.epsilon)
-    return cost
-
-
-def per_packet(cost: Cost, group: int) -> Cost:
-    """The cost of one packet that contributes ``group`` updates (group privacy)."""
-    if group <= 1:
-        return cost
-    return group_privacy(cost, group) if cost.delta > 0 else Cost(group * cost.epsilon)
-
-
-def unit_of(g: Guarantee) -> str:
-    """The ledger line a guarantee belongs to: every packet-level unit ("one packet", "one packet
-    (its source address)") is one line."""
-    return PACKET if g.unit.startswith(PACKET) else g.unit
-
-
-def is_seeded(g: Guarantee) -> bool:
-    return "NOT private" in (g.noise or "")
+def _arithmetic(lines) -> str:
+    terms = " + ".join(f"{ln.name} ({', '.join(render(ln.cost))})" for ln in lines)
+    return f"per packet: {terms} = ({', '.join(render(compose(ln.cost for ln in lines).approx()))})"
 
 
 class Ledger:
@@ -115,20 +108,14 @@ class Ledger:
         self._segments: dict[tuple[str, int], _Segment] = {}
         self.notes: list[str] = []
 
-    def record(self, name: str, generation: int, guarantee: Guarantee | None, releases: int, note: str = "",
-               group: int = 1) -> None:
-        """Algorithm ``name`` (instance ``generation``) has published ``releases`` releases so far;
-        one packet is ``group`` of its updates (byte counting)."""
+    def record(self, name: str, generation: int, guarantee: Guarantee | None, releases: int, note: str = "") -> None:
+        """Algorithm ``name`` (instance ``generation``) has published ``releases`` releases so far."""
         if guarantee is None or releases <= 0:
             return
         with self._lock:
             seg = self._segments.get((name, generation))
             if seg is None:
-                if group > 1:
-                    note = (note + "; " if note else "") + (f"bytes: a packet is up to {group} updates, so its "
-                                                            f"cost is {group} updates' by group privacy")
-                seg = self._segments[(name, generation)] = _Segment(name, generation, guarantee, note=note,
-                                                                    group=group)
+                seg = self._segments[(name, generation)] = _Segment(name, generation, guarantee, note=note)
             seg.guarantee, seg.releases = guarantee, max(seg.releases, releases)
 
     def note(self, text: str) -> None:
@@ -136,50 +123,74 @@ class Ledger:
             if text not in self.notes:
                 self.notes.append(text)
 
-    def groups(self) -> list[LedgerGroup]:
+    def _snapshot(self) -> tuple[list[_Segment], tuple[str, ...]]:
         with self._lock:
-            segments = list(self._segments.values())
-            notes = tuple(self.notes)
-        by_unit: dict[str, list[_Segment]] = {}
-        for seg in segments:
-            by_unit.setdefault(unit_of(seg.guarantee), []).append(seg)
-        groups = [self._group(unit, segs, notes if unit == PACKET else ()) for unit, segs in by_unit.items()]
-        return sorted(groups, key=lambda g: (g.unit != PACKET, g.unit))
+            return [replace(s) for s in self._segments.values()], tuple(self.notes)
 
-    def _group(self, unit: str, segments: list[_Segment], notes: tuple) -> LedgerGroup:
-        relations = {s.guarantee.neighbouring for s in segments}
-        relation = relations.pop() if len(relations) == 1 else NEIGHBOUR_SUBSTITUTE
-        if len({s.guarantee.neighbouring for s in segments}) > 1:
+    def packet_group(self) -> LedgerGroup | None:
+        """Every lane's cost to one packet, composed (the module docstring)."""
+        segments, notes = self._snapshot()
+        if not segments:
+            return None
+        relations = {s.guarantee.packet_relation for s in segments}
+        relation = relations.pop() if len(relations) == 1 else Relation.SUBSTITUTE
+        if len({s.guarantee.packet_relation for s in segments}) > 1:
             notes = (*notes, MIXED_NOTE)
+        key = segments[0].guarantee.unit.key
+        lines = self._lines(segments, lambda g: in_relation(g.per_packet(), g.packet_relation, relation), relation)
+        if len(lines) > 1:
+            notes = (*notes, _arithmetic(lines))
+        return LedgerGroup(replace(PACKET, key=key), relation, compose(ln.cost for ln in lines),
+                           all(ln.private for ln in lines), tuple(lines), notes)
+
+    def unit_groups(self) -> list[LedgerGroup]:
+        """One group per host-level or local-DP unit, in that unit's own terms."""
+        segments, _ = self._snapshot()
+        by_unit: dict[Unit, list[_Segment]] = {}
+        for seg in segments:
+            if not seg.guarantee.packet_level:
+                by_unit.setdefault(replace(seg.guarantee.unit, group=1), []).append(seg)
+        groups = []
+        for unit, segs in sorted(by_unit.items(), key=lambda kv: kv[0].label()):
+            relation = segs[0].guarantee.relation
+            lines = self._lines(segs, lambda g: g.cost, relation)
+            session = None
+            if unit.kind is UnitKind.HOST:
+                lines = [replace(ln, session=compose([ln.cost] * ln.releases)) for ln in lines]
+                session = compose(ln.session for ln in lines)
+            notes = (() if unit.kind is not UnitKind.HOST else
+                     ("per epoch: a host is one user in each epoch; over the session a host present in E epochs "
+                      "is covered by E releases (line 'session')",))
+            groups.append(LedgerGroup(unit, relation, compose(ln.cost for ln in lines),
+                                      all(ln.private for ln in lines), tuple(lines), notes, session))
+        return groups
+
+    @staticmethod
+    def _lines(segments: list[_Segment], cost_of, relation: Relation) -> list[LedgerLine]:
         by_name: dict[str, list[_Segment]] = {}
         for seg in segments:
             by_name.setdefault(seg.name, []).append(seg)
         lines = []
         for name, segs in by_name.items():
-            costs = [per_packet(in_relation(s.guarantee, relation), s.group) for s in segs]
-            worst = max(costs, key=lambda c: (c.epsilon, c.delta))
             latest = max(segs, key=lambda s: s.generation).guarantee
-            private = not any(is_seeded(s.guarantee) for s in segs)
-            seg_notes = tuple(dict.fromkeys(s.note for s in segs if s.note))
-            lines.append(LedgerLine(name, worst, relation, unit, latest.measure, len(segs),
-                                    sum(s.releases for s in segs), private, latest.scope, seg_notes))
-        total = compose_sequential(ln.cost for ln in lines)
-        return LedgerGroup(unit, relation, total, all(ln.private for ln in lines), tuple(lines), notes)
+            notes = tuple(dict.fromkeys(s.note for s in segs if s.note))
+            lines.append(LedgerLine(name, _worst([cost_of(s.guarantee) for s in segs]), relation, latest.unit,
+                                    len(segs), sum(s.releases for s in segs),
+                                    all(s.guarantee.private for s in segs), latest.scope, notes))
+        return lines
 
     def to_json(self) -> dict | None:
         """The CLI's ``budget`` (contract: ``epsilon``, ``delta``, ``composition``, ``neighbouring``):
-        the packet-level group at the top, every other unit under ``other_units``."""
-        groups = self.groups()
-        if not groups:
+        the per-packet group of every lane at the top, every other unit under ``other_units``."""
+        main = self.packet_group()
+        if main is None:
             return None
-        main, others = (groups[0], groups[1:]) if groups[0].unit == PACKET else (None, groups)
-        out = main.to_json() if main is not None else {"epsilon": 0.0, "delta": 0.0, "rho": None,
-                                                       "unit": PACKET, "private": True, "algorithms": {}}
+        out = main.to_json()
         if not out["private"]:
             out["notes"] = [*out.get("notes", []), "seeded noise: NOT private"]
         out["total"] = ("NOT private (seeded noise)" if not out["private"] else
-                        f"(ε = {out['epsilon']:.6g}, δ = {out['delta']:.3g}) per packet, {out['neighbouring']}"
-                        if main is not None else "no packet-level release")
+                        f"({', '.join(render(main.total.approx(), ' = '))}) per packet, {out['neighbouring']}")
+        others = self.unit_groups()
         if others:
             out["other_units"] = [g.to_json() for g in others]
         return out

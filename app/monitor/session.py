@@ -390,10 +390,7 @@ class Session:
     def _record(self, lane: Lane) -> None:
         snap = lane.snapshot()
         if snap is not None:
-            self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap), group=self._group())
-
-    def _group(self) -> int:
-        return self.config.counting.group
+            self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap))
 
     def snapshot(self, lanes: int | None = None) -> SessionSnapshot:
         """The session now. ``lanes``: refresh at most that many lanes' views (the least recently
@@ -405,7 +402,7 @@ class Session:
             snap = lane.snapshot()
             truth = None
             if snap is not None:
-                self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap), group=self._group())
+                self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap))
                 if snap.latest is not None:
                     s = lane.settings
                     self.truth.request(lane.name, snap.latest, lane.origin or 0, s.k, s.gamma)

@@ -32,9 +32,11 @@ from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import EMPTY_WORD, KEY_DTYPE
 from dptop.engine.continual.lazysketch import LazySketch, SketchState, cms_estimate, lazy_update, row_buckets
 from dptop.engine.core.registry import register
-from dptop.engine.core.release import (MEASURE_APPROX, MODEL_CONTINUAL, NEIGHBOUR_SUBSTITUTE, Guarantee,
-                            Release, sorted_items)
+from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
+from dptop.engine.privacy.guarantee import Guarantee
+from dptop.engine.privacy.measures import ApproxDP
+from dptop.engine.privacy.units import Relation
 
 E = math.e
 
@@ -345,6 +347,15 @@ class LazyHH(ContinualAlgorithm):
                                          str(settings.extra.get("option", "A")))
         self.reset()
 
+    @staticmethod
+    def requested_cost(settings) -> ApproxDP:
+        """(ε, δ~) of Thm 3 for the settings' (ε, δ) (engine/privacy/calibration.py)."""
+        return ApproxDP(settings.epsilon, delta_tilde(settings.epsilon, settings.delta))
+
+    @staticmethod
+    def settings_for_cost(settings, cost: ApproxDP):
+        return settings.with_(epsilon=cost.epsilon, delta=delta_for(cost.epsilon, cost.delta))
+
     @classmethod
     def with_defaults(cls, settings):
         """k~ (when unset): the multiple of k among 2, 4, 8, 16 whose a-priori detection share at
@@ -392,18 +403,19 @@ class LazyHH(ContinualAlgorithm):
     def guarantee(self) -> Guarantee:
         p = self.params
         return Guarantee(
-            MODEL_CONTINUAL, MEASURE_APPROX, p.epsilon, p.delta_tilde, neighbouring=NEIGHBOUR_SUBSTITUTE,
+            MODEL_CONTINUAL, ApproxDP(p.epsilon, p.delta_tilde), Relation.SUBSTITUTE,
             scope=self.horizon_scope(), noise=NOISE_SEEDED if self.settings.seed is not None else NOISE_OS,
+            seeded=self.settings.seed is not None,
             notes=(
                 f"δ~ = 2δ(3/2 + e^ε + δ) = {p.delta_tilde:.3g} from δ = {p.delta:g} (Thm 3); β = {p.beta:g}.",
                 f"LazyCMS d×w = {p.depth}×{p.width} (option {p.option}), H = {p.height}, σ = {p.sigma:.4g}, "
                 f"γ = {p.gamma:.4g}; output recomputed every k~ = {p.k_tilde} arrivals, re-released in between.",
                 "Released: labels whose LazyCMS estimate exceeds τ(t) = max(t/k, t/k~ + λ1 + 2λ2) + 1; "
                 "never the candidate set, its size or failed estimates.",
-                "Only substitution of one packet's source is protected, not packet presence (spec §1.2).",
+                "Only substitution of one packet's key is protected, not packet presence (spec §1.2).",
                 "Thm 3's proof treats the common candidate set as fixed (spec §6.7 caveat).",
             ),
-        )
+        ).counted(self.settings.unit)
 
     def status(self) -> dict:
         """Public facts: horizon, packets seen, τ at the current t and when τ1 = t/k takes over.

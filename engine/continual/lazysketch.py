@@ -30,9 +30,11 @@ from dptop.engine.continual.horizon import ContinualAlgorithm
 from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import hash_key, keys_from_addresses
 from dptop.engine.core.registry import register
-from dptop.engine.core.release import (MEASURE_APPROX, MODEL_CONTINUAL, NEIGHBOUR_SUBSTITUTE, Guarantee,
-                            Release, sorted_items)
+from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
+from dptop.engine.privacy.guarantee import Guarantee
+from dptop.engine.privacy.measures import ApproxDP
+from dptop.engine.privacy.units import Relation
 
 MAX_SKETCH_BYTES = 1 << 30
 _U32 = np.uint64(32)
@@ -352,16 +354,17 @@ class _SketchAlgorithm(ContinualAlgorithm):
     def guarantee(self) -> Guarantee:
         sk = self.instance
         return Guarantee(
-            MODEL_CONTINUAL, MEASURE_APPROX, self.epsilon, self.delta, neighbouring=NEIGHBOUR_SUBSTITUTE,
+            MODEL_CONTINUAL, ApproxDP(self.epsilon, self.delta), Relation.SUBSTITUTE,
             scope=self.horizon_scope(), noise=NOISE_SEEDED if self.settings.seed is not None else NOISE_OS,
+            seeded=self.settings.seed is not None,
             notes=(
                 f"{self.name}: d×w = {sk.depth}×{sk.width} GaussBM cells, m = {sk.m} "
                 f"({'4d: Count Sketch signs, spec §5.5' if sk.signed else '2d'}), H = {sk.height}, σ = {sk.sigma:.4g}",
                 "Released: the sketch's estimates for user-given labels only (extra 'query'); "
                 "no labels are taken from the traffic (spec §5.4, P15).",
-                "Only substitution of one packet's source is protected, not packet presence (spec §1.2).",
+                "Only substitution of one packet's key is protected, not packet presence (spec §1.2).",
             ),
-        )
+        ).counted(self.settings.unit)
 
     def status(self) -> dict:
         sk = self.instance

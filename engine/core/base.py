@@ -25,7 +25,7 @@ from typing import ClassVar
 import numpy as np
 
 from dptop.engine.core.keys import KeyBatch
-from dptop.engine.core.release import Guarantee, Release, Span
+from dptop.engine.core.release import Release, Span
 from dptop.engine.core.settings import Settings
 
 
@@ -54,7 +54,7 @@ class Algorithm(ABC):
     def reset(self) -> None:
         """Forget everything (and redraw any randomness)."""
 
-    def guarantee(self) -> Guarantee | None:
+    def guarantee(self) -> "Guarantee | None":  # noqa: F821 - dptop.engine.privacy.guarantee (built on the core)
         """The guarantee releases carry (``None`` for non-private baselines)."""
         return None
 

@@ -2,7 +2,8 @@
 
 A ``Release`` names the algorithm, the span of the stream it covers, the items with their
 estimates (already thresholded), the threshold applied and, for private algorithms, the
-``Guarantee`` it was produced under (HOUSE_STYLE.md: results are typed, not bare tuples).
+``Guarantee`` it was produced under (``dptop.engine.privacy.guarantee``, not imported here: the
+privacy package builds on the core; HOUSE_STYLE.md: results are typed, not bare tuples).
 ``to_json()`` gives the CLI's JSON contract.
 """
 from __future__ import annotations
@@ -17,63 +18,6 @@ MODEL_NONE = "non-private"
 MODEL_SINGLE = "single release per epoch"
 MODEL_CONTINUAL = "continual observation"
 MODEL_WINDOW = "sliding window"
-
-MEASURE_PURE = "pure DP"
-MEASURE_APPROX = "approximate DP"
-MEASURE_ZCDP = "zCDP"
-
-NEIGHBOUR_ADD_REMOVE = "add/remove one packet"
-NEIGHBOUR_SUBSTITUTE = "substitution of one packet's source"
-NEIGHBOUR_HOST = "add/remove one host with all its packets in the epoch"
-"""User-level (seed 002 §8): never added to the packet-level budget total (``Guarantee.packet_level``)."""
-
-
-@dataclass(frozen=True)
-class Guarantee:
-    """What a private release promises, in the words and numbers the GUI shows.
-
-    ``scope`` says over what the budget holds ("epoch 3: packets 2048-4095", "last 250000
-    packets", "horizon T = 2^24 arrivals"); ``noise`` names the noise source (OS CSPRNG, or a
-    seeded generator that makes the run reproducible and therefore NOT private).
-    """
-
-    model: str
-    measure: str
-    epsilon: float
-    delta: float | None = None
-    rho: float | None = None
-    neighbouring: str = NEIGHBOUR_ADD_REMOVE
-    unit: str = "one packet"
-    scope: str = ""
-    noise: str = ""
-    notes: tuple[str, ...] = ()
-
-    @property
-    def packet_level(self) -> bool:
-        """True when the unit protected is one packet (the ledger sums only these)."""
-        return self.neighbouring in (NEIGHBOUR_ADD_REMOVE, NEIGHBOUR_SUBSTITUTE)
-
-    def numbers(self, equals: str = "=") -> list[str]:
-        """``["ε=1", "δ=1e-06", "ρ=..."]`` for the parameters this guarantee has."""
-        out = [f"ε{equals}{self.epsilon:g}"]
-        if self.delta is not None:
-            out.append(f"δ{equals}{self.delta:.3g}")
-        if self.rho is not None:
-            out.append(f"ρ{equals}{self.rho:.3g}")
-        return out
-
-    def describe(self) -> str:
-        """One line for a panel header."""
-        parts = [self.model, f"{self.measure} ({', '.join(self.numbers())})", f"neighbours: {self.neighbouring}"]
-        if self.scope:
-            parts.append(self.scope)
-        return "; ".join(parts)
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["notes"] = list(self.notes)
-        d["text"] = self.describe()
-        return d
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from dptop.engine.core.base import Algorithm, explained
 from dptop.engine.core.keys import KeyBatch
-from dptop.engine.core.release import Guarantee, Release
+from dptop.engine.core.release import Release
 
 _STOP = object()
 _FINISH = object()
@@ -49,7 +49,7 @@ class AlgorithmSnapshot:
     drops: int  # packets dropped because the queue was full
     releases: int  # releases published so far
     latest: Release | None
-    guarantee: Guarantee | None
+    guarantee: "Guarantee | None"  # noqa: F821 - dptop.engine.privacy.guarantee
     status: dict
     error: str | None
     done: bool

@@ -32,6 +32,9 @@ class Settings:
     an open-ended live capture (engine/core/clock.py)."""
     extra: dict = field(default_factory=dict)
     """Algorithm-specific options, keyed by option name (e.g. ``{"depth": 5}``)."""
+    unit: object = None
+    """What one packet counts as (``dptop.engine.privacy.units.Unit``: key kind, byte cap), set by
+    the monitor; guarantees are restated per packet from it. None: one packet by its source."""
 
     def with_(self, **changes) -> "Settings":
         return replace(self, **changes)

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import math
 
-from dptop.engine.core.release import Guarantee
+from dptop.engine.privacy.guarantee import Guarantee
+from dptop.engine.privacy.measures import PureDP
+from dptop.engine.privacy.units import Relation, Unit, UnitKind
 from dptop.engine.core.settings import check_epsilon, check_positive_int
 from dptop.engine.single_release.epochs import check_epoch_options
 
 MODEL_LOCAL = "local DP"
-MEASURE_LDP = "pure ε-LDP per report"
-NEIGHBOUR_REPORT = "any two items of one report (the agent randomizes it)"
-UNIT_REPORT = "one report"
 DEFAULT_REPORTS = 1000
 DEFAULT_WINDOW_SECONDS = 1.0
 GAPS = ("the collector needs no trust, but it sees which agent reported and how often: report "
@@ -66,13 +65,15 @@ def window_text(packets: int | None, seconds: float | None) -> str:
     return f"{packets} packets" if packets is not None else f"{seconds:g} s of packet time"
 
 
-def local_guarantee(per_report: float, reports: int | None, window: str, noise: str, notes=()) -> Guarantee:
-    """"ε-LDP per report, R reports per agent per window, untrusted collector"."""
+def local_guarantee(per_report: float, reports: int | None, window: str, noise: str, seeded: bool, notes=(),
+                    unit=None) -> Guarantee:
+    """"ε-LDP per report, R reports per agent per window, untrusted collector"; what one packet
+    pays for it is ``units.per_packet`` (R·ε per agent window, or ε when every packet reports)."""
     if reports is None:
         cap = "every packet reported (no cap: the window budget grows with the agent's packets)"
     else:
         cap = (f"<= {reports} reports per agent per window of {window} (window budget "
                f"ε={window_epsilon(per_report, reports):g} per agent)")
     scope = f"ε-LDP per report, {cap}, untrusted collector"
-    return Guarantee(MODEL_LOCAL, MEASURE_LDP, per_report, None, None, NEIGHBOUR_REPORT, UNIT_REPORT, scope,
-                     noise, (*notes, *GAPS))
+    return Guarantee(MODEL_LOCAL, PureDP(per_report), Relation.SUBSTITUTE, Unit(UnitKind.REPORT, reports=reports),
+                     scope, noise, seeded, (*notes, *GAPS)).counted(unit)

@@ -31,7 +31,8 @@ from dptop.engine.core import registry
 from dptop.engine.core.base import Algorithm
 from dptop.engine.core.keys import IPV4_MAPPED, KeyBatch
 from dptop.engine.core.registry import register
-from dptop.engine.core.release import Guarantee, Release, ReleasedItem, Span
+from dptop.engine.core.release import Release, ReleasedItem, Span
+from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.core.settings import check_positive_int
 from dptop.engine.local_dp.accounting import (local_guarantee, parse_reports, report_epsilon, window_epsilon,
                                               window_options, window_text, DEFAULT_REPORTS)
@@ -204,10 +205,9 @@ class LocalDP(Algorithm):
 
     def guarantee(self) -> Guarantee:
         window = window_text(self.window_packets, self.window_seconds)
-        return local_guarantee(self.epsilon, self.reports_cap, window, self._noise_label(), self.notes())
-
-    def _noise_label(self) -> str:
-        return self._engine.pipelines[0].agent.buffer.entropy.label
+        entropy = self._engine.pipelines[0].agent.buffer.entropy
+        return local_guarantee(self.epsilon, self.reports_cap, window, entropy.label, entropy.seeded, self.notes(),
+                               self.settings.unit)
 
     def status(self) -> dict:
         pipes = self._engine.pipelines

@@ -1,16 +1,15 @@
 """Generic privacy composition as pure functions: parameters -> cost (OpenDP style; HOUSE_STYLE.md).
 
-``Cost`` is an (ε, δ) pair (with its ρ when it came from zCDP); ``compose_sequential`` adds costs on
-the same packets, ``group_privacy`` converts between neighbouring relations, ``zcdp_to_approx_dp``
-states a ρ-zCDP guarantee as (ε, δ), and ``Budget`` refuses to spend past its total **before** any
-noise is drawn. Each mechanism's own map (thresholds, noise scales) lives beside the mechanism.
+``Cost`` is a mechanism's internal (ε, δ) pair; ``compose_sequential`` adds costs on the same
+packets, and ``Budget`` refuses to spend past its total **before** any noise is drawn. Typed
+measures, conversions between measures and units, and group privacy are in ``measures`` and
+``units``; each mechanism's own map (thresholds, noise scales) lives beside the mechanism.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from dptop.engine.core.settings import check_delta, check_positive_int
 
 
 @dataclass(frozen=True)
@@ -43,21 +42,6 @@ def compose_sequential(costs) -> Cost:
     rhos = [c.rho for c in costs]
     rho = None if any(r is None for r in rhos) else math.fsum(rhos)
     return Cost(math.fsum(c.epsilon for c in costs), math.fsum(c.delta for c in costs), rho)
-
-
-def zcdp_to_approx_dp(rho: float, delta: float) -> Cost:
-    """ρ-zCDP implies (ρ + 2·sqrt(ρ·ln(1/δ)), δ)-DP (Bun and Steinke 2016, Prop. 1.3)."""
-    if not (rho >= 0 and math.isfinite(rho)):
-        raise ValueError(f"rho ({rho!r}) must be >= 0 and finite")
-    delta = check_delta(delta)
-    return Cost(rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta)), delta, rho)
-
-
-def group_privacy(cost: Cost, size: int) -> Cost:
-    """(ε, δ) for neighbours ``size`` add/remove steps apart: (mε, m·e^((m−1)ε)·δ)
-    (dp-misra-gries.md §1.4 uses the looser m·e^(mε)·δ; this is the standard exact form)."""
-    m = check_positive_int("group size", size)
-    return Cost(m * cost.epsilon, min(m * math.exp((m - 1) * cost.epsilon) * cost.delta, 1 - 1e-16))
 
 
 class Budget:

@@ -31,7 +31,8 @@ from dptop.engine.single_release.dpss import by_key
 from dptop.engine.single_release.epochs import Epoched
 from dptop.engine.baselines.misragries import is_dummy, make_state, snapshot, update_batch
 from dptop.engine.core.registry import register
-from dptop.engine.core.release import MEASURE_APPROX, MEASURE_PURE, sorted_items
+from dptop.engine.core.release import sorted_items
+from dptop.engine.privacy.measures import ApproxDP, PureDP
 from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
 
 MODES = ("A", "pure")
@@ -75,10 +76,10 @@ class DPMisraGries(Epoched):
             self.eps_n = 0.1 * self.epsilon
             self.eps_a = self.epsilon - self.eps_n
             self.tau = dpmg_threshold_discrete(self.eps_a, self.delta)
-            self.measure = MEASURE_APPROX
+            self.measure = ApproxDP
         else:
             self.delta = None
-            self.measure = MEASURE_PURE
+            self.measure = PureDP
         super().__init__(settings)
 
     def cost(self):

@@ -35,19 +35,21 @@ from abc import abstractmethod
 
 import numpy as np
 
-from dptop.engine.privacy.composition import Budget, Cost, group_privacy
+from dptop.engine.privacy.composition import Budget, Cost
+from dptop.engine.privacy.guarantee import Guarantee
+from dptop.engine.privacy.measures import ApproxDP, PureDP
+from dptop.engine.privacy.units import Relation, in_relation
 from dptop.engine.core.base import Algorithm
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.privacy.noise import NoiseSource
-from dptop.engine.core.release import (MEASURE_APPROX, MEASURE_PURE, MODEL_SINGLE, NEIGHBOUR_ADD_REMOVE,
-                            NEIGHBOUR_SUBSTITUTE, Guarantee, Release, Span)
+from dptop.engine.core.release import MODEL_SINGLE, Release, Span
 from dptop.engine.core.settings import check_positive_int
 
 COUNT_EPOCH_NOTE = (
     "count-based epochs: boundaries shift when one packet is removed (dpss-eehh.md §9, P16), so "
     "the add/remove guarantee holds only within one epoch; across epochs the stated guarantee is "
-    "for substitution of one packet's source, by group privacy (2ε, 2e^ε·δ)")
+    "for substitution of one packet's key, by group privacy (2ε, (1+e^ε)·δ)")
 
 
 def check_epoch_options(epoch_packets, epoch_seconds) -> tuple[int | None, float | None]:
@@ -81,7 +83,8 @@ class Epoched(Algorithm):
 
     private = True
     family = "single-release"
-    measure = MEASURE_APPROX
+    measure: type = ApproxDP
+    """The measure of ``cost()``: ``ApproxDP`` or ``PureDP``."""
 
     def __init__(self, settings):
         super().__init__(settings)
@@ -204,16 +207,14 @@ class Epoched(Algorithm):
                 **self.epoch_status()}
 
     def guarantee(self, span: Span | None = None, extra_notes: tuple[str, ...] = ()) -> Guarantee:
-        cost = self.cost()
-        neighbouring, notes = NEIGHBOUR_ADD_REMOVE, [*self.notes(), *extra_notes]
+        c = self.cost()
+        cost = PureDP(c.epsilon) if self.measure is PureDP else ApproxDP(c.epsilon, c.delta)
+        relation, notes = Relation.ADD_REMOVE, [*self.notes(), *extra_notes]
         if self.epoch_packets is not None:
-            cost = group_privacy(cost, 2) if cost.delta > 0 else Cost(2 * cost.epsilon)
-            neighbouring = NEIGHBOUR_SUBSTITUTE
+            cost, relation = in_relation(cost, relation, Relation.SUBSTITUTE), Relation.SUBSTITUTE
             notes.append(COUNT_EPOCH_NOTE)
-        pure = self.measure == MEASURE_PURE
-        return Guarantee(MODEL_SINGLE, self.measure, cost.epsilon, None if pure else cost.delta,
-                         None, neighbouring, "one packet", self._scope(span), self.noise.label,
-                         tuple(notes))
+        return Guarantee(MODEL_SINGLE, cost, relation, scope=self._scope(span), noise=self.noise.label,
+                         seeded=self.noise.seeded, notes=tuple(notes)).counted(self.settings.unit)
 
     # --- epoch bookkeeping ---------------------------------------------------------------------
     def _scope(self, span: Span | None) -> str:

@@ -40,11 +40,12 @@ from dptop.engine.sliding_window.dpsw import (FAMILY_ANY, FAMILY_V4, FAMILY_V6, 
                                               DPSWSketch)
 from dptop.engine.sliding_window.geometry import (ESTIMATORS, PLANS, Geometry, budgets, position_costs,
                                                   rho_from_epsilon_delta)
+from dptop.engine.privacy.guarantee import Guarantee
+from dptop.engine.privacy.measures import ZCDP, zcdp_epsilon
+from dptop.engine.privacy.units import Relation
 from dptop.engine.core.keys import IPV4_MAPPED, encode_address
 from dptop.engine.core.registry import register
-from dptop.engine.core.release import (
-    MEASURE_ZCDP, MODEL_WINDOW, NEIGHBOUR_SUBSTITUTE, Guarantee, Release, ReleasedItem, Span,
-)
+from dptop.engine.core.release import MODEL_WINDOW, Release, ReleasedItem, Span
 from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
 
 DEFAULT_WINDOW = 100_000
@@ -130,6 +131,15 @@ class DPSWHeavyHitters(Algorithm):
                   "scale", "kappa", "max_nodes", "candidates", "domain_scan", "levels", "ipv6_levels")
     private = True
     family = "sliding window"
+
+    @staticmethod
+    def requested_cost(settings) -> ZCDP:
+        """ρ-zCDP at the settings' δ, ρ from (ε, δ) by the tight conversion (engine/privacy/calibration.py)."""
+        return ZCDP(rho_from_epsilon_delta(settings.epsilon, settings.delta), settings.delta)
+
+    @staticmethod
+    def settings_for_cost(settings, cost: ZCDP):
+        return settings.with_(epsilon=zcdp_epsilon(cost.rho, cost.delta), delta=cost.delta)
 
     def __init__(self, settings):
         super().__init__(settings)
@@ -382,9 +392,10 @@ class DPSWHeavyHitters(Algorithm):
             notes.append(f"labels from a public candidate list of {len(self.domain)} addresses (never from traffic)")
         else:
             notes.append(f"labels from a scan of the synthetic domain of {len(self.domain)} ranks")
-        return Guarantee(MODEL_WINDOW, MEASURE_ZCDP, self.epsilon, self.delta, self.rho, NEIGHBOUR_SUBSTITUTE,
-                         "one packet (its source address)", f"last {self.window} packets",
-                         NOISE_SEEDED if self.settings.seed is not None else NOISE_OS, tuple(notes))
+        seeded = self.settings.seed is not None
+        return Guarantee(MODEL_WINDOW, ZCDP(self.rho, self.delta), Relation.SUBSTITUTE, scope=f"last {self.window} packets",
+                         noise=NOISE_SEEDED if seeded else NOISE_OS, seeded=seeded,
+                         notes=tuple(notes)).counted(self.settings.unit)
 
     def _status(self, plan, thr) -> dict:
         t = self.sketch.t

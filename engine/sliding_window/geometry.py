@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
+from dptop.engine.privacy.measures import zcdp_rho
 
 WHOLE, PREFIX, SUFFIX = 0, 1, 2
 MIN_WIDTH = 64
@@ -22,10 +23,10 @@ ESTIMATORS = ("min", "sum-min")
 # ---------------------------------------------------------------- privacy maps (pure functions)
 
 def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
-    """ρ with ρ + 2·sqrt(ρ·ln(1/δ)) = ε, in the stable form ε²/(√(ε+ln(1/δ)) + √(ln(1/δ)))² (§1.2)."""
-    epsilon, delta = check_epsilon(epsilon), check_delta(delta)
-    ln = math.log(1.0 / delta)
-    return epsilon * epsilon / (math.sqrt(epsilon + ln) + math.sqrt(ln)) ** 2
+    """The largest ρ whose ρ-zCDP implies (ε, δ)-DP by the tight conversion of Canonne, Kamath and
+    Steinke 2020 (``measures.zcdp_rho``; §1.2 states the looser ρ + 2√(ρ ln(1/δ)) = ε, which at
+    (ε = 1, δ = 1e-6) allows ρ = 0.0175 instead of 0.0244)."""
+    return zcdp_rho(check_epsilon(epsilon), check_delta(delta))
 
 
 def as_alpha(alpha) -> Fraction:

@@ -17,9 +17,9 @@ spent first:
   Mode A (``dpmg``) at ε/m and δ/(m·e^ε) [002 §8 Lemma 2, Cor 3]: group privacy over the m
   elements of one user; it allows duplicates and pays a factor m in noise and threshold.
 
-Guarantee: (ε, δ)-DP per client host per epoch (all its packets): neighbouring epochs differ by
-one user with all its packets (``NEIGHBOUR_HOST``, user-level, never summed with packet-level
-budgets). A user is one host in one epoch: epochs are disjoint, so each (host, epoch) lies in
+Guarantee: (ε, δ)-DP per user per epoch: neighbouring epochs differ by the packets one host sends
+(hostdp-dst; receives, hostdp-src); replies to it belong to the other end's set. The ledger states
+what one packet pays for it (``units.per_packet``) and a host's cost over the session's epochs. A user is one host in one epoch: epochs are disjoint, so each (host, epoch) lies in
 exactly one release (parallel composition); a host active in E epochs is covered by E releases.
 Count-based epochs are refused: removing one host shifts their boundaries.
 """
@@ -32,12 +32,16 @@ import numpy as np
 from dptop.engine.core.base import Algorithm
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.registry import register
-from dptop.engine.core.release import MEASURE_APPROX, MODEL_SINGLE, NEIGHBOUR_HOST, Guarantee, Release, sorted_items
+from dptop.engine.core.release import MODEL_SINGLE, Release, sorted_items
 from dptop.engine.core.settings import Settings, check_delta, check_epsilon, check_positive_int
 from dptop.engine.privacy.composition import Cost
 from dptop.engine.privacy.discrete_gaussian import DiscreteGaussian
+from dptop.engine.privacy.guarantee import Guarantee
+from dptop.engine.privacy.measures import ApproxDP
+from dptop.engine.privacy.units import Unit, UnitKind
 from dptop.engine.single_release.dpmg import DPMisraGries
 from dptop.engine.single_release.epochs import Epoched
+from dptop.engine.user_level.clients import ClientPrefixes, client_pairs
 from dptop.engine.user_level.gshm import gshm_parameters, gshm_release, thm12_error
 from dptop.engine.user_level.pamg import PAMG
 from dptop.engine.user_level.usersets import UserSets
@@ -96,10 +100,12 @@ class HostDPDst(Epoched):
     """Servers contacted by the most clients; (ε, δ)-DP per client host per epoch (PAMG + GSHM)."""
 
     name = "hostdp-dst"
-    parameters = ("m", "variant")
+    parameters = ("m", "variant", "clients")
     item_field = "dst"
-    unit = "one client host"
-    user_words = "client host"
+    unit = Unit(UnitKind.HOST, host="the packets one host sends in the epoch")
+    user_words = "sending host"
+    repeats_free = True
+    """A packet repeated by its byte weight adds no distinct pair: bytes need no calibration."""
 
     def __init__(self, settings: Settings):
         self.k = check_positive_int("k", settings.k)
@@ -117,6 +123,15 @@ class HostDPDst(Epoched):
             c = mg_dup_cost(self.epsilon, self.delta, self.m)
             self.flat = DPMisraGries(Settings(k=self.k, k_tilde=settings.k_tilde, epsilon=c.epsilon,
                                               delta=c.delta, seed=settings.seed))
+        clients = settings.extra.get("clients")
+        self.clients = None if clients in (None, "") else ClientPrefixes.parse(clients)
+        if self.clients is not None:
+            if self.item_field != "dst":
+                raise ValueError(f"clients: {self.name} counts sources per receiving host; declare clients "
+                                 f"on hostdp-dst (servers contacted by the most clients)")
+            self.unit = Unit(UnitKind.HOST, host="one client host, all its packets in the epoch")
+            self.user_words = "client host"
+        self.unprotected = 0  # packets with no client end or clients at both ends (dropped)
         super().__init__(settings)
         if self.variant == "pamg":
             self.noise = DiscreteGaussian(settings.seed)
@@ -136,8 +151,8 @@ class HostDPDst(Epoched):
         return thm12_error(elements, self.k, self.params.tau)
 
     def guarantee(self, span=None, extra_notes: tuple[str, ...] = ()) -> Guarantee:
-        return Guarantee(MODEL_SINGLE, MEASURE_APPROX, self.epsilon, self.delta, None, NEIGHBOUR_HOST, self.unit,
-                         self._scope(span), self.noise.label, (*self.notes(), *extra_notes))
+        return Guarantee(MODEL_SINGLE, ApproxDP(self.epsilon, self.delta), unit=self.unit, scope=self._scope(span),
+                         noise=self.noise.label, seeded=self.noise.seeded, notes=(*self.notes(), *extra_notes))
 
     def notes(self) -> tuple[str, ...]:
         head = f"(ε={self.epsilon:g}, δ={self.delta:.3g})-DP per {self.user_words} per epoch (all its packets)"
@@ -196,14 +211,27 @@ class HostDPDst(Epoched):
         return {"m": self.m, "variant": self.variant, "threshold": self.threshold(),
                 "users_in_epoch": 0 if sets is None else sets.users,
                 "capped_users": 0 if sets is None else sets.capped_users,
-                "over_cap_packets": 0 if sets is None else sets.over_cap_packets}
+                "over_cap_packets": 0 if sets is None else sets.over_cap_packets,
+                **({} if self.clients is None else {"clients": self.clients.text,
+                                                    "packets_without_one_client_end": self.unprotected})}
 
     # --- batches carry pairs ---------------------------------------------------------------------
+    def _pairs(self, batch: KeyBatch) -> _PairBatch:
+        """The batch as (user, item) pairs: each packet's sender, or with declared clients its
+        client end in both directions (engine/user_level/clients.py)."""
+        pairs = host_pairs(batch, self.item_field, self.name)
+        if self.clients is None:
+            return _PairBatch(pairs, batch.ts_ns, batch.epoch)
+        pairs, kept = client_pairs(pairs[:, :2], pairs[:, 2:], self.clients)
+        self.unprotected += int(len(kept) - kept.sum())
+        return _PairBatch(pairs, batch.ts_ns[kept], batch.epoch)
+
     def update(self, keys) -> None:
-        super().update(_as_pairs(keys, self.item_field, self.name))
+        super().update(self._pairs(keys).keys if isinstance(keys, KeyBatch) else _as_pairs(keys, self.item_field,
+                                                                                          self.name))
 
     def consume(self, batch: KeyBatch) -> list[Release]:
-        return super().consume(_PairBatch(host_pairs(batch, self.item_field, self.name), batch.ts_ns, batch.epoch))
+        return super().consume(self._pairs(batch))
 
     def warm_up(self) -> None:
         scratch = type(self)(self.settings)
@@ -217,8 +245,8 @@ class HostDPSrc(HostDPDst):
 
     name = "hostdp-src"
     item_field = "src"
-    unit = "one destination host"
-    user_words = "destination host"
+    unit = Unit(UnitKind.HOST, host="the packets one host receives in the epoch")
+    user_words = "receiving host"
 
 
 @register
