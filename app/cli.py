@@ -55,9 +55,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="count per source (default) or per destination address")
     p.add_argument("--weight", choices=("packets", "bytes"), default="packets",
                    help="count packets (default) or bytes: a packet counts ceil(length/BYTE_UNIT) units, at most "
-                        "BYTE_CAP, and its guarantee is that of BYTE_CAP units by group privacy")
+                        "BYTE_CAP; private algorithms are calibrated so their guarantee holds per packet")
     p.add_argument("--byte-unit", type=int, default=64, help="bytes per counted unit with --weight bytes (default 64)")
     p.add_argument("--byte-cap", type=int, default=24, help="units one packet may count at most (default 24)")
+    p.add_argument("--clients", default=None, metavar="PREFIXES",
+                   help="hostdp-dst: the protected client hosts (e.g. 10.0.0.0/8,2001:db8::/32); each packet belongs "
+                        "to its client end in both directions (default: the packets one host sends)")
     p.add_argument("--top", type=int, default=None, help="length of exact.top (default max(k, 10); 0 = all)")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
 
@@ -65,7 +68,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 def settings_from_args(args) -> Settings:
     return Settings(k=args.k, k_tilde=args.k_tilde, epsilon=args.epsilon, delta=args.delta, seed=args.seed,
                     epoch_packets=args.epoch_packets, epoch_seconds=args.epoch_seconds, horizon=args.horizon,
-                    restart=args.restart, window=args.window, gamma=args.gamma, extra=dict(args.param))
+                    restart=args.restart, window=args.window, gamma=args.gamma,
+                    extra={**dict(args.param), **({"clients": args.clients} if args.clients else {})})
 
 
 def algorithm_names(spec: str | None) -> list[str]:
