@@ -63,6 +63,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "to its client end in both directions (default: the packets one host sends)")
     p.add_argument("--top", type=int, default=None, help="length of exact.top (default max(k, 10); 0 = all)")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
+    p.add_argument("--publish", default=None, metavar="OUT",
+                   help="write the private view to OUT: the releases with their guarantees, the budget and the "
+                        "public facts with their provenance; nothing exact")
 
 
 def settings_from_args(args) -> Settings:
@@ -104,13 +107,17 @@ def cmd_replay(args) -> int:
     if len(args.path) > 1 or args.cluster:
         from dptop.headless import run_archive
 
+        if args.key != "src" or args.weight != "packets" or args.publish:
+            raise ValueError("several files or --cluster count packets per source only, with --json: "
+                             "--key, --weight and --publish need one file without --cluster")
+
         return run_archive(args.path, config, args.cluster, args.json_out, config.settings.extra["top"],
                            parse_time_range(args.time_range) if args.time_range else None)
     time_range = parse_time_range(args.time_range) if args.time_range else None
     if time_range and args.epoch_seconds is None:
         raise ValueError("--time-range is the public range of time epochs: give --epoch-seconds too")
     spec = SourceSpec("file", path=str(args.path[0]), speed=args.speed, time_range=time_range, max_gap=args.max_gap)
-    return run("replay", spec, config, args.json_out, config.settings.extra["top"])
+    return run("replay", spec, config, args.json_out, config.settings.extra["top"], args.publish)
 
 
 def cmd_capture(args) -> int:
@@ -118,7 +125,7 @@ def cmd_capture(args) -> int:
 
     config = config_from_args(args)
     spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration)
-    return run("capture", spec, config, args.json_out, config.settings.extra["top"])
+    return run("capture", spec, config, args.json_out, config.settings.extra["top"], args.publish)
 
 
 def _write_json(result: dict, out: str) -> None:

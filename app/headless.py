@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.result import session_json
+from dptop.monitor.publish import publish_json, write_whole
 from dptop.monitor.session import Session
 
 DONE = ("finished", "stopped", "failed")
@@ -139,8 +140,9 @@ def stop_on_signals(session: Session):
             signal.signal(s, h)
 
 
-def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int) -> int:
-    """Run a session to its end and report it; returns the exit code."""
+def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int,
+        publish: str | None = None) -> int:
+    """Run a session to its end and report it (and its private view to ``publish``); returns the exit code."""
     out = JsonOut(json_target)
     session = Session(config)
     with stop_on_signals(session) as got:  # until the results are written: a late signal cannot cut them
@@ -151,6 +153,7 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
                 progress.update()
             progress.done()
             result = session_json(session, command, top, partial=got["signal"] is not None)
+            private = publish_json(session, command) if publish else None
         finally:
             session.close(timeout=5.0)
         rc = 0
@@ -160,6 +163,13 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
         for warning in result["source"].get("warnings", []):
             print(f"dptop: warning: {warning}", file=sys.stderr)
         rc = report(result, out, json_target) or rc
+        if private is not None:
+            try:
+                write_whole(publish, private)
+            except OSError as exc:
+                print(f"dptop: error: cannot write the private view to {publish}: {exc.strerror or exc}",
+                      file=sys.stderr)
+                rc = rc or 1
     if got["signal"] is not None:
         return 128 + int(got["signal"])
     return rc

@@ -38,6 +38,21 @@ def time_range(path, batch_size: int = 1 << 18) -> tuple[int, int] | None:
     return None if lo is None else (lo, hi)
 
 
+def bulk_range(path, cell_ns: int, max_cells: int, batch_size: int = 1 << 18) -> tuple[int, int] | None:
+    """``(first, last)`` stamp of the packets within ``max_cells // 2`` cells of the median stamp:
+    the file's span without stamps so far off that the span would exceed ``max_cells`` epochs
+    (a corrupt stamp); packets outside it are dropped and counted by the replay."""
+    with open_capture(path) as reader:
+        stamps = [batch.ts_ns.copy() for batch in reader.batches(batch_size) if len(batch)]
+    if not stamps:
+        return None
+    ts = np.concatenate(stamps)
+    middle = int(np.median(ts))
+    half = (max_cells // 2) * int(cell_ns)
+    kept = ts[(ts >= middle - half) & (ts < middle + half)]
+    return int(kept.min()), int(kept.max())
+
+
 @kernel
 def _longest_nondecreasing(cells):
     """Mask of one longest non-decreasing subsequence of ``cells`` (patience method, O(n log n))."""

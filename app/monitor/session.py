@@ -35,6 +35,9 @@ REPLAY_BATCH = 1 << 16
 """Replay batch size: large, so the per-batch Python work of the threads stays small; slow
 algorithms get it in chunks (``Lane.chunks``)."""
 
+FILE_SPAN = "the file's first and last packet stamps"
+FILE_BULK = ("the file's stamps around their median (stamps farther than half the grid's limit are dropped as "
+             "corrupt, counted under source.skipped)")
 LATE = "stamped in an epoch the clock had closed"
 AHEAD = "stamped ahead of the capture clock"
 
@@ -153,7 +156,7 @@ class Session:
         self.public = {"stream_length": count_packets(path)}
         if epoch_seconds is not None:
             self.phase = "planning time epochs"
-            start, end = self._time_range(path, spec.time_range)
+            start, end = self._time_range(path, spec.time_range, epoch_seconds)
             self.public["time_range"] = (int(start), int(end))
             self.grid = TimeGrid.over(start, end, epoch_seconds)
         if self._stopping.is_set():
@@ -163,16 +166,24 @@ class Session:
         return FileReplay(path, self._sink, speed=spec.speed, loop=spec.loop, batch_size=REPLAY_BATCH,
                           records=self.public["stream_length"], grid=self._replay_grid(), max_gap=spec.max_gap)
 
-    def _time_range(self, path, declared: tuple[int, int] | None) -> tuple[int, int]:
-        """The public range of a replay's time epochs: the declared one, else the file's own."""
+    def _time_range(self, path, declared: tuple[int, int] | None, epoch_seconds: float) -> tuple[int, int]:
+        """The public range of a replay's time epochs: the declared one, else the file's own span
+        (an assumed public fact, named in every release); when stray stamps would stretch that span
+        past the grid's limit, the span of the stamps around the median (the rest dropped, counted)."""
         from dptop.capture import epochorder
 
         if declared:
             self.public_source = "declared"
             return declared
-        self.public_source = "the file's first and last packet stamps"
+        self.public_source = FILE_SPAN
         span = epochorder.time_range(path)
-        return (0, 1) if span is None else (span[0], span[1] + 1)  # no IP packet: one empty epoch
+        if span is None:
+            return 0, 1  # no IP packet: one empty epoch
+        cell = max(1, round(epoch_seconds * 1e9))
+        if (span[1] + 1 - span[0] + cell - 1) // cell > MAX_CELLS:
+            span = epochorder.bulk_range(path, cell, MAX_CELLS)
+            self.public_source = FILE_BULK
+        return span[0], span[1] + 1
 
     def _replay_grid(self) -> TimeGrid | None:
         """The grid the replay reads the file in (its canonical order)."""

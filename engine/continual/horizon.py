@@ -19,6 +19,7 @@ from abc import abstractmethod
 
 import numpy as np
 
+from dptop.engine.privacy.facts import Provenance, PublicFact
 from dptop.engine.core.base import Algorithm
 from dptop.engine.continual.gaussbm import HorizonExceeded
 from dptop.engine.core.keys import KeyBatch
@@ -28,6 +29,7 @@ from dptop.engine.core.settings import Settings, check_positive_int
 DEFAULT_HORIZON = 1 << 30
 """T_max for a live capture when none is given: ~1.07e9 arrivals (§7.2: costs grow with log T)."""
 
+HORIZON_FROM_FILE = "file packet count"
 MODE_FIXED = "fixed horizon"
 MODE_RESTART = "restart per horizon"
 
@@ -43,7 +45,7 @@ def resolve_horizon(settings: Settings, minimum: int = 1) -> tuple[int, str]:
         return horizon, "--horizon"
     if settings.stream_length:
         length = check_positive_int("stream_length", settings.stream_length)
-        return max(length, minimum), "file packet count"
+        return max(length, minimum), HORIZON_FROM_FILE
     return max(DEFAULT_HORIZON, minimum), "default"
 
 
@@ -170,6 +172,15 @@ class ContinualAlgorithm(Algorithm):
             "horizon_reached": self.exhausted,
             "packets_after_horizon": self.after_horizon,
         }
+
+    def horizon_facts(self) -> tuple[PublicFact, ...]:
+        """The file's packet count, when the horizon T was taken from it (a public fact the
+        guarantee names: a substitution neighbour has as many packets, an add/remove one not)."""
+        if self.horizon_source != HORIZON_FROM_FILE:
+            return ()
+        return (PublicFact("stream_length", self.settings.stream_length, Provenance.ASSUMED,
+                           f"the horizon T = {self.horizon} is the file's packet count; public under "
+                           f"substitution of one packet's key"),)
 
     def horizon_scope(self) -> str:
         if self.restart:

@@ -405,7 +405,7 @@ class LazyHH(ContinualAlgorithm):
         return Guarantee(
             MODEL_CONTINUAL, ApproxDP(p.epsilon, p.delta_tilde), Relation.SUBSTITUTE,
             scope=self.horizon_scope(), noise=NOISE_SEEDED if self.settings.seed is not None else NOISE_OS,
-            seeded=self.settings.seed is not None,
+            seeded=self.settings.seed is not None, facts=self.horizon_facts(),
             notes=(
                 f"δ~ = 2δ(3/2 + e^ε + δ) = {p.delta_tilde:.3g} from δ = {p.delta:g} (Thm 3); β = {p.beta:g}.",
                 f"LazyCMS d×w = {p.depth}×{p.width} (option {p.option}), H = {p.height}, σ = {p.sigma:.4g}, "

@@ -356,7 +356,7 @@ class _SketchAlgorithm(ContinualAlgorithm):
         return Guarantee(
             MODEL_CONTINUAL, ApproxDP(self.epsilon, self.delta), Relation.SUBSTITUTE,
             scope=self.horizon_scope(), noise=NOISE_SEEDED if self.settings.seed is not None else NOISE_OS,
-            seeded=self.settings.seed is not None,
+            seeded=self.settings.seed is not None, facts=self.horizon_facts(),
             notes=(
                 f"{self.name}: d×w = {sk.depth}×{sk.width} GaussBM cells, m = {sk.m} "
                 f"({'4d: Count Sketch signs, spec §5.5' if sk.signed else '2d'}), H = {sk.height}, σ = {sk.sigma:.4g}",

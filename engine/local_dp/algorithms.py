@@ -183,7 +183,8 @@ class LocalDP(Algorithm):
         tau = self.threshold()
         labels = (self._label(i, e) for i, e in self._engine.top(self.k) if e > tau)
         items = tuple(sorted(labels, key=lambda it: (-it.estimate, it.hi, it.lo)))
-        return Release(self.name, Span(0, self.packets, "stream", self._windows), items, tau,
+        reports = sum(p.collector.reports for p in self._engine.pipelines)  # what the collector sees
+        return Release(self.name, Span(0, reports, "stream", self._windows), items, tau,
                        self.guarantee(), self.status())
 
     def live(self) -> Release | None:

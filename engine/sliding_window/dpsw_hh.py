@@ -40,6 +40,7 @@ from dptop.engine.sliding_window.dpsw import (FAMILY_ANY, FAMILY_V4, FAMILY_V6, 
                                               DPSWSketch)
 from dptop.engine.sliding_window.geometry import (ESTIMATORS, PLANS, Geometry, budgets, position_costs,
                                                   rho_from_epsilon_delta)
+from dptop.engine.privacy.facts import Provenance, PublicFact
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ZCDP, zcdp_epsilon
 from dptop.engine.privacy.units import Relation
@@ -395,7 +396,16 @@ class DPSWHeavyHitters(Algorithm):
         seeded = self.settings.seed is not None
         return Guarantee(MODEL_WINDOW, ZCDP(self.rho, self.delta), Relation.SUBSTITUTE, scope=f"last {self.window} packets",
                          noise=NOISE_SEEDED if seeded else NOISE_OS, seeded=seeded,
-                         notes=tuple(notes)).counted(self.settings.unit)
+                         notes=tuple(notes), facts=self._facts()).counted(self.settings.unit)
+
+    def _facts(self) -> tuple[PublicFact, ...]:
+        """A replay's packet count when it chose the window (``with_defaults``): public under substitution."""
+        n = self.settings.stream_length
+        if not n or self.window != max(2, min(DEFAULT_WINDOW, n)) or n >= DEFAULT_WINDOW:
+            return ()
+        return (PublicFact("stream_length", n, Provenance.ASSUMED,
+                           f"the window w = {self.window} is the file's packet count; public under substitution "
+                           f"of one packet's key"),)
 
     def _status(self, plan, thr) -> dict:
         t = self.sketch.t

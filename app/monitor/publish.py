@@ -1,0 +1,145 @@
+"""The private view (``--publish OUT``, the GUI's export): exactly what the guarantees cover.
+
+Releases of the private algorithms with their typed guarantees, the ledger, the public
+parameters, and the public facts with their provenance. Nothing exact: no packet counts, drops,
+status or ground truth; a release's span keeps its packet positions only where they are derived
+from noisy lengths or from facts the guarantee names (``SPAN_FIELDS``). ``schema_version`` and
+``SCHEMA`` (JSON Schema, draft 2020-12) state the format; extend, never rename.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from dptop import __version__
+from dptop.engine.privacy.facts import Provenance, PublicFact
+from dptop.monitor.session import FILE_BULK, FILE_SPAN, Session
+
+SCHEMA_VERSION = 1
+PARAMETERS = ("k", "k_tilde", "epsilon", "delta", "seed", "epoch_packets", "epoch_seconds", "horizon", "restart",
+              "window", "gamma")
+"""The user's public parameters (the settings minus facts read from the data)."""
+SPAN_FIELDS = ("kind", "index", "t_start", "t_end")
+"""Span fields that are public on the grid; ``start``/``end`` are added for the families whose
+positions come from noisy lengths (single release), the window or the horizon (substitution:
+the packet count is public), and never for local DP (``end`` counts reports there)."""
+POSITION_FAMILIES = ("single-release", "continual observation", "sliding window")
+
+
+def public_facts(session: Session) -> tuple[PublicFact, ...]:
+    """The session's time range with its provenance (the grid of every time epoch)."""
+    if "time_range" not in session.public:
+        return ()
+    start, end = session.public["time_range"]
+    value = {"start_s": start / 1e9, "end_s": None if end is None else end / 1e9}
+    src = session.public_source
+    if src == "declared":
+        return (PublicFact("time_range", value, Provenance.DECLARED, "the grid of the time epochs"),)
+    if src in (FILE_SPAN, FILE_BULK):
+        return (PublicFact("time_range", value, Provenance.ASSUMED,
+                           f"the grid of the time epochs, from {src}; NOT covered: one packet stamped before the "
+                           f"first or after the last moves the grid (declare --time-range to cover it)"),)
+    return (PublicFact("time_range", value, Provenance.METADATA, f"the grid of the time epochs: {src}"),)
+
+
+def _span(span, family: str) -> dict:
+    d = span.to_json()
+    keep = SPAN_FIELDS + (("start", "end") if family in POSITION_FAMILIES else ())
+    return {k: d[k] for k in keep}
+
+
+def _release(release, family: str, facts, scale: int) -> dict:
+    g = release.guarantee.with_facts(facts)
+    items = [{"address": it.address, "estimate": it.estimate * scale} for it in release.items]
+    threshold = None if release.threshold is None else release.threshold * scale
+    return {"span": _span(release.span, family), "threshold": threshold, "items": items, "guarantee": g.to_json()}
+
+
+def publish_json(session: Session, command: str) -> dict:
+    """The private view of ``session`` (see the module docstring)."""
+    snap = session.snapshot()
+    c = session.config.counting
+    scale = c.unit if c.weight == "bytes" else 1
+    grid = public_facts(session) if session.config.settings.epoch_seconds is not None else ()
+    facts: dict[str, PublicFact] = {f.name: f for f in grid}
+    algorithms = {}
+    for v in snap.lanes:
+        s = v.algorithm
+        if s is None or not s.private or s.guarantee is None:
+            continue
+        own = s.guarantee.facts
+        facts.update({f.name: f for f in own})
+        rels = [r for r in session.releases(v.name) if r.guarantee is not None]
+        algorithms[v.name] = {"family": s.family, "guarantee": s.guarantee.with_facts(grid).to_json(),
+                              "releases": [_release(r, s.family, grid, scale) for r in rels]}
+    guarantees = [a["guarantee"] for a in algorithms.values()]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "dptop": __version__,
+        "command": command,
+        "private": all(g["private"] for g in guarantees),
+        "parameters": {k: getattr(session.config.settings, k) for k in PARAMETERS},
+        "counting": {"key": c.key, "weight": c.weight, "byte_unit": c.unit, "byte_cap": c.cap, "text": c.describe()},
+        "public_facts": [f.to_json() for f in facts.values()],
+        "algorithms": algorithms,
+        "budget": snap.budget,
+    }
+
+
+def write_whole(path: str, result: dict) -> None:
+    """Write ``result`` as JSON to ``path`` whole or not at all (a temporary file renamed over it)."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(result, indent=2, default=str) + "\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+_NUM = {"type": ["number", "null"]}
+_FACT = {"type": "object", "required": ["name", "value", "provenance", "why"], "properties": {
+    "name": {"type": "string"}, "provenance": {"enum": [p.name.lower() for p in Provenance]},
+    "provenance_text": {"type": "string"}, "why": {"type": "string"}}}
+_GUARANTEE = {"type": "object", "required": ["model", "measure", "epsilon", "delta", "rho", "neighbouring", "unit",
+                                             "scope", "noise", "notes", "text", "private", "relation", "unit_kind",
+                                             "key", "public_facts"],
+              "properties": {"epsilon": {"type": "number"}, "delta": _NUM, "rho": _NUM, "private": {"type": "boolean"},
+                             "relation": {"enum": ["add_remove", "substitute"]},
+                             "unit_kind": {"enum": ["packet", "host", "report"]},
+                             "public_facts": {"type": "array", "items": _FACT}}}
+_SPAN = {"type": "object", "required": list(SPAN_FIELDS), "additionalProperties": False,
+         "properties": {"kind": {"type": "string"}, "index": {"type": "integer"}, "t_start": _NUM, "t_end": _NUM,
+                        "start": {"type": "integer"}, "end": {"type": "integer"}}}
+_RELEASE = {"type": "object", "required": ["span", "threshold", "items", "guarantee"], "additionalProperties": False,
+            "properties": {"span": _SPAN, "threshold": _NUM, "guarantee": _GUARANTEE,
+                           "items": {"type": "array", "items": {
+                               "type": "object", "required": ["address", "estimate"], "additionalProperties": False,
+                               "properties": {"address": {"type": "string"}, "estimate": {"type": "number"}}}}}}
+_BUDGET = {"type": ["object", "null"], "required": ["epsilon", "delta", "composition", "neighbouring", "private",
+                                                    "algorithms", "total"]}
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "dptop private view",
+    "type": "object",
+    "required": ["schema_version", "dptop", "command", "private", "parameters", "counting", "public_facts",
+                 "algorithms", "budget"],
+    "additionalProperties": False,
+    "properties": {
+        "schema_version": {"const": SCHEMA_VERSION},
+        "dptop": {"type": "string"}, "command": {"type": "string"}, "private": {"type": "boolean"},
+        "parameters": {"type": "object", "additionalProperties": False,
+                       "properties": {k: {} for k in PARAMETERS}},
+        "counting": {"type": "object"},
+        "public_facts": {"type": "array", "items": _FACT},
+        "algorithms": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["family", "guarantee", "releases"], "additionalProperties": False,
+            "properties": {"family": {"type": "string"}, "guarantee": _GUARANTEE,
+                           "releases": {"type": "array", "items": _RELEASE}}}},
+        "budget": _BUDGET,
+    },
+}
