@@ -168,8 +168,11 @@ def test_export_writes_the_private_releases_only(qtbot, make_window, tmp_path):
     last = releases[-1]
     assert last is lanes(window)["dpss"].algorithm.latest
     exported = data["algorithms"]["dpss"]
-    assert exported["releases"][-1] == json.loads(json.dumps(last.to_json()))
+    published = exported["releases"][-1]
+    assert published["items"] == [it.to_json() for it in last.items] and published["span"]["index"] == last.span.index
+    assert published["guarantee"]["text"] == last.guarantee.describe()
     assert exported["guarantee"]["epsilon"] == last.guarantee.epsilon
+    assert data["schema_version"] == 1 and "packets" not in exported and "status" not in published
     with open(csv_path) as fh:
         rows = [r for r in csv.DictReader(fh) if int(r["release"]) == len(releases) - 1]
     want = [(it.address, it.estimate) for it in last.items] or [("", "")]

@@ -1,10 +1,10 @@
 """The product-path audit (app/monitor/audit.py): neighbouring capture files through a monitor
-session and its JSON. The real path shows no violation; each broken variant is caught on the pair
+session and the private view it publishes. The real path shows no violation; each broken variant is caught on the pair
 that exposes it (the slow test runs every pair of every target with more runs)."""
 import pytest
 
 from dptop.engine.audit.cases import run_target
-from dptop.monitor.audit import PRODUCT_TARGETS, json_features
+from dptop.monitor.audit import PRODUCT_TARGETS, view_features
 
 EXPOSING_PAIR = {
     "product-epochs-file-order": "one packet re-stamped 1.5 s ahead",
@@ -49,19 +49,22 @@ def test_neighbouring_captures_give_the_same_releases_bounds_and_heavy_labels():
         for path in (pair.x, pair.x_prime):
             got = target.sample(path, 1, seed=1)[0]
             for alg in target.algorithms:
-                assert got[f"{alg} releases"] == x[f"{alg} releases"] == 4.0
-                assert [k for k in got if k.startswith(f"{alg} bounds")] == \
-                       [k for k in x if k.startswith(f"{alg} bounds")]
+                rels = f".algorithms.{alg}.releases"
+                assert got[f"{rels} length"] == x[f"{rels} length"] == 4.0
                 for e in range(4):
-                    assert {k for k in got if k.startswith(f"{alg} e{e} set")} == \
-                           {k for k in x if k.startswith(f"{alg} e{e} set")}, (pair.name, alg, e)
+                    for bound in ("t_start", "t_end"):
+                        assert got[f"{rels}[{e}].span.{bound}"] == x[f"{rels}[{e}].span.{bound}"]
+                    assert {k for k in got if k.startswith(f"{rels}[{e}] set")} == \
+                           {k for k in x if k.startswith(f"{rels}[{e}] set")}, (pair.name, alg, e)
 
 
-def test_features_cover_only_the_private_part():
-    result = {"algorithms": {"exact": {"private": False, "releases": [{"items": []}]},
-                             "dpss": {"private": True, "releases": [
-                                 {"span": {"t_start": 1.0, "t_end": 2.0}, "items": [{"address": "a", "estimate": 3}],
-                                  "status": {"noisy_length": 5, "k": 4}}]}}}
-    f = json_features(result)
-    assert f["dpss releases"] == 1.0 and f["dpss e0 item a"] == 3.0 and "dpss e0 status k=4" in f
-    assert not any(k.startswith("exact") for k in f)
+def test_features_cover_every_field_of_the_view():
+    view = {"parameters": {"seed": 5, "epsilon": 0.25}, "public_facts": [{"name": "time_range", "provenance": "declared"}],
+            "algorithms": {"dpss": {"releases": [
+                {"span": {"t_start": 1.0, "t_end": 2.0}, "threshold": 7.5, "items": [{"address": "a", "estimate": 3}]}]}}}
+    f = view_features(view)
+    rel = ".algorithms.dpss.releases[0]"
+    assert f[".algorithms.dpss.releases length"] == 1.0 and f[f"{rel} item a"] == 3.0
+    assert f[f"{rel}.span.t_start"] == 1.0 and f[f"{rel}.threshold"] == 7.5
+    assert f".public_facts[0].provenance=declared" in f and f[".parameters.epsilon"] == 0.25
+    assert not any("seed" in k for k in f)  # the audit's own run seeds

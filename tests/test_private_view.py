@@ -133,3 +133,27 @@ def test_one_corrupt_stamp_is_dropped_and_counted(tmp_path, capsys):
     assert main(["replay", corrupt, "--epoch-seconds", "0.01", "--algorithms", "dpss", "--json", "-"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["source"]["skipped"] == {"outside the public time range": 1}
+
+
+def test_a_tuned_parameter_is_recorded_as_chosen_from_the_packets(tmp_path):
+    """A value applied from a sweep over the recorded packets is named in the ledger and in the
+    private view as chosen from those packets, not covered."""
+    from dptop.monitor.config import RunConfig, SourceSpec
+    from dptop.monitor.publish import SCHEMA, publish_json
+    from dptop.monitor.session import Session
+    from dptop.engine.core.settings import Settings
+
+    capture = write(tmp_path / "a.pcap", base_packets())
+    session = Session(RunConfig(("dpss",), Settings(epsilon=0.5)))
+    session.open(SourceSpec("file", path=capture))
+    session.tuned("dpss", "epsilon", 0.25)
+    session.apply(RunConfig(("dpss",), Settings(epsilon=0.25)))
+    while session.wait(0.2) not in ("finished", "failed", "stopped"):
+        pass
+    view = publish_json(session, "replay")
+    session.close(timeout=5.0)
+    jsonschema.validate(view, SCHEMA)
+    (fact,) = view["budget"]["tuning"]["dpss"]
+    assert (fact["name"], fact["value"], fact["provenance"]) == ("epsilon", 0.25, "chosen_from_data")
+    assert any("NOT covered" in n for n in view["budget"]["notes"])
+    assert fact in view["algorithms"]["dpss"]["guarantee"]["public_facts"]

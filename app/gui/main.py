@@ -311,17 +311,11 @@ class MainWindow(QMainWindow):
         return (len(recent) - 1) / span if span > 0 else 0.0
 
     # ----- export ------------------------------------------------------------------------
-    def private_releases(self) -> dict:
-        """Every private release published so far, per algorithm (what export writes)."""
-        if self.session is None:
-            return {}
-        return {n: self.session.releases(n) for n in self.session.lanes if registry.get(n).private}
-
     def export_to(self, base: Path) -> tuple[Path, Path]:
+        """The private view (the same as ``--publish``) as JSON and CSV."""
         csv_path, json_path = base.with_suffix(".csv"), base.with_suffix(".json")
-        export_csv(csv_path, self.private_releases())
-        if self.session is not None:
-            export_json(json_path, self.session)
+        view = export_json(json_path, self.session) if self.session is not None else {"algorithms": {}}
+        export_csv(csv_path, view)
         return csv_path, json_path
 
     def export_dialog(self) -> None:

@@ -118,7 +118,7 @@ class TuningPanel(QWidget):
             self.limit_note.setText(f"{name}: no a-priori limit is worked out for this algorithm")
             return
         over = next((lim["over"] for lim in limits if lim.get("over")), "its span")
-        text = f"{name}: a-priori detection limit, share of {over}"
+        text = f"{name}: a-priori detection limit, share of {over} (reads no packet: costs no privacy)"
         notes = [f"{v:g}: {lim['note']}" for v, lim in sorted(points, key=lambda p: p[1] is None or
                                                                p[1].get("count") is not None)
                  if lim and lim.get("note")]  # a refused value's reason first
@@ -196,6 +196,8 @@ class TuningPanel(QWidget):
         if self.sweep is None or self.choice.currentIndex() < 0:
             return
         value, parameter = self.choice.currentData(), self.sweep.parameter
+        if self.main.session is not None:  # the choice read the recorded packets: the ledger says so
+            self.main.session.tuned(self.sweep.name, parameter, value)
         params = self.main.params
         if parameter == "k_tilde":
             params.set_value("k_tilde", max(params.current.settings.k + 1, int(round(value * params.current.settings.k))))

@@ -1,7 +1,7 @@
 """Product-path audit targets: neighbouring capture files replayed through a monitor ``Session``
 exactly as a user's packets are (public clock, canonical order, runners, finish, the JSON), and
-the whole JSON's private part (every release's span, bounds, labels and estimates, and the number
-of releases) compared between the two files (engine/audit/statistics.py does the statistics).
+every field of the private view (``--publish``: releases, spans, guarantees, budget, public
+facts) compared between the two files (engine/audit/statistics.py does the statistics).
 
 Real path: ``product-epochs`` (dpss and dpmg on 1 s time epochs of a declared range). The pairs
 are the failure classes of a hostile review: one packet added near an epoch boundary, one
@@ -14,12 +14,11 @@ the first packet removed. Each broken variant breaks one class and must be repor
   those epochs are dropped (the old running-maximum rule);
 * ``product-epochs-data-grid``: the grid is anchored at the first packet's stamp, not the declared
   range, so one packet moves every boundary;
-* ``product-exact-status``: a release carries an exact count (the epoch's packet count) next to
-  the noisy figures.
+* ``product-exact-status``: the view carries each release's status with an exact count (the
+  epoch's packet count) next to the noisy figures.
 """
 from __future__ import annotations
 
-import math
 import tempfile
 from collections import namedtuple
 from pathlib import Path
@@ -34,7 +33,8 @@ from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.engine.single_release.dpss import DPSpaceSaving
 from dptop.monitor.config import RunConfig, SourceSpec
-from dptop.monitor.result import session_json
+from dptop.engine.privacy.measures import ApproxDP, group
+from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
 
 T0 = 1_700_000_000 * 10**9
@@ -82,23 +82,31 @@ def neighbour_files(folder: Path) -> list[Pair]:
     ]
 
 
-def json_features(result: dict) -> dict[str, float]:
-    """The private part of a session's JSON as audit features: per private algorithm the number
-    of releases, their time bounds, and per release its labels, estimates and public status."""
+def view_features(view: dict) -> dict[str, float]:
+    """Every field of the private view (``dptop.monitor.publish``: what a user reads) as audit
+    features: per release its labels and estimates (``features_of``), every other field by its path,
+    numbers as values and anything else as a category (``path=value``)."""
     out: dict[str, float] = {}
-    for name, a in result["algorithms"].items():
-        if not a.get("private"):
-            continue
-        rels = a["releases"]
-        out[f"{name} releases"] = float(len(rels))
-        bounds = ";".join(f"{r['span'].get('t_start')}-{r['span'].get('t_end')}" for r in rels)
-        out[f"{name} bounds {bounds}"] = 1.0
-        for i, r in enumerate(rels):
-            items = [Item(it["address"], it["estimate"]) for it in r["items"]]
-            out.update(features_of(items, r.get("status"), prefix=f"{name} e{i} "))
-            for key, value in (r.get("status") or {}).items():
-                if isinstance(value, (int, float)) and key != "noisy_length":
-                    out[f"{name} e{i} status {key}={value}"] = 1.0
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            if "items" in value and "span" in value:  # a release
+                items = [Item(it["address"], it["estimate"]) for it in value["items"]]
+                out.update(features_of(items, value.get("status"), prefix=f"{path} "))
+                value = {k: v for k, v in value.items() if k != "items"}
+            for key, sub in value.items():
+                walk(sub, f"{path}.{key}")
+        elif isinstance(value, list):
+            out[f"{path} length"] = float(len(value))
+            for i, sub in enumerate(value):
+                walk(sub, f"{path}[{i}]")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[path] = float(value)
+        else:
+            out[f"{path}={value}"] = 1.0
+
+    walk({k: v for k, v in view.items() if k != "parameters"}, "")
+    walk({k: v for k, v in view["parameters"].items() if k != "seed"}, ".parameters")  # seeds: the audit's own
     return out
 
 
@@ -108,7 +116,7 @@ class ProductTarget(Target):
     name = "product-epochs"
     description = ("the product path: capture files replayed through a monitor session (public clock, "
                    "canonical order, runners, JSON), dpss + dpmg, 1 s epochs of a declared 4 s range; "
-                   "claim (2ε, 2e^ε·δ) so that the re-stamp pair (two add/remove steps) is covered")
+                   "claim (2ε, (1+e^ε)·δ) so that the re-stamp pair (two add/remove steps) is covered")
     algorithms = ("dpss", "dpmg")
     epsilon, delta = 0.25, 1e-6
 
@@ -116,7 +124,8 @@ class ProductTarget(Target):
         self._dir = tempfile.TemporaryDirectory(prefix="dptop-audit-")
 
     def claimed(self):
-        return 2 * self.epsilon, 2 * math.exp(self.epsilon) * self.delta
+        pair = group(ApproxDP(self.epsilon, self.delta), 2)  # the re-stamp pair: two add/remove steps
+        return pair.epsilon, pair.delta
 
     def pairs(self):
         return neighbour_files(Path(self._dir.name))
@@ -126,6 +135,7 @@ class ProductTarget(Target):
 
     session_type = Session  # what replays the files (a broken variant swaps in its own)
     make = staticmethod(registry.make)  # what builds each algorithm
+    view = staticmethod(publish_json)  # what a user reads
 
     def session(self, config: RunConfig) -> Session:
         return self.session_type(config, record_packets=1 << 12, make=self.make)
@@ -142,7 +152,7 @@ class ProductTarget(Target):
                 session.open(self.spec(path))
                 if session.wait(60) != "finished":
                     raise RuntimeError(f"audit replay of {path} ended {session.state}: {session.error}")
-                out.append(json_features(session_json(session, "audit", top=1)))
+                out.append(view_features(self.view(session, "audit")))
             finally:
                 session.close(5.0)
         return out
@@ -161,7 +171,7 @@ class FileOrderTarget(ProductTarget):
 
 
 class _DataGridSession(Session):
-    def _time_range(self, path, declared):
+    def _time_range(self, path, declared, epoch_seconds):
         from dptop.capture import epochorder
 
         first = epochorder.time_range(path)[0]
@@ -185,11 +195,21 @@ def _make_exact_status(name, settings):
     return _ExactStatusDPSS(settings) if name == "dpss" else registry.make(name, settings)
 
 
+def _view_with_status(session, command):
+    """The private view as the old export wrote it: each release with its status."""
+    view = publish_json(session, command)
+    for name, a in view["algorithms"].items():
+        for out, rel in zip(a["releases"], [r for r in session.releases(name) if r.guarantee is not None]):
+            out["status"] = dict(rel.status)
+    return view
+
+
 class ExactStatusTarget(ProductTarget):
     name = "product-exact-status"
     broken = True
-    description = "BROKEN: each DPSS release carries its epoch's exact packet count"
+    description = "BROKEN: the private view carries each DPSS release's status with its epoch's exact packet count"
     make = staticmethod(_make_exact_status)
+    view = staticmethod(_view_with_status)
 
 
 PRODUCT_TARGETS = {t.name: t for t in (ProductTarget, FileOrderTarget, DataGridTarget, ExactStatusTarget)}

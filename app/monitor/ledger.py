@@ -24,6 +24,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field, replace
 
+from dptop.engine.privacy.facts import PublicFact
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import Measure, compose, render
 from dptop.engine.privacy.units import PACKET, Relation, Unit, UnitKind, in_relation
@@ -107,6 +108,7 @@ class Ledger:
         self._lock = threading.Lock()
         self._segments: dict[tuple[str, int], _Segment] = {}
         self.notes: list[str] = []
+        self._tuned: dict[str, list[PublicFact]] = {}  # algorithm -> parameters chosen from the packets
 
     def record(self, name: str, generation: int, guarantee: Guarantee | None, releases: int, note: str = "") -> None:
         """Algorithm ``name`` (instance ``generation``) has published ``releases`` releases so far."""
@@ -117,6 +119,17 @@ class Ledger:
             if seg is None:
                 seg = self._segments[(name, generation)] = _Segment(name, generation, guarantee, note=note)
             seg.guarantee, seg.releases = guarantee, max(seg.releases, releases)
+
+    def record_tuning(self, name: str, fact: PublicFact) -> None:
+        """A parameter of ``name`` applied from a sweep over the recorded packets: the choice is a
+        function of those packets that no guarantee covers (the hyperparameter-tuning leak: Liu and
+        Talwar 2019; Papernot and Steinke 2022); recorded, never charged."""
+        with self._lock:
+            self._tuned.setdefault(name, []).append(fact)
+
+    def tuned(self, name: str) -> tuple[PublicFact, ...]:
+        with self._lock:
+            return tuple(self._tuned.get(name, ()))
 
     def note(self, text: str) -> None:
         with self._lock:
@@ -193,4 +206,12 @@ class Ledger:
         others = self.unit_groups()
         if others:
             out["other_units"] = [g.to_json() for g in others]
+        with self._lock:
+            tuned = {name: [f.to_json() for f in facts] for name, facts in self._tuned.items()}
+        if tuned:
+            out["tuning"] = tuned
+            out["notes"] = [*out["notes"], "parameters chosen by a sweep over the recorded packets (tuning): the "
+                                           "choice is NOT covered by the budget (" + ", ".join(
+                                               f"{n}: {f['name']} = {f['value']}" for n, fs in tuned.items()
+                                               for f in fs) + ")"]
         return out

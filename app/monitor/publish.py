@@ -69,11 +69,11 @@ def publish_json(session: Session, command: str) -> dict:
         s = v.algorithm
         if s is None or not s.private or s.guarantee is None:
             continue
-        own = s.guarantee.facts
-        facts.update({f.name: f for f in own})
+        given = (*grid, *session.ledger.tuned(v.name))
+        facts.update({f.name: f for f in (*s.guarantee.facts, *given)})
         rels = [r for r in session.releases(v.name) if r.guarantee is not None]
-        algorithms[v.name] = {"family": s.family, "guarantee": s.guarantee.with_facts(grid).to_json(),
-                              "releases": [_release(r, s.family, grid, scale) for r in rels]}
+        algorithms[v.name] = {"family": s.family, "guarantee": s.guarantee.with_facts(given).to_json(),
+                              "releases": [_release(r, s.family, given, scale) for r in rels]}
     guarantees = [a["guarantee"] for a in algorithms.values()]
     return {
         "schema_version": SCHEMA_VERSION,
@@ -141,5 +141,6 @@ SCHEMA = {
             "properties": {"family": {"type": "string"}, "guarantee": _GUARANTEE,
                            "releases": {"type": "array", "items": _RELEASE}}}},
         "budget": _BUDGET,
+        "exported_at": {"type": "string"},
     },
 }

@@ -26,6 +26,7 @@ from dptop.engine.core import registry
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.engine.core.keys import KeyBatch, tick
 from dptop.engine.core.runner import Runner
+from dptop.engine.privacy.facts import Provenance, PublicFact
 from dptop.monitor.config import RunConfig, SourceSpec, affected
 from dptop.monitor.ledger import Ledger
 from dptop.monitor.lanes import Lane, LaneView, SessionSnapshot
@@ -320,6 +321,15 @@ class Session:
             if self.source is not None and self.state == "paused":
                 self.source.resume()
                 self.state = "running"
+
+    def tuned(self, name: str, parameter: str, value) -> None:
+        """Record that ``name``'s ``parameter`` = ``value`` was chosen by a sweep over the recorded
+        packets (before the Apply that puts it in the run): the ledger and the private view say the
+        choice is not covered (engine/privacy/facts.py, CHOSEN_FROM_DATA)."""
+        self.ledger.record_tuning(name, PublicFact(
+            parameter, value, Provenance.CHOSEN_FROM_DATA,
+            "a sweep scored each value against the exact answer on the recorded packets; the choice depends "
+            "on those packets and no guarantee covers it (Liu and Talwar 2019; Papernot and Steinke 2022)"))
 
     def apply(self, config: RunConfig) -> list[str]:
         """Switch to ``config``; restarts (new runner, fresh state) exactly the algorithms whose

@@ -14,6 +14,7 @@ class Provenance(enum.Enum):
     METADATA = "read from capture metadata"
     ASSUMED = "assumed public, read from the data"
     PARAMETER = "a public parameter"
+    CHOSEN_FROM_DATA = "chosen from the recorded packets: NOT covered by any guarantee"
 
 
 @dataclass(frozen=True)
