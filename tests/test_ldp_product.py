@@ -193,3 +193,14 @@ def test_a_priori_error_and_level_budget_by_exact_values():
     assert level_budget(7.0, 7) == 1.0
     notes = make("ldp-dsr-prefix", reports=70, settings={"epsilon": 7.0}).guarantee().notes
     assert any("ε_window/7 = 1)" in n for n in notes)
+
+
+def test_reporting_windows_are_the_public_grid():
+    """With the session's time epochs, windows are its grid cells: 7 cells of a declared 7 s range
+    give 7 windows although packets fall in only 5 of them; spans count reports."""
+    t0 = 1_700_000_000 * 10**9
+    alg = make("ldp-dsr", reports=10, settings={"epoch_seconds": 1.0, "time_range": (t0, t0 + 7 * 10**9)})
+    ts = t0 + np.sort(np.random.default_rng(1).integers(10**9, 6 * 10**9, 500))
+    releases = alg.consume(KeyBatch(keys_of_ipv4(np.full(500, 0x0A00_0001, np.uint32)), ts)) + alg.finish()
+    assert [r.span.index for r in releases] == [1, 2, 3, 4, 5, 6, 7]
+    assert [r.span.end for r in releases] == [0, 10, 20, 30, 40, 50, 50]

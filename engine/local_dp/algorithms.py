@@ -36,6 +36,7 @@ from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.core.settings import check_positive_int
 from dptop.engine.local_dp.accounting import (local_guarantee, parse_reports, report_epsilon, window_epsilon,
                                               window_options, window_text, DEFAULT_REPORTS)
+from dptop.engine.single_release.epochs import time_grid
 from dptop.engine.local_dp.bdr import bdr_epsilons
 from dptop.engine.local_dp.domain import inventory_domain, ipv4_of_keys, prefix_domain
 from dptop.engine.local_dp.dsr import grr_mechanism
@@ -87,6 +88,8 @@ class LocalDP(Algorithm):
         if self.ed not in ED_RULES:
             raise ValueError(f"ed ({self.ed!r}) must be one of {', '.join(ED_RULES)}")
         self.window_packets, self.window_seconds = window_options(settings.epoch_packets, settings.epoch_seconds)
+        # with the session's time epochs, reporting windows are its public grid (every cell, empty ones too)
+        self.grid, self._bounded = time_grid(settings, settings.epoch_seconds) if settings.time_range else (None, False)
         default = HEAVY_PER_K[self.scheme] * self.k
         self.heavy = check_positive_int("k_tilde", settings.k_tilde if settings.k_tilde is not None else default)
         self._configure(x)
@@ -120,6 +123,7 @@ class LocalDP(Algorithm):
         self._windows = 0
         self._cell = None  # time window of the open window
         self._in_window = 0
+        self._index, self._joined, self.dropped = 0, False, 0  # public grid: the open cell; late packets
         seed = self.settings.seed
         self._engine = self._new_engine()
         self._sampler = None if self.reports_cap is None else Reservoir(
@@ -134,7 +138,10 @@ class LocalDP(Algorithm):
 
     def consume(self, batch: KeyBatch) -> list[Release]:
         out: list[Release] = []
-        if len(batch) == 0:  # the session's clock tick: reporting windows follow the packets
+        if self.grid is not None:
+            self._consume_grid(batch, out)
+            return out
+        if len(batch) == 0:  # a tick without a public grid: reporting windows follow the packets
             return out
         if self.window_packets is not None:
             i = 0
@@ -156,6 +163,30 @@ class LocalDP(Algorithm):
             self._cell = int(cells[a])
             self._feed(batch.keys[a:b])
         return out
+
+    def _consume_grid(self, batch: KeyBatch, out: list) -> None:
+        """Windows are the cells of the public grid (as ``Epoched._consume_timed``): a tagged batch
+        is one cell (an empty one a tick that closes the cells before it)."""
+        if batch.epoch is not None:
+            if not self._joined:  # started mid-session (Apply): joins at the clock's cell
+                self._index, self._joined = max(0, batch.epoch), True
+            self._to_cell(batch.epoch, batch.keys, out)
+            return
+        self._joined = True
+        cells = self.grid.cell_of(batch.ts_ns)
+        cuts = np.flatnonzero(np.diff(cells)) + 1
+        for a, b in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(cells)])).tolist()):
+            self._to_cell(int(cells[a]), batch.keys[a:b], out)
+
+    def _to_cell(self, cell: int, keys: np.ndarray, out: list) -> None:
+        if cell < self._index or cell >= self.grid.cells:  # closed, or outside the range (-1)
+            self.dropped += len(keys)
+            return
+        while self._index < cell:
+            out.append(self._close_window())
+            self._index += 1
+        if len(keys):
+            self._feed(keys)
 
     def _feed(self, keys: np.ndarray) -> None:
         self.update(keys)
@@ -192,6 +223,12 @@ class LocalDP(Algorithm):
         return self.release()
 
     def finish(self) -> list[Release]:
+        if self.grid is not None:  # every cell left in a bounded range; nothing more in an open one
+            out = []
+            while self._bounded and self._index < self.grid.cells:
+                out.append(self._close_window())
+                self._index += 1
+            return out
         if self._in_window or self._last is None:
             return [self._close_window()]
         return []
