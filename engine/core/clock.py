@@ -67,6 +67,14 @@ class TimeGrid:
         cells[(cells < 0) | (cells >= self.cells)] = -1
         return cells
 
+    def runs(self, ts_ns: np.ndarray) -> list[tuple[int, int, int]]:
+        """``(cell, start, end)`` for each run of consecutive stamps in the same cell (-1 outside)."""
+        cells = self.cell_of(ts_ns)
+        if len(cells) == 0:
+            return []
+        cuts = (np.flatnonzero(np.diff(cells)) + 1).tolist()
+        return [(int(cells[a]), a, b) for a, b in zip([0, *cuts], [*cuts, len(cells)])]
+
     def bounds(self, cell: int) -> tuple[float, float]:
         """``[t_start, t_end)`` of ``cell`` in Unix seconds."""
         t0 = self.start_ns + cell * self.epoch_ns

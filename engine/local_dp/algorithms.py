@@ -173,10 +173,8 @@ class LocalDP(Algorithm):
             self._to_cell(batch.epoch, batch.keys, out)
             return
         self._joined = True
-        cells = self.grid.cell_of(batch.ts_ns)
-        cuts = np.flatnonzero(np.diff(cells)) + 1
-        for a, b in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(cells)])).tolist()):
-            self._to_cell(int(cells[a]), batch.keys[a:b], out)
+        for cell, a, b in self.grid.runs(batch.ts_ns):
+            self._to_cell(cell, batch.keys[a:b], out)
 
     def _to_cell(self, cell: int, keys: np.ndarray, out: list) -> None:
         if cell < self._index or cell >= self.grid.cells:  # closed, or outside the range (-1)
