@@ -201,8 +201,9 @@ def cmd_audit(args) -> int:
     (dptop.monitor.audit: capture files through a monitor session and its JSON)."""
     from dptop.engine.audit import cases as audit_cases
     from dptop.monitor.audit import PRODUCT_TARGETS
+    from dptop.monitor.audit_paths import PATH_TARGETS
 
-    targets = {**audit_cases.TARGETS, **PRODUCT_TARGETS}
+    targets = {**audit_cases.TARGETS, **PRODUCT_TARGETS, **PATH_TARGETS}
     if args.mechanism == "list":
         for name, cls in targets.items():
             print(f"{name:28s} {'broken' if cls.broken else 'real':7s} {cls.description}")

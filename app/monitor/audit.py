@@ -32,7 +32,7 @@ from dptop.engine.audit.streams import Pair
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.engine.single_release.dpss import DPSpaceSaving
-from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.config import Counting, RunConfig, SourceSpec
 from dptop.engine.privacy.measures import ApproxDP, group
 from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
@@ -136,6 +136,7 @@ class ProductTarget(Target):
     session_type = Session  # what replays the files (a broken variant swaps in its own)
     make = staticmethod(registry.make)  # what builds each algorithm
     view = staticmethod(publish_json)  # what a user reads
+    counting = Counting()  # what a packet counts as
 
     def session(self, config: RunConfig) -> Session:
         return self.session_type(config, record_packets=1 << 12, make=self.make)
@@ -147,7 +148,7 @@ class ProductTarget(Target):
         out = []
         for r in range(runs):
             run_seed = None if seed is None else seed * 100_003 + r
-            session = self.session(RunConfig(self.algorithms, self.settings(run_seed)))
+            session = self.session(RunConfig(self.algorithms, self.settings(run_seed), counting=self.counting))
             try:
                 session.open(self.spec(path))
                 if session.wait(60) != "finished":
