@@ -12,8 +12,7 @@ from dataclasses import dataclass, replace
 
 from dptop.engine.privacy.facts import PublicFact
 from dptop.engine.privacy.measures import Measure, group, render
-from dptop.engine.privacy.units import PACKET, Relation, Unit, UnitKind
-from dptop.engine.privacy import units
+from dptop.engine.privacy.units import PACKET, Relation, Unit, UnitKind, per_packet
 
 MEASURE_LDP = "pure ε-LDP per report"
 
@@ -101,7 +100,7 @@ class Guarantee:
         """What one packet pays for this guarantee's releases (``units.per_packet``); bytes are
         already inside a ``counted`` packet guarantee."""
         unit = self.unit if self.unit.kind is not UnitKind.PACKET else replace(self.unit, group=1)
-        return units.per_packet(self.cost, unit)
+        return per_packet(self.cost, unit)
 
     @property
     def packet_relation(self) -> Relation:
