@@ -146,7 +146,7 @@ def test_epoch_too_long_releases_nothing():
 
 def test_sizes_guarantees_and_fresh_seeds():
     cms, cs = CountMinEEHH(_settings()), CountSketchEEHH(_settings())
-    assert cms.k_tilde == 16 and cms.width == 32 and cs.width == 64 and cs.depth % 2 == 1
+    assert cms.k_tilde == 16 and cms.width == 256 and cs.width == 64 and cs.depth % 2 == 1
     assert not any("EXPERIMENTAL" in n for n in cms.guarantee().notes)
     assert any("EXPERIMENTAL" in n for n in cs.guarantee().notes)
     g = cms.guarantee()

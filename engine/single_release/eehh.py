@@ -31,7 +31,10 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.core import hashtable as ht
-from dptop.engine.single_release.length import check_k_tilde, length_composed_cost, length_slack, split_length_budget
+from dptop.engine.single_release.eehh_envelope import cms_envelope, next_pow2
+from dptop.engine.single_release.eehh_envelope import cms_threshold as envelope_threshold
+from dptop.engine.single_release.length import (check_k_tilde, length_composed_cost, length_slack, public_length,
+                                                split_length_budget)
 from dptop.engine.single_release.dpss import by_key
 from dptop.engine.single_release.epochs import Epoched
 from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
@@ -43,7 +46,11 @@ from dptop.engine.core.release import sorted_items
 from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
 
 DEFAULT_T_MAX = 1 << 26
-"""Public per-epoch cap on arrivals when neither ``--param t_max`` nor ``--epoch-packets`` sets it."""
+"""Public per-epoch cap on arrivals when no public length (``--param t_max``, ``--epoch-packets``, the
+replayed file's packet count) sets it."""
+LENGTH_SHARES = (0.01, 0.02, 0.05, 0.1)
+"""Shares of ε and δ tried for the noisy length; the one giving the lowest threshold at the public
+length is used (measured in ``dptop bench --anchors``: F1 follows the threshold)."""
 SCALE_DENOMINATOR = 1 << 20
 SIZE, N = 0, 1  # meta[] fields
 _LOW32 = np.uint64(0xFFFF_FFFF)
@@ -246,37 +253,51 @@ def f2_upper(st: EEState) -> float:
     return 2.0 * float(np.median((st.cells.astype(np.float64) ** 2).sum(axis=1)))
 
 
-def next_pow2(x: int) -> int:
-    return 1 << max(1, math.ceil(math.log2(x)))
-
-
 class _EEHH(Epoched):
     """Shared release logic of the two sketch instantiations."""
 
     parameters = ("t_max",)
 
     signed = False
+    length_shares = LENGTH_SHARES
 
     def __init__(self, settings):
         self.k, self.k_tilde = check_k_tilde(settings.k, settings.k_tilde or 4 * settings.k)
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
-        self.eps_s, self.delta_s, self.eps_n, self.delta_n = split_length_budget(self.epsilon, self.delta)
-        self.slack = length_slack(self.eps_n, self.delta_n)
+        n_public, over = public_length(settings)
         t_max = settings.extra.get("t_max")
-        if t_max is None:
-            n = settings.epoch_packets
-            t_max = DEFAULT_T_MAX if n is None else max(2 * n, n + 2 * self.slack + 2)
-        self.t_max = check_positive_int("t_max", t_max)
-        self.delta_run = eehh_run_delta(self.eps_s, self.delta_s)
+        if t_max is not None:
+            t_max = check_positive_int("t_max", t_max)
+        choices = [self._plan(share, t_max, n_public) for share in self.length_shares]
+        fits = [c for c in choices if t_max is None or n_public is None or c["need"] <= t_max]
+        if not fits:
+            need = min(c["need"] for c in choices)
+            raise ValueError(f"t_max ({t_max}) is too small for {over} of {n_public} packets: the release needs "
+                             f"t_max >= {need} (the length plus twice the noisy-length slack); "
+                             f"use --param t_max={need} or more")
+        self.length_share = min(fits, key=lambda c: c["tau"])["share"]
+        self._plan(self.length_share, t_max, n_public)  # the chosen one sets the attributes last
+        super().__init__(settings)
+
+    def _plan(self, share: float, t_max: int | None, n_public: int | None) -> dict:
+        """Set the sizes for one share of the budget spent on ñ (dpss-eehh.md §4.5); return the
+        threshold at the public length (T_max less its slack when no length is public)."""
+        self.eps_s, self.delta_s, self.eps_n, self.delta_n = split_length_budget(self.epsilon, self.delta, share)
+        eps_s, slack = self.eps_s, length_slack(self.eps_n, self.delta_n)
+        self.slack = slack
+        need = None if n_public is None else n_public + 2 * slack + 2
+        self.t_max = t_max if t_max is not None else (DEFAULT_T_MAX if need is None else need)
+        self.delta_run = eehh_run_delta(eps_s, self.delta_s)
         self.width, self.depth = self._size()
         # b = 2d/ε_S rounded *up* to a multiple of 2^-20 (exactly, from the float ε_S): a little
         # more noise than needed, as a fraction the vectorised exact sampler takes.
-        exact = Fraction(2 * self.depth) / Fraction(self.eps_s)
+        exact = Fraction(2 * self.depth) / Fraction(eps_s)
         self.scale_exact = Fraction(math.ceil(exact * SCALE_DENOMINATOR), SCALE_DENOMINATOR)
         self.scale = float(self.scale_exact)
-        assert self.scale_exact >= exact and self.scale >= sketch_scale(self.depth, self.eps_s)
-        self.psi = sketch_psi(self.scale, self.depth, self.width, self.delta_run)
-        super().__init__(settings)
+        assert self.scale_exact >= exact and self.scale >= sketch_scale(self.depth, eps_s)
+        self.psi = self._psi()
+        n = n_public if n_public is not None else max(1, self.t_max - 2 * slack - 2)
+        return {"share": share, "need": need, "tau": self._threshold(None, n, n + slack + 1)}
 
     def cost(self):
         return length_composed_cost(self.eps_s, self.delta_s, self.eps_n, self.delta_n)
@@ -316,20 +337,28 @@ class _EEHH(Epoched):
 
 @register
 class CountMinEEHH(_EEHH):
-    """EEHH over a DP CountMin sketch (the default sketch baseline)."""
+    """EEHH over a DP CountMin (the default sketch baseline), sized by the row-wise envelope of
+    ``eehh_envelope`` (its docstring has the derivation)."""
 
     name = "eehh-cms"
 
     def _size(self):
-        return next_pow2(2 * self.k_tilde), cms_depth(self.t_max, self.k_tilde, self.delta_run)
+        self.envelope = cms_envelope(self.k_tilde, self.eps_s, self.delta_run, self.t_max)
+        return self.envelope.width, self.envelope.depth
+
+    def _psi(self):
+        return self.envelope.psi2(self.scale)
 
     def _threshold(self, state, n_noisy, n_hi):
-        return cms_threshold(n_noisy, n_hi, self.k, self.k_tilde, self.width, self.psi)
+        return envelope_threshold(n_noisy, n_hi, self.k, self.k_tilde, self.envelope, self.scale)
 
     def notes(self):
-        return (f"EEHH over DP CountMin (dpss-eehh.md §6.2–§6.3): k={self.k}, k~={self.k_tilde}, "
-                f"d={self.depth}, w={self.width}, cell noise discrete Laplace b={self.scale:.4g}, "
-                f"ψ={self.psi:.4g}, T_max={self.t_max}; final-query release, corrected threshold",
+        env = self.envelope
+        return (f"EEHH over DP CountMin (dpss-eehh.md §6.2–§6.3, row-wise envelope): k={self.k}, "
+                f"k~={self.k_tilde}, d={self.depth}, w={self.width}, cell noise discrete Laplace "
+                f"b={self.scale:.4g}; γ1(t) = {env.lam:g}t/w + {env.psi1(self.scale):.4g}, "
+                f"γ2 = −{self.psi:.4g}; T_max={self.t_max}; {self.length_share:g} of ε and δ on the "
+                "noisy length; final-query release, corrected threshold",
                 "proof caveat (§6.5): the tracked set depends on the same noise as the final estimates")
 
 
@@ -342,6 +371,9 @@ class CountSketchEEHH(_EEHH):
 
     def _size(self):
         return next_pow2(3 * self.k_tilde), cs_depth(self.t_max, self.k_tilde, self.delta_run)
+
+    def _psi(self):
+        return sketch_psi(self.scale, self.depth, self.width, self.delta_run)
 
     def _threshold(self, state, n_noisy, n_hi):
         f2 = 0.0 if state is None else f2_upper(state)
