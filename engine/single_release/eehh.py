@@ -315,9 +315,13 @@ class _EEHH(Epoched):
     def epoch_status(self):
         return {"t_max": self.t_max, "depth": self.depth, "width": self.width, "psi": self.psi}
 
+    def noisy_length(self, n: int) -> int:
+        """ñ = n + DLap(ε_n) (§4.5 step 1); a hook for the audit's broken exact-n variant only."""
+        return n + self.noise.dlap(self.eps_n)
+
     def _publish(self, state):
         n = 0 if state is None else int(state.meta[N])
-        n_noisy = n + self.noise.dlap(self.eps_n)
+        n_noisy = self.noisy_length(n)
         n_hi = n_noisy + self.slack + 1
         status = {"noisy_length": n_noisy, "t_max": self.t_max, "depth": self.depth,
                   "width": self.width, "psi": self.psi, "k": self.k, "k_tilde": self.k_tilde}
