@@ -356,6 +356,15 @@ class CountMinEEHH(_EEHH):
     def _threshold(self, state, n_noisy, n_hi):
         return envelope_threshold(n_noisy, n_hi, self.k, self.k_tilde, self.envelope, self.scale)
 
+    def limit(self, n):
+        """The final estimate is >= f + min_r Z_r (collisions only add), and the min of d cell
+        noises stays above −b·ln(d/(0.05(1 + α))) w.p. >= 0.95 (union over rows); ñ stays below
+        n + ln(20)/ε_n w.p. 0.95. Error: about n/w of collisions in the best row plus b."""
+        n_noisy = n + math.ceil(math.log(20) / self.eps_n)
+        tau = self._threshold(None, n_noisy, n_noisy + self.slack + 1)
+        low = self.scale * math.log(self.depth / (0.05 * (1 + math.exp(-1 / self.scale))))
+        return math.ceil(tau + low) + 1, n / self.width + self.scale
+
     def notes(self):
         env = self.envelope
         return (f"EEHH over DP CountMin (dpss-eehh.md §6.2–§6.3, row-wise envelope): k={self.k}, "
