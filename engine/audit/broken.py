@@ -39,7 +39,7 @@ class ExactLengthDPSS(DPSpaceSaving):
         return n
 
     def threshold(self, n_noisy: int) -> float:
-        return dpss_threshold(n_noisy, n_noisy, self.k, self.k_tilde, self.gamma)
+        return dpss_threshold(n_noisy, n_noisy, self.k, self.k_tilde, self.gamma, self.margin)
 
     def _publish(self, state):
         """As 000's Alg 3: n itself is not published (only the threshold gap is under audit)."""

@@ -130,10 +130,10 @@ class DPSSTarget(EpochedTarget):
     def _boundary_pair(mech) -> Pair:
         """§4.5 concrete failure: A sits on the exact-n admission threshold, B loses one packet.
         n is picked so that an integer c lies in (τ(n−1), τ(n)] of the exact-n rule."""
-        k, gamma = mech.k, mech.gamma
+        k, gamma, margin = mech.k, mech.gamma, mech.margin
         for n in range(8 * k * (1 + math.ceil(gamma)), 100_000):
-            c = math.floor(n / k - gamma)
-            if c > (n - 1) / k - gamma and c > n / mech.k_tilde + 1 + gamma:
+            c = math.floor(n / k - margin)
+            if c > (n - 1) / k - margin and c > n / mech.k_tilde + 1 + gamma:
                 break
         fill = [9] * (mech.k_tilde - 2)
         b = n - c - sum(fill)
