@@ -146,13 +146,16 @@ def test_epoch_too_long_releases_nothing():
 
 def test_sizes_guarantees_and_fresh_seeds():
     cms, cs = CountMinEEHH(_settings()), CountSketchEEHH(_settings())
-    assert cms.k_tilde == 16 and cms.width == 256 and cs.width == 64 and cs.depth % 2 == 1
+    assert cms.k_tilde == 16 and cms.width == 1024 and cs.width == 64 and cs.depth % 2 == 1
     assert not any("EXPERIMENTAL" in n for n in cms.guarantee().notes)
     assert any("EXPERIMENTAL" in n for n in cs.guarantee().notes)
     g = cms.guarantee()
     assert (g.epsilon, g.delta) == (pytest.approx(1.0), pytest.approx(1e-6))
     a, b = cms._new_state(), cms._new_state()
     assert not np.array_equal(a.hseed, b.hseed) and not np.array_equal(a.cells, b.cells)
+    # --param width: rounded up to a power of two; a narrower sketch needs more rows
+    narrow = CountMinEEHH(_settings(extra={"t_max": 100_000, "width": 100}))
+    assert narrow.width == 128 and narrow.depth > cms.depth
     # Epoch default T_max covers the epoch plus the noisy-length slack.
     ep = CountMinEEHH(Settings(k=4, epoch_packets=500))
     assert ep.t_max >= 500 + ep.slack + 1

@@ -59,7 +59,7 @@ def test_depth_and_noise_terms_are_exact():
     cells_tail = env.depth * env.width * dlap_upper_tail(math.floor(psi2) + 1, alpha)
     assert cells_tail <= env.delta_run / 2 < env.depth * env.width * dlap_upper_tail(math.floor(psi2) - 1, alpha)
     assert env.failure_bound(b) <= env.delta_run
-    assert env.width == 8192  # next power of two >= 16·k~
+    assert env.width == 32768  # next power of two >= 64·k~
 
 
 def test_row_wise_threshold_beats_the_union_over_cells():

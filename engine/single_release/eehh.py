@@ -264,6 +264,7 @@ class _EEHH(Epoched):
     def __init__(self, settings):
         self.k, self.k_tilde = check_k_tilde(settings.k, settings.k_tilde or 4 * settings.k)
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
+        self.settings_width = settings.extra.get("width")
         n_public, over = public_length(settings)
         t_max = settings.extra.get("t_max")
         if t_max is not None:
@@ -345,9 +346,11 @@ class CountMinEEHH(_EEHH):
     ``eehh_envelope`` (its docstring has the derivation)."""
 
     name = "eehh-cms"
+    parameters = ("t_max", "width")
 
     def _size(self):
-        self.envelope = cms_envelope(self.k_tilde, self.eps_s, self.delta_run, self.t_max)
+        self.envelope = cms_envelope(self.k_tilde, self.eps_s, self.delta_run, self.t_max,
+                                     self.settings_width)
         return self.envelope.width, self.envelope.depth
 
     def _psi(self):
