@@ -7,15 +7,19 @@ its own estimate; a tracked set keeps the k~ labels with the largest recorded es
 
 1. ñ, n_hi as in §4.5; if n_hi > T_max nothing is released ("epoch too long": the union bound
    behind the envelope covers T_max arrivals only);
-2. τ = max(ñ/k, n_hi/k~ + 2γ1(n_hi) + |γ2(n_hi)| + 1) — for CountMin with γ1(t) = 2t/w + ψ and
-   γ2 = −ψ; for CountSketch τ = max(ñ/k, n_hi/k~ + 3(E_cs + ψ) + 1) with E_cs = 4·sqrt(F2_up/w)
-   and F2_up = 2·median_r Σ_j cell² from the final noisy sketch (§6.4);
+2. τ = max(ñ/k, n_hi/k~ + 2γ1(n_hi) + |γ2(n_hi)| + 1) — for CountMin the row-wise envelope of
+   ``eehh_envelope`` (γ1(t) = λt/w + ψ1, γ2 = −ψ2); for CountSketch τ = max(ñ/k, n_hi/k~ +
+   3(E_cs + ψ) + 1) with E_cs = 4·sqrt(F2_up/w) and F2_up = 2·median_r Σ_j cell² from the final
+   noisy sketch (§6.4);
 3. for each tracked label the **final** query v of the sketch (never the stale heap value, P6);
    released iff v > τ (strict).
 
-Sizes (§6.3–§6.4): CountMin w = next power of two >= 2k~, d = ⌈log2(2(T_max + k~)/δ_run)⌉;
-CountSketch w = next power of two >= 3k~, odd d >= ln(2(T_max + k~)/δ_run)/0.7255; δ_run =
-δ_S/(1 + e^(ε_S)); ψ = b·ln(2dw·(2/(1+α))/δ_run). Default k~ = 4k (the paper's experiments).
+Sizes: CountMin as ``eehh_envelope.cms_envelope`` (w = 64·k~ by default, d and (λ, q) for the
+lowest threshold); CountSketch w = next power of two >= 3k~, odd d from
+``eehh_envelope.cs_envelope_depth`` and ψ = b·ln(2/((1+α)q)) (the median's row-wise argument);
+δ_run = δ_S/(1 + e^(ε_S)). The merged collector (merged.py) keeps §6.3's log2 depth at w = 2k~.
+Default k~ = 4k (the paper's experiments). The share of the budget spent on the noisy length is
+the one of ``LENGTH_SHARES`` with the lowest threshold at the public length (§4.5).
 
 Row hashes are vector multiply-shift (strongly universal on 32-bit chunks of the 128-bit key), with
 secret seeds drawn per instance from the same source as the noise (CSPRNG; P10). The CountSketch
@@ -31,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.core import hashtable as ht
-from dptop.engine.single_release.eehh_envelope import cms_envelope, next_pow2
+from dptop.engine.single_release.eehh_envelope import cms_envelope, cs_envelope_depth, cs_psi, next_pow2
 from dptop.engine.single_release.eehh_envelope import cms_threshold as envelope_threshold
 from dptop.engine.single_release.length import (check_k_tilde, length_composed_cost, length_slack, public_length,
                                                 split_length_budget)
@@ -386,10 +390,10 @@ class CountSketchEEHH(_EEHH):
     signed = True
 
     def _size(self):
-        return next_pow2(3 * self.k_tilde), cs_depth(self.t_max, self.k_tilde, self.delta_run)
+        return next_pow2(3 * self.k_tilde), cs_envelope_depth(self.t_max, self.delta_run)
 
     def _psi(self):
-        return sketch_psi(self.scale, self.depth, self.width, self.delta_run)
+        return cs_psi(self.scale)
 
     def _threshold(self, state, n_noisy, n_hi):
         f2 = 0.0 if state is None else f2_upper(state)
@@ -417,12 +421,6 @@ def _check_t_max(t_max: int) -> int:
 def cms_depth(t_max: int, k_tilde: int, delta_run: float) -> int:
     """d = ⌈log2(2(T_max + k~)/δ_run)⌉ rows for width >= 2k~ (dpss-eehh.md §6.3, D8)."""
     return math.ceil(math.log2(2.0 * (_check_t_max(t_max) + k_tilde) / delta_run))
-
-
-def cs_depth(t_max: int, k_tilde: int, delta_run: float) -> int:
-    """Odd d >= ln(2(T_max + k~)/δ_run)/0.7255 rows (dpss-eehh.md §6.4 step 1)."""
-    d = math.ceil(math.log(2.0 * (_check_t_max(t_max) + k_tilde) / delta_run) / 0.7255)
-    return d if d % 2 == 1 else d + 1
 
 
 def sketch_scale(depth: int, eps_s: float) -> float:

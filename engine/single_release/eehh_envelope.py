@@ -124,3 +124,29 @@ def cms_envelope(k_tilde: int, eps_s: float, delta_run: float, t_max: int,
 
 def next_pow2(x: int) -> int:
     return 1 << max(1, math.ceil(math.log2(x)))
+
+
+# --- CountSketch (dpss-eehh.md §6.4), the same row-wise argument for the median.
+
+CS_Q = 1.0 / 64
+"""Per-row noise failure of the CountSketch envelope: Pr[|Z| > ψ] <= q."""
+
+
+def cs_envelope_depth(t_max: int, delta_run: float, q: float = CS_Q) -> int:
+    """Odd d with 4·T_max·(2·sqrt(p(1 − p)))^d <= δ_run, p = 1/16 + q.
+
+    A row's error is s·coll_r + s·Z_r; it leaves [−E_cs − ψ, E_cs + ψ] only if |coll_r| > E_cs
+    (Chebyshev at E_cs = 4·sqrt(F2/w): 1/16) or |Z_r| > ψ (q). The median leaves the envelope on
+    one side only if more than half of the rows do on that side (Chernoff: (2·sqrt(p(1 − p)))^d
+    per side), and a run makes at most 2·T_max queries (arrivals, and final queries of at most
+    T_max labels). §6.4's union bound over every cell (ψ = b·ln(2dw/δ_run)) is not needed."""
+    t_max, delta_run = check_positive_int("t_max", t_max), check_delta(delta_run)
+    p = 1.0 / 16 + q
+    d = max(1, math.ceil(math.log(4.0 * t_max / delta_run) / -math.log(2.0 * math.sqrt(p * (1.0 - p)))))
+    return d if d % 2 == 1 else d + 1
+
+
+def cs_psi(scale: float, q: float = CS_Q) -> float:
+    """ψ with Pr[|Z| > ψ] <= 2α^ψ/(1 + α) = q for DLap of scale b."""
+    alpha = math.exp(-1.0 / scale)
+    return scale * math.log(2.0 / ((1.0 + alpha) * q))
