@@ -207,6 +207,7 @@ def test_detection_limit_says_when_no_release_is_possible():
     (dict(k_tilde=4), r"k~ \(4\) must be > k \(4\)"),
     (dict(extra={"t_max": 0}), r"t_max \(0\) must be >= 1"),
     (dict(epsilon=-1.0), r"epsilon \(-1\) must be > 0"),
+    (dict(epsilon=0.1, extra={"t_max": 500}), r"t_max \(500\) is too small for any epoch.*use --param t_max="),
 ])
 def test_invalid_parameters(kw, match):
     with pytest.raises(ValueError, match=match):

@@ -274,10 +274,11 @@ class _EEHH(Epoched):
         if t_max is not None:
             t_max = check_positive_int("t_max", t_max)
         choices = [self._plan(share, t_max, n_public) for share in self.length_shares]
-        fits = [c for c in choices if t_max is None or n_public is None or c["need"] <= t_max]
+        fits = [c for c in choices if t_max is None or c["need"] <= t_max]
         if not fits:
             need = min(c["need"] for c in choices)
-            raise ValueError(f"t_max ({t_max}) is too small for {over} of {n_public} packets: the release needs "
+            what = f"{over} of {n_public} packets" if n_public is not None else "any epoch, even of one packet"
+            raise ValueError(f"t_max ({t_max}) is too small for {what}: the release needs "
                              f"t_max >= {need} (the length plus twice the noisy-length slack); "
                              f"use --param t_max={need} or more")
         self.length_share = min(fits, key=lambda c: c["tau"])["share"]
@@ -290,8 +291,8 @@ class _EEHH(Epoched):
         self.eps_s, self.delta_s, self.eps_n, self.delta_n = split_length_budget(self.epsilon, self.delta, share)
         eps_s, slack = self.eps_s, length_slack(self.eps_n, self.delta_n)
         self.slack = slack
-        need = None if n_public is None else n_public + 2 * slack + 2
-        self.t_max = t_max if t_max is not None else (DEFAULT_T_MAX if need is None else need)
+        need = (1 if n_public is None else n_public) + 2 * slack + 2
+        self.t_max = t_max if t_max is not None else (DEFAULT_T_MAX if n_public is None else need)
         self.delta_run = eehh_run_delta(eps_s, self.delta_s)
         self.width, self.depth = self._size()
         # b = 2d/ε_S rounded *up* to a multiple of 2^-20 (exactly, from the float ε_S): a little
