@@ -117,6 +117,11 @@ def cmd_replay(args) -> int:
     if time_range and args.epoch_seconds is None:
         raise ValueError("--time-range is the public range of time epochs: give --epoch-seconds too")
     spec = SourceSpec("file", path=str(args.path[0]), speed=args.speed, time_range=time_range, max_gap=args.max_gap)
+    if "t_max" in config.settings.extra:  # an explicit T_max is checked against the file's packet count
+        from dptop.capture.pcap import count_packets
+
+        for name, error in config_errors(config, {"stream_length": count_packets(spec.path)}).items():
+            raise ValueError(f"{name}: {error}")
     return run("replay", spec, config, args.json_out, config.settings.extra["top"], args.publish)
 
 

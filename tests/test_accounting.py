@@ -87,12 +87,19 @@ def test_cms_example_at_the_experiment_point():
 
 
 def test_cs_depth_is_odd_and_large_enough():
+    from dptop.engine.single_release.eehh_envelope import CS_Q, cs_envelope_depth, cs_psi
+
+    chernoff = 2 * math.sqrt((1 / 16 + CS_Q) * (1 - 1 / 16 - CS_Q))
     for t_max in (1000, 1 << 20, 1 << 26):
         d_run = eehh.eehh_run_delta(1.0, 1e-6)
-        d = eehh.cs_depth(t_max, 64, d_run)
+        d = cs_envelope_depth(t_max, d_run)
         assert d % 2 == 1
-        assert (t_max + 64) * 0.4841 ** d <= d_run / 2 * 1.001
-        assert (t_max + 64) * 0.4841 ** (d - 2) > d_run / 2
+        assert 4 * t_max * chernoff ** d <= d_run
+        assert 4 * t_max * chernoff ** (d - 2) > d_run
+    b = 40.0
+    a = math.exp(-1 / b)
+    psi = cs_psi(b)
+    assert 2 * a ** (math.floor(psi) + 1) / (1 + a) <= CS_Q < 2 * a ** (math.floor(psi) - 1) / (1 + a)
 
 
 def test_cs_threshold_formula():

@@ -38,7 +38,28 @@ def spec_threshold(n_noisy, k, k_tilde, eps, delta):
     eps_a, delta_a = 0.9 * eps, (delta - delta_n) / math.exp(eps_n)
     gamma = 1 + math.log(2 / delta_a) / eps_a
     s_n = math.ceil(math.log(1 / ((1 + math.exp(-eps_n)) * delta_n)) / eps_n)
-    return max(n_noisy / k - gamma, (n_noisy + s_n + 1) / k_tilde + 1 + gamma)
+    # recall margin at β = 0.05: ⌈ln(2k/(β(1+α_A)))/ε_A⌉ + ln(2/(β(1+α_n)))/(ε_n·k), at most γ
+    margin = min(gamma, math.ceil(math.log(40 * k / (1 + math.exp(-eps_a))) / eps_a)
+                 + math.log(40 / (1 + math.exp(-eps_n))) / (eps_n * k))
+    return max(n_noisy / k - margin, (n_noisy + s_n + 1) / k_tilde + 1 + gamma)
+
+
+def test_recall_margin_releases_every_heavy_hitter_at_rate_beta():
+    """Items exactly at n/k (the worst case: C = f = n/k) are all released in >= 95 % of releases;
+    a margin of half the size fails that (so the margin is not loose by 2x)."""
+    k, eps = 16, 0.1
+    alg = DPSpaceSaving(_settings(k=k, k_tilde=4 * k, epsilon=eps, delta=1e-6, seed=None))
+    n = 16 * 4000
+    heavy = [i for i in range(1, k + 1) for _ in range(n // k)]
+    state = alg._new_state()
+    update_batch(state, _keys(heavy))
+    runs = 400
+    full = sum(len(alg._publish(state)[0]) == k for _ in range(runs))
+    assert full / runs >= 0.95 - 3 * math.sqrt(0.05 * 0.95 / runs)
+    assert alg.margin < alg.gamma
+    alg.margin /= 2
+    half = sum(len(alg._publish(state)[0]) == k for _ in range(runs))
+    assert half / runs < 0.9
 
 
 @pytest.mark.parametrize("k,kt,eps,delta", [(8, 16, 1.0, 1e-6), (128, 256, 0.1, 1e-3), (2, 3, 4.0, 0.2)])

@@ -146,22 +146,68 @@ def test_epoch_too_long_releases_nothing():
 
 def test_sizes_guarantees_and_fresh_seeds():
     cms, cs = CountMinEEHH(_settings()), CountSketchEEHH(_settings())
-    assert cms.k_tilde == 16 and cms.width == 32 and cs.width == 64 and cs.depth % 2 == 1
+    assert cms.k_tilde == 16 and cms.width == 1024 and cs.width == 64 and cs.depth % 2 == 1
     assert not any("EXPERIMENTAL" in n for n in cms.guarantee().notes)
     assert any("EXPERIMENTAL" in n for n in cs.guarantee().notes)
     g = cms.guarantee()
     assert (g.epsilon, g.delta) == (pytest.approx(1.0), pytest.approx(1e-6))
     a, b = cms._new_state(), cms._new_state()
     assert not np.array_equal(a.hseed, b.hseed) and not np.array_equal(a.cells, b.cells)
+    # --param width: rounded up to a power of two; a narrower sketch needs more rows
+    narrow = CountMinEEHH(_settings(extra={"t_max": 100_000, "width": 100}))
+    assert narrow.width == 128 and narrow.depth > cms.depth
     # Epoch default T_max covers the epoch plus the noisy-length slack.
     ep = CountMinEEHH(Settings(k=4, epoch_packets=500))
     assert ep.t_max >= 500 + ep.slack + 1
+
+
+@pytest.mark.parametrize("cls", [CountMinEEHH, CountSketchEEHH])
+def test_t_max_defaults_from_the_public_length_and_small_ones_are_refused(cls):
+    n = 8000
+    alg = cls(Settings(k=4, epsilon=0.5, stream_length=n))
+    assert alg.t_max == n + 2 * alg.slack + 2
+    with pytest.raises(ValueError, match=r"t_max \(8000\) is too small for the whole stream of 8000 packets.*"
+                                         r"use --param t_max=(\d+) or more") as info:
+        cls(Settings(k=4, epsilon=0.5, stream_length=n, extra={"t_max": n}))
+    need = int(info.value.args[0].rsplit("t_max=", 1)[1].split()[0])
+    ok = cls(Settings(k=4, epsilon=0.5, stream_length=n, extra={"t_max": need}))
+    with pytest.raises(ValueError):
+        cls(Settings(k=4, epsilon=0.5, stream_length=n, extra={"t_max": need - 1}))
+    ok.update(_keys([7] * n))
+    rel = ok.finish()[0]
+    assert "suppressed" not in rel.status
+    if cls is CountMinEEHH:  # (CountSketch's §6.4 envelope is too wide to release at k~ = 16)
+        assert [it.lo - BASE for it in rel.items] == [7]
+    # time epochs: the file's length only bounds each epoch, so a smaller t_max is the user's call
+    cls(Settings(k=4, epsilon=0.5, stream_length=n, epoch_seconds=1.0, time_range=(0, 10**10), extra={"t_max": n}))
+
+
+def test_cli_refuses_a_t_max_below_the_file_and_names_the_one_that_works(capsys):
+    from dptop.cli import main
+    from tests.conftest import DNS_CAPTURE
+
+    assert main(["replay", str(DNS_CAPTURE), "--algorithms", "eehh-cms", "--param", "t_max=4412"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "eehh-cms: t_max (4412) is too small" in err[0]
+    need = int(err[0].rsplit("t_max=", 1)[1].split()[0])
+    assert main(["replay", str(DNS_CAPTURE), "--algorithms", "eehh-cms", "--param", f"t_max={need}",
+                 "--k", "4", "--json", "-"]) == 0
+    out = capsys.readouterr().out
+    assert "24.132.150.54" in out  # 1994 of 4412 packets: released
+
+
+def test_detection_limit_says_when_no_release_is_possible():
+    ok = CountMinEEHH(Settings(k=4, epsilon=1.0, stream_length=100_000)).detectable()
+    assert ok["count"] < 100_000 and "note" not in ok
+    tiny = CountMinEEHH(Settings(k=4, epsilon=0.01, stream_length=8000)).detectable()
+    assert tiny["count"] > 8000 and "no release is possible" in tiny["note"]
 
 
 @pytest.mark.parametrize("kw,match", [
     (dict(k_tilde=4), r"k~ \(4\) must be > k \(4\)"),
     (dict(extra={"t_max": 0}), r"t_max \(0\) must be >= 1"),
     (dict(epsilon=-1.0), r"epsilon \(-1\) must be > 0"),
+    (dict(epsilon=0.1, extra={"t_max": 500}), r"t_max \(500\) is too small for any epoch.*use --param t_max="),
 ])
 def test_invalid_parameters(kw, match):
     with pytest.raises(ValueError, match=match):

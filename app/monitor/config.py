@@ -130,10 +130,11 @@ def check_params(names, extra: dict) -> None:
                              f"{', '.join(sorted(known))})")
 
 
-def config_errors(config: RunConfig) -> dict[str, str]:
+def config_errors(config: RunConfig, public: dict | None = None) -> dict[str, str]:
     """Every reason ``config`` cannot run, by algorithm name ("settings" for the shared ones): the
     documented ranges first (before anything allocates), then each constructor's own checks, so
-    the CLI and the GUI refuse the same things with the same words."""
+    the CLI and the GUI refuse the same things with the same words. ``public``: facts known before
+    the run (a replay's ``stream_length``), against which e.g. an explicit t_max is checked."""
     try:
         check_ranges(config.settings)
         check_params(config.names, config.settings.extra)
@@ -142,6 +143,7 @@ def config_errors(config: RunConfig) -> dict[str, str]:
     errors = {}
     s = config.settings
     placeholder = {} if s.epoch_seconds is None else {"time_range": (0, max(1, round(s.epoch_seconds * 1e9)))}
+    placeholder.update(public or {})
     for name in config.names:
         try:
             check_ranges(config.settings_for(name))

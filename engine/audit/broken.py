@@ -7,6 +7,7 @@ from fractions import Fraction
 import numpy as np
 
 from dptop.engine.single_release.dpss import DPSpaceSaving, dpss_threshold
+from dptop.engine.single_release.eehh import CountMinEEHH
 from dptop.engine.sliding_window.dpsw import DPSWSketch
 from dptop.engine.sliding_window.geometry import WHOLE, Plan, PlanEntry
 from dptop.engine.sliding_window.dpsw_hh import DPSWHeavyHitters
@@ -38,10 +39,26 @@ class ExactLengthDPSS(DPSpaceSaving):
         return n
 
     def threshold(self, n_noisy: int) -> float:
-        return dpss_threshold(n_noisy, n_noisy, self.k, self.k_tilde, self.gamma)
+        return dpss_threshold(n_noisy, n_noisy, self.k, self.k_tilde, self.gamma, self.margin)
 
     def _publish(self, state):
         """As 000's Alg 3: n itself is not published (only the threshold gap is under audit)."""
+        items, tau, n, status = super()._publish(state)
+        status.pop("noisy_length")
+        return items, tau, n, status
+
+
+class ExactLengthEEHH(CountMinEEHH):
+    """Broken EEHH: the thresholds use the exact n (n_hi = n; §4.5 gap, P3)."""
+
+    def __init__(self, settings):
+        super().__init__(settings)
+        self.slack = -1
+
+    def noisy_length(self, n: int) -> int:
+        return n
+
+    def _publish(self, state):
         items, tau, n, status = super()._publish(state)
         status.pop("noisy_length")
         return items, tau, n, status

@@ -9,7 +9,8 @@ Broken variants, built by subclassing or reconfiguring the real classes (never b
 
 * ``*-small-noise``: the real mechanism with a noise source whose discrete Laplace scale is
   ``NOISE_FACTOR`` times too small (``WeakNoise``);
-* ``dpss-exact-n``: DPSS whose threshold uses the exact stream length (dpss-eehh.md §4.5, P3);
+* ``dpss-exact-n``, ``eehh-cms-exact-n``: DPSS / EEHH whose threshold uses the exact stream length
+  (dpss-eehh.md §4.5, P3);
 * ``dpss-wrong-tie``: DPSS over a SpaceSaving whose recency is set only on insertion (§2.5);
 * ``dpsw-early-read``: DPSW whose query plan reads the open substream's sketch before it is
   complete (dpsw-sketch.md §9 P1).
@@ -40,7 +41,7 @@ from dptop.engine.privacy.noise import NoiseSource
 from dptop.engine.core.settings import Settings
 from dptop.engine.baselines.spacesaving import snapshot
 from dptop.engine.audit.broken import (NOISE_FACTOR, EarlyReadDPSW, EntryTimeDPSS, EntryTimeSpaceSaving,
-                                       ExactLengthDPSS, WeakNoise)
+                                       ExactLengthDPSS, ExactLengthEEHH, WeakNoise)
 from dptop.engine.audit.streams import Pair, run_seeds, address, blocks, remove_one, stream
 from dptop.engine.audit.user_level import USER_LEVEL_TARGETS
 
@@ -129,10 +130,10 @@ class DPSSTarget(EpochedTarget):
     def _boundary_pair(mech) -> Pair:
         """§4.5 concrete failure: A sits on the exact-n admission threshold, B loses one packet.
         n is picked so that an integer c lies in (τ(n−1), τ(n)] of the exact-n rule."""
-        k, gamma = mech.k, mech.gamma
+        k, gamma, margin = mech.k, mech.gamma, mech.margin
         for n in range(8 * k * (1 + math.ceil(gamma)), 100_000):
-            c = math.floor(n / k - gamma)
-            if c > (n - 1) / k - gamma and c > n / mech.k_tilde + 1 + gamma:
+            c = math.floor(n / k - margin)
+            if c > (n - 1) / k - margin and c > n / mech.k_tilde + 1 + gamma:
                 break
         fill = [9] * (mech.k_tilde - 2)
         b = n - c - sum(fill)
@@ -222,14 +223,39 @@ class EEHHTarget(EpochedTarget):
         return Settings(k=2, epsilon=1.0, delta=1e-6, extra={"t_max": 1 << 15})
 
     def pairs(self):
-        heavy = blocks({1: 24_000, 2: 2_000, 3: 1_000, **{10 + i: 50 for i in range(20)}}, seed=5)
+        heavy = blocks({1: 24_000, 2: 2_000, 3: 1_000, **{10 + i: 50 for i in range(20)}}, seed=5)  # 28,000
         near_min = heavy + [77] * 3
         return [
             Pair("heavy label loses one packet", stream(heavy), stream(remove_one(heavy, 1)),
                  "dpss-eehh.md §6.5: sketch cells change by 1 in each row"),
             Pair("label near the heap minimum loses its last arrival", stream(near_min),
                  stream(near_min[:-1]), "dpss-eehh.md §12 T15: tracked on one side only"),
+            self._boundary_pair(self.cls(self.settings())),
         ]
+
+    @staticmethod
+    def _boundary_pair(mech) -> Pair:
+        """§4.5 for EEHH: two labels only (no evictions, collisions rare), n even so that the
+        exact-n rule admits A's value n/k on X' (n − 1 packets) but not on X; A's count puts the
+        median of its estimate, c + min_r Z_r, at n/k (median of the min of d DLap(b):
+        b·ln(2(1 − 2^(−1/d))))."""
+        n = 20_000
+        shift = mech.scale * math.log(2 * (1 - 0.5 ** (1 / mech.depth)))
+        c = round(n / mech.k - shift)
+        x = blocks({1: c, 2: n - c}, seed=6)
+        return Pair(f"threshold boundary (n={n}, A={c})", stream(x), stream(remove_one(x, 2)),
+                    "dpss-eehh.md §4.5: with the exact n, A's value n/k is possible on X' only")
+
+
+class EEHHExactN(EEHHTarget):
+    name = "eehh-cms-exact-n"
+    broken = True
+    cls = ExactLengthEEHH
+    description = ("EEHH over DP CountMin whose thresholds and \"epoch too long\" test use the exact stream length "
+                   "n (dpss-eehh.md §4.5, P3), T_max = 27,999: one packet below the heavy pair's longer stream")
+
+    def settings(self):
+        return super().settings().with_(extra={"t_max": 27_999})
 
 
 class LazyHHTarget(Target):
@@ -373,7 +399,7 @@ class LaplaceSmallNoise(LaplaceCount):
 
 TARGETS = {t.name: t for t in (
     DPSSTarget, DPMGTarget, EEHHTarget, LazyHHTarget, DPSWTarget, LaplaceCount,
-    DPSSSmallNoise, DPSSExactN, DPSSWrongTie, DPMGSmallNoise, DPSWEarlyRead, LaplaceSmallNoise)}
+    DPSSSmallNoise, DPSSExactN, DPSSWrongTie, DPMGSmallNoise, EEHHExactN, DPSWEarlyRead, LaplaceSmallNoise)}
 TARGETS.update({t.name: t for t in USER_LEVEL_TARGETS})
 
 

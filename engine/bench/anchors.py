@@ -7,7 +7,9 @@ alternately (ours, theirs, ours, ...) on one Zipf stream written to a temporary 
 the ratios are per CPU-second and per wall second (> 1: dptop is faster).
 
 Driver protocol (each prints one JSON object with ``updates``, ``cpu_s`` and ``wall_s`` of its
-update loop only, plus ``depth`` for CountMin rows):
+update loop only, plus ``depth`` for CountMin rows; ``dphh-driver`` also prints ``released``, the
+``[item, estimate]`` pairs of the class's ``query()`` after the loop, which the utility table of
+``dptop.engine.bench.utility`` scores):
 
 * ``DIR/dphh-driver ALGO STREAM K K_TILDE EPS DELTA T DEPTH`` with ALGO ``mg`` (MisraGries),
   ``mgso``, ``ssso``, ``cmssohh``;

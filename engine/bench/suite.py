@@ -105,7 +105,8 @@ def print_report(report: dict, out) -> None:
 def run_all(quick: bool = False, only: str | None = None, anchors: str | None = None, tables=None) -> dict:
     """Every bench (or those named in ``only``); tables go to ``tables`` (stdout by default; the
     CLI passes stderr when the JSON goes to stdout). ``anchors``: the C++ drivers' folder
-    (``dptop.engine.bench.anchors``); without it the side-by-side table shows "—"."""
+    (``dptop.engine.bench.anchors``); without it the side-by-side table shows "—", with it the
+    utility table (``dptop.engine.bench.utility``) follows."""
     from dptop.engine.bench.anchors import run_anchors
 
     out = tables or sys.stdout
@@ -123,4 +124,9 @@ def run_all(quick: bool = False, only: str | None = None, anchors: str | None = 
     if wanted is None or "anchors" in wanted:
         reports.append(run_anchors(anchors, quick))
         print_report(reports[-1], out)
+        if anchors is not None:
+            from dptop.engine.bench.utility import run_utility
+
+            reports.append(run_utility(anchors, quick))
+            print_report(reports[-1], out)
     return {"quick": quick, "anchors": anchors, "reports": reports}

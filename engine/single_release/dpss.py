@@ -7,7 +7,10 @@ recommended procedure (§4.6):
    length (§4.5 default split, ``accounting.split_length_budget``);
 2. γ = 1 + ln(2/δ_A)/ε_A (discrete noise, strict accounting, §4.4);
 3. ñ = n + DLap(ε_n), n_hi = ñ + s_n + 1 — the threshold never sees the exact n (P3);
-4. τ = max(ñ/k − γ, n_hi/k~ + 1 + γ);
+4. τ = max(ñ/k − m, n_hi/k~ + 1 + γ), with the recall margin m <= γ (``dpss_recall_margin``):
+   every item with f >= n/k is released with probability >= 1 − β together (β = 0.05); 000's −γ
+   buys that at β = δ and admits more items just below n/k. The admission term only affects
+   utility (§4.1), so m is free;
 5. every tracked counter gets fresh discrete Laplace noise (α = e^(−ε_A)); a label is released
    iff its noisy count is > τ (strict). Noise is drawn in key order, so the output is a function
    of (T, C) and the noise only, never of slot order (T11, P12).
@@ -27,6 +30,17 @@ from dptop.engine.core.release import sorted_items
 from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
 from dptop.engine.baselines.spacesaving import make_state, snapshot, update_batch
 
+RECALL_BETA = 0.05
+"""Admission: all items with f >= n/k are released together with probability >= 1 − β
+(``--param recall_beta``: larger trades recall for precision just below n/k)."""
+
+
+def check_beta(beta) -> float:
+    beta = float(beta)
+    if not 0.0 < beta < 1.0:
+        raise ValueError(f"recall_beta ({beta:g}) must be in (0, 1)")
+    return beta
+
 
 def by_key(keys: np.ndarray) -> np.ndarray:
     """Row order of ``keys`` sorted by (hi, lo): a data-independent order for drawing noise."""
@@ -38,12 +52,15 @@ class DPSpaceSaving(Epoched):
     """DPSS [000 Alg 3] with the spec's corrections: discrete noise, strict δ, noisy length."""
 
     name = "dpss"
+    parameters = ("recall_beta",)
 
     def __init__(self, settings):
         self.k, self.k_tilde = check_k_tilde(settings.k, settings.k_tilde or 2 * settings.k)
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
         self.eps_a, self.delta_a, self.eps_n, self.delta_n = split_length_budget(self.epsilon, self.delta)
         self.gamma = dpss_gamma(self.eps_a, self.delta_a)
+        self.recall_beta = check_beta(settings.extra.get("recall_beta", RECALL_BETA))
+        self.margin = min(self.gamma, dpss_recall_margin(self.k, self.eps_a, self.eps_n, self.recall_beta))
         self.slack = length_slack(self.eps_n, self.delta_n)
         self.min_packets = dpss_min_packets(self.k, self.k_tilde, self.gamma, self.slack)
         super().__init__(settings)
@@ -58,13 +75,13 @@ class DPSpaceSaving(Epoched):
 
     def threshold(self, n_noisy: int) -> float:
         """τ for a released noisy length ñ (public: a function of ñ and the parameters)."""
-        return dpss_threshold(n_noisy, n_noisy + self.slack + 1, self.k, self.k_tilde, self.gamma)
+        return dpss_threshold(n_noisy, n_noisy + self.slack + 1, self.k, self.k_tilde, self.gamma, self.margin)
 
     def notes(self):
         return (f"DPSS (dpss-eehh.md §4.6): k={self.k}, k~={self.k_tilde}, discrete Laplace on every "
-                f"tracked counter (ε_A={self.eps_a:.4g}), γ={self.gamma:.4g}, τ = max(ñ/k − γ, "
+                f"tracked counter (ε_A={self.eps_a:.4g}), γ={self.gamma:.4g}, τ = max(ñ/k − m, "
                 f"n_hi/k~ + 1 + γ) with noisy length ñ (ε_n={self.eps_n:.4g}, δ_n={self.delta_n:.3g}, "
-                f"slack s_n={self.slack})",)
+                f"slack s_n={self.slack}), recall margin m={self.margin:.4g} (β={self.recall_beta:g})",)
 
     def epoch_status(self):
         return {"min_packets": self.min_packets}
@@ -107,9 +124,19 @@ def dpss_gamma(eps_a: float, delta_a: float) -> float:
     return 1.0 + math.log(2.0 / delta_a) / eps_a
 
 
-def dpss_threshold(n_noisy: int, n_hi: int, k: int, k_tilde: int, gamma: float) -> float:
-    """τ = max(ñ/k − γ, n_hi/k~ + 1 + γ) (dpss-eehh.md §4.6 step 4)."""
-    return max(n_noisy / k - gamma, n_hi / k_tilde + 1.0 + gamma)
+def dpss_threshold(n_noisy: int, n_hi: int, k: int, k_tilde: int, gamma: float, margin: float | None = None) -> float:
+    """τ = max(ñ/k − m, n_hi/k~ + 1 + γ) (dpss-eehh.md §4.6 step 4; m = γ unless given)."""
+    return max(n_noisy / k - (gamma if margin is None else margin), n_hi / k_tilde + 1.0 + gamma)
+
+
+def dpss_recall_margin(k: int, eps_a: float, eps_n: float, beta: float = RECALL_BETA) -> float:
+    """m = m_A + m_n such that every item with f >= n/k (at most k of them; C >= f) passes
+    ñ/k − m with probability >= 1 − β together: Pr[Z_A <= −m_A] = α^(m_A)/(1 + α) <= β/(2k) for
+    each, m_A = ⌈ln(2k/(β(1 + α)))/ε_A⌉, and Pr[ñ − n >= k·m_n] <= β/2, m_n = ln(2/(β(1 + α_n)))/(ε_n·k)."""
+    k, eps_a, eps_n = check_positive_int("k", k), check_epsilon(eps_a), check_epsilon(eps_n)
+    alpha, alpha_n = math.exp(-eps_a), math.exp(-eps_n)
+    m_a = math.ceil(math.log(2 * k / (beta * (1 + alpha))) / eps_a)
+    return m_a + math.log(2 / (beta * (1 + alpha_n))) / (eps_n * k)
 
 
 def dpss_k_tilde_for(n_min: int, k: int, gamma: float, slack: int | None = None) -> int:

@@ -7,15 +7,19 @@ its own estimate; a tracked set keeps the k~ labels with the largest recorded es
 
 1. ñ, n_hi as in §4.5; if n_hi > T_max nothing is released ("epoch too long": the union bound
    behind the envelope covers T_max arrivals only);
-2. τ = max(ñ/k, n_hi/k~ + 2γ1(n_hi) + |γ2(n_hi)| + 1) — for CountMin with γ1(t) = 2t/w + ψ and
-   γ2 = −ψ; for CountSketch τ = max(ñ/k, n_hi/k~ + 3(E_cs + ψ) + 1) with E_cs = 4·sqrt(F2_up/w)
-   and F2_up = 2·median_r Σ_j cell² from the final noisy sketch (§6.4);
+2. τ = max(ñ/k, n_hi/k~ + 2γ1(n_hi) + |γ2(n_hi)| + 1) — for CountMin the row-wise envelope of
+   ``eehh_envelope`` (γ1(t) = λt/w + ψ1, γ2 = −ψ2); for CountSketch τ = max(ñ/k, n_hi/k~ +
+   3(E_cs + ψ) + 1) with E_cs = 4·sqrt(F2_up/w) and F2_up = 2·median_r Σ_j cell² from the final
+   noisy sketch (§6.4);
 3. for each tracked label the **final** query v of the sketch (never the stale heap value, P6);
    released iff v > τ (strict).
 
-Sizes (§6.3–§6.4): CountMin w = next power of two >= 2k~, d = ⌈log2(2(T_max + k~)/δ_run)⌉;
-CountSketch w = next power of two >= 3k~, odd d >= ln(2(T_max + k~)/δ_run)/0.7255; δ_run =
-δ_S/(1 + e^(ε_S)); ψ = b·ln(2dw·(2/(1+α))/δ_run). Default k~ = 4k (the paper's experiments).
+Sizes: CountMin as ``eehh_envelope.cms_envelope`` (w = 64·k~ by default, d and (λ, q) for the
+lowest threshold); CountSketch w = next power of two >= 3k~, odd d from
+``eehh_envelope.cs_envelope_depth`` and ψ = b·ln(2/((1+α)q)) (the median's row-wise argument);
+δ_run = δ_S/(1 + e^(ε_S)). The merged collector (merged.py) keeps §6.3's log2 depth at w = 2k~.
+Default k~ = 4k (the paper's experiments). The share of the budget spent on the noisy length is
+the one of ``LENGTH_SHARES`` with the lowest threshold at the public length (§4.5).
 
 Row hashes are vector multiply-shift (strongly universal on 32-bit chunks of the 128-bit key), with
 secret seeds drawn per instance from the same source as the noise (CSPRNG; P10). The CountSketch
@@ -31,7 +35,10 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.core import hashtable as ht
-from dptop.engine.single_release.length import check_k_tilde, length_composed_cost, length_slack, split_length_budget
+from dptop.engine.single_release.eehh_envelope import cms_envelope, cs_envelope_depth, cs_psi, next_pow2
+from dptop.engine.single_release.eehh_envelope import cms_threshold as envelope_threshold
+from dptop.engine.single_release.length import (check_k_tilde, length_composed_cost, length_slack, public_length,
+                                                split_length_budget)
 from dptop.engine.single_release.dpss import by_key
 from dptop.engine.single_release.epochs import Epoched
 from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
@@ -43,7 +50,11 @@ from dptop.engine.core.release import sorted_items
 from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
 
 DEFAULT_T_MAX = 1 << 26
-"""Public per-epoch cap on arrivals when neither ``--param t_max`` nor ``--epoch-packets`` sets it."""
+"""Public per-epoch cap on arrivals when no public length (``--param t_max``, ``--epoch-packets``, the
+replayed file's packet count) sets it."""
+LENGTH_SHARES = (0.01, 0.02, 0.05, 0.1)
+"""Shares of ε and δ tried for the noisy length; the one giving the lowest threshold at the public
+length is used (measured in ``dptop bench --anchors``: F1 follows the threshold)."""
 SCALE_DENOMINATOR = 1 << 20
 SIZE, N = 0, 1  # meta[] fields
 _LOW32 = np.uint64(0xFFFF_FFFF)
@@ -246,37 +257,53 @@ def f2_upper(st: EEState) -> float:
     return 2.0 * float(np.median((st.cells.astype(np.float64) ** 2).sum(axis=1)))
 
 
-def next_pow2(x: int) -> int:
-    return 1 << max(1, math.ceil(math.log2(x)))
-
-
 class _EEHH(Epoched):
     """Shared release logic of the two sketch instantiations."""
 
     parameters = ("t_max",)
 
     signed = False
+    length_shares = LENGTH_SHARES
 
     def __init__(self, settings):
         self.k, self.k_tilde = check_k_tilde(settings.k, settings.k_tilde or 4 * settings.k)
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
-        self.eps_s, self.delta_s, self.eps_n, self.delta_n = split_length_budget(self.epsilon, self.delta)
-        self.slack = length_slack(self.eps_n, self.delta_n)
+        self.settings_width = settings.extra.get("width")
+        n_public, over = public_length(settings)
         t_max = settings.extra.get("t_max")
-        if t_max is None:
-            n = settings.epoch_packets
-            t_max = DEFAULT_T_MAX if n is None else max(2 * n, n + 2 * self.slack + 2)
-        self.t_max = check_positive_int("t_max", t_max)
-        self.delta_run = eehh_run_delta(self.eps_s, self.delta_s)
+        if t_max is not None:
+            t_max = check_positive_int("t_max", t_max)
+        choices = [self._plan(share, t_max, n_public) for share in self.length_shares]
+        fits = [c for c in choices if t_max is None or c["need"] <= t_max]
+        if not fits:
+            need = min(c["need"] for c in choices)
+            what = f"{over} of {n_public} packets" if n_public is not None else "any epoch, even of one packet"
+            raise ValueError(f"t_max ({t_max}) is too small for {what}: the release needs "
+                             f"t_max >= {need} (the length plus twice the noisy-length slack); "
+                             f"use --param t_max={need} or more")
+        self.length_share = min(fits, key=lambda c: c["tau"])["share"]
+        self._plan(self.length_share, t_max, n_public)  # the chosen one sets the attributes last
+        super().__init__(settings)
+
+    def _plan(self, share: float, t_max: int | None, n_public: int | None) -> dict:
+        """Set the sizes for one share of the budget spent on ñ (dpss-eehh.md §4.5); return the
+        threshold at the public length (T_max less its slack when no length is public)."""
+        self.eps_s, self.delta_s, self.eps_n, self.delta_n = split_length_budget(self.epsilon, self.delta, share)
+        eps_s, slack = self.eps_s, length_slack(self.eps_n, self.delta_n)
+        self.slack = slack
+        need = (1 if n_public is None else n_public) + 2 * slack + 2
+        self.t_max = t_max if t_max is not None else (DEFAULT_T_MAX if n_public is None else need)
+        self.delta_run = eehh_run_delta(eps_s, self.delta_s)
         self.width, self.depth = self._size()
         # b = 2d/ε_S rounded *up* to a multiple of 2^-20 (exactly, from the float ε_S): a little
         # more noise than needed, as a fraction the vectorised exact sampler takes.
-        exact = Fraction(2 * self.depth) / Fraction(self.eps_s)
+        exact = Fraction(2 * self.depth) / Fraction(eps_s)
         self.scale_exact = Fraction(math.ceil(exact * SCALE_DENOMINATOR), SCALE_DENOMINATOR)
         self.scale = float(self.scale_exact)
-        assert self.scale_exact >= exact and self.scale >= sketch_scale(self.depth, self.eps_s)
-        self.psi = sketch_psi(self.scale, self.depth, self.width, self.delta_run)
-        super().__init__(settings)
+        assert self.scale_exact >= exact and self.scale >= sketch_scale(self.depth, eps_s)
+        self.psi = self._psi()
+        n = n_public if n_public is not None else max(1, self.t_max - 2 * slack - 2)
+        return {"share": share, "need": need, "tau": self._threshold(None, n, n + slack + 1)}
 
     def cost(self):
         return length_composed_cost(self.eps_s, self.delta_s, self.eps_n, self.delta_n)
@@ -294,9 +321,13 @@ class _EEHH(Epoched):
     def epoch_status(self):
         return {"t_max": self.t_max, "depth": self.depth, "width": self.width, "psi": self.psi}
 
+    def noisy_length(self, n: int) -> int:
+        """ñ = n + DLap(ε_n) (§4.5 step 1); a hook for the audit's broken exact-n variant only."""
+        return n + self.noise.dlap(self.eps_n)
+
     def _publish(self, state):
         n = 0 if state is None else int(state.meta[N])
-        n_noisy = n + self.noise.dlap(self.eps_n)
+        n_noisy = self.noisy_length(n)
         n_hi = n_noisy + self.slack + 1
         status = {"noisy_length": n_noisy, "t_max": self.t_max, "depth": self.depth,
                   "width": self.width, "psi": self.psi, "k": self.k, "k_tilde": self.k_tilde}
@@ -316,20 +347,39 @@ class _EEHH(Epoched):
 
 @register
 class CountMinEEHH(_EEHH):
-    """EEHH over a DP CountMin sketch (the default sketch baseline)."""
+    """EEHH over a DP CountMin (the default sketch baseline), sized by the row-wise envelope of
+    ``eehh_envelope`` (its docstring has the derivation)."""
 
     name = "eehh-cms"
+    parameters = ("t_max", "width")
 
     def _size(self):
-        return next_pow2(2 * self.k_tilde), cms_depth(self.t_max, self.k_tilde, self.delta_run)
+        self.envelope = cms_envelope(self.k_tilde, self.eps_s, self.delta_run, self.t_max,
+                                     self.settings_width)
+        return self.envelope.width, self.envelope.depth
+
+    def _psi(self):
+        return self.envelope.psi2(self.scale)
 
     def _threshold(self, state, n_noisy, n_hi):
-        return cms_threshold(n_noisy, n_hi, self.k, self.k_tilde, self.width, self.psi)
+        return envelope_threshold(n_noisy, n_hi, self.k, self.k_tilde, self.envelope, self.scale)
+
+    def limit(self, n):
+        """The final estimate is >= f + min_r Z_r (collisions only add), and the min of d cell
+        noises stays above −b·ln(d/(0.05(1 + α))) w.p. >= 0.95 (union over rows); ñ stays below
+        n + ln(20)/ε_n w.p. 0.95. Error: about n/w of collisions in the best row plus b."""
+        n_noisy = n + math.ceil(math.log(20) / self.eps_n)
+        tau = self._threshold(None, n_noisy, n_noisy + self.slack + 1)
+        low = self.scale * math.log(self.depth / (0.05 * (1 + math.exp(-1 / self.scale))))
+        return math.ceil(tau + low) + 1, n / self.width + self.scale
 
     def notes(self):
-        return (f"EEHH over DP CountMin (dpss-eehh.md §6.2–§6.3): k={self.k}, k~={self.k_tilde}, "
-                f"d={self.depth}, w={self.width}, cell noise discrete Laplace b={self.scale:.4g}, "
-                f"ψ={self.psi:.4g}, T_max={self.t_max}; final-query release, corrected threshold",
+        env = self.envelope
+        return (f"EEHH over DP CountMin (dpss-eehh.md §6.2–§6.3, row-wise envelope): k={self.k}, "
+                f"k~={self.k_tilde}, d={self.depth}, w={self.width}, cell noise discrete Laplace "
+                f"b={self.scale:.4g}; γ1(t) = {env.lam:g}t/w + {env.psi1(self.scale):.4g}, "
+                f"γ2 = −{self.psi:.4g}; T_max={self.t_max}; {self.length_share:g} of ε and δ on the "
+                "noisy length; final-query release, corrected threshold",
                 "proof caveat (§6.5): the tracked set depends on the same noise as the final estimates")
 
 
@@ -341,7 +391,10 @@ class CountSketchEEHH(_EEHH):
     signed = True
 
     def _size(self):
-        return next_pow2(3 * self.k_tilde), cs_depth(self.t_max, self.k_tilde, self.delta_run)
+        return next_pow2(3 * self.k_tilde), cs_envelope_depth(self.t_max, self.delta_run)
+
+    def _psi(self):
+        return cs_psi(self.scale)
 
     def _threshold(self, state, n_noisy, n_hi):
         f2 = 0.0 if state is None else f2_upper(state)
@@ -369,12 +422,6 @@ def _check_t_max(t_max: int) -> int:
 def cms_depth(t_max: int, k_tilde: int, delta_run: float) -> int:
     """d = ⌈log2(2(T_max + k~)/δ_run)⌉ rows for width >= 2k~ (dpss-eehh.md §6.3, D8)."""
     return math.ceil(math.log2(2.0 * (_check_t_max(t_max) + k_tilde) / delta_run))
-
-
-def cs_depth(t_max: int, k_tilde: int, delta_run: float) -> int:
-    """Odd d >= ln(2(T_max + k~)/δ_run)/0.7255 rows (dpss-eehh.md §6.4 step 1)."""
-    d = math.ceil(math.log(2.0 * (_check_t_max(t_max) + k_tilde) / delta_run) / 0.7255)
-    return d if d % 2 == 1 else d + 1
 
 
 def sketch_scale(depth: int, eps_s: float) -> float:

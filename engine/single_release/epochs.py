@@ -142,7 +142,11 @@ class Epoched(Algorithm):
         if limit is None:
             return None
         count, error = limit
-        return {"count": count, "share": count / n, "error": error, "over": over}
+        out = {"count": count, "share": count / n, "error": error, "over": over}
+        if count > n:
+            out["note"] = (f"no release is possible with these parameters: a source would need >= {count} "
+                           f"packets, more than the {n} of {over}")
+        return out
 
     def limit(self, n: int) -> tuple[int, float] | None:
         """(count released w.p. >= 0.9, typical error of an estimate) in an epoch of ``n`` packets;

@@ -11,11 +11,13 @@ LENGTH_SHARE = 0.1
 """Share of ε and δ spent on the noisy stream length ñ (dpss-eehh.md §4.5 default split)."""
 
 
-def split_length_budget(epsilon: float, delta: float) -> tuple[float, float, float, float]:
-    """Total (ε, δ) -> (ε_A, δ_A, ε_n, δ_n) with ε_n = 0.1ε, δ_n = 0.1δ and
+def split_length_budget(epsilon: float, delta: float, share: float = LENGTH_SHARE) -> tuple[float, float, float, float]:
+    """Total (ε, δ) -> (ε_A, δ_A, ε_n, δ_n) with ε_n = share·ε, δ_n = share·δ and
     δ_A = (δ − δ_n)/e^(ε_n), so that ``length_composed_cost`` gives back (ε, δ) (§4.5)."""
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
-    eps_n, delta_n = LENGTH_SHARE * epsilon, LENGTH_SHARE * delta
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"length share ({share:g}) must be in (0, 1)")
+    eps_n, delta_n = share * epsilon, share * delta
     return epsilon - eps_n, (delta - delta_n) / math.exp(eps_n), eps_n, delta_n
 
 
@@ -39,3 +41,14 @@ def check_k_tilde(k: int, k_tilde: int) -> tuple[int, int]:
         raise ValueError(f"k~ ({k_tilde}) must be > k ({k})")
     return k, k_tilde
 
+
+
+def public_length(settings) -> tuple[int | None, str]:
+    """The length every epoch's release must fit, from public facts: the count epoch, or the whole
+    replayed stream when it is one epoch (its packet count, public under substitution); None for
+    time epochs and live capture, whose lengths are not public."""
+    if settings.epoch_packets is not None:
+        return settings.epoch_packets, "an epoch"
+    if settings.epoch_seconds is None and settings.stream_length:
+        return settings.stream_length, "the whole stream"
+    return None, "an epoch"

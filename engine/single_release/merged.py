@@ -35,9 +35,9 @@ from dptop.engine.core.release import sorted_items
 from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
 from dptop.engine.single_release.dpmg import DPMisraGries
 from dptop.engine.single_release.dpss import by_key
-from dptop.engine.single_release.eehh import (N, SIZE, EEState, CountMinEEHH, cms_depth, next_pow2,
-                                              tracked, update_batch, make_ee_state)
-from dptop.engine.single_release.length import length_slack, split_length_budget
+from dptop.engine.single_release.eehh import (N, SIZE, EEState, CountMinEEHH, cms_depth, cms_threshold, next_pow2,
+                                              sketch_psi, tracked, update_batch, make_ee_state)
+from dptop.engine.single_release.length import LENGTH_SHARE, length_slack, split_length_budget
 
 
 def merged_mg_threshold(epsilon: float, delta: float, capacity: int) -> int:
@@ -92,6 +92,8 @@ class MergedDPMG(DPMisraGries):
 class MergedEEHH(CountMinEEHH):
     """EEHH over a CountMin summed from ``agents`` capture points, noised once at the collector."""
 
+    length_shares = (LENGTH_SHARE,)
+
     def __init__(self, settings, agents: int):
         self.agents = check_positive_int("agents", agents)
         n = settings.epoch_packets
@@ -104,8 +106,15 @@ class MergedEEHH(CountMinEEHH):
         super().__init__(settings)
 
     def _size(self):
+        """§6.3's log2 depth at w = 2k~: the merged tracking is not the single sketch's (notes)."""
         return (next_pow2(2 * self.k_tilde),
                 cms_depth(self.t_max, self.agents * self.k_tilde, self.delta_run))
+
+    def _psi(self):
+        return sketch_psi(self.scale, self.depth, self.width, self.delta_run)
+
+    def _threshold(self, state, n_noisy, n_hi):
+        return cms_threshold(n_noisy, n_hi, self.k, self.k_tilde, self.width, self.psi)
 
     def notes(self):
         return (f"EEHH over DP CountMin summed from {self.agents} capture points: k={self.k}, "
