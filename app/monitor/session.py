@@ -165,14 +165,10 @@ class Session:
 
     def _time_range(self, path, declared: tuple[int, int] | None) -> tuple[int, int]:
         """The public range of a replay's time epochs: the declared one, else the file's own."""
-        from dptop.capture import epochorder
+        from dptop.monitor.precheck import public_time_range
 
-        if declared:
-            self.public_source = "declared"
-            return declared
-        self.public_source = "the file's first and last packet stamps"
-        span = epochorder.time_range(path)
-        return (0, 1) if span is None else (span[0], span[1] + 1)  # no IP packet: one empty epoch
+        span, self.public_source = public_time_range(path, declared)
+        return span
 
     def _replay_grid(self) -> TimeGrid | None:
         """The grid the replay reads the file in (its canonical order)."""
