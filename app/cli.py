@@ -22,12 +22,16 @@ from dptop.capture import synth
 from dptop.capture.live import COUNT, DURATION
 from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.audit.cases import CONFIDENCE, EVENTS, RUNS
+from dptop.engine.local_dp.pipeline import SCHEMES
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, parse_param
 from dptop.monitor.config import BYTE_CAP, BYTE_UNIT, Counting, RunConfig, SourceSpec, config_errors
-from dptop.options import Parser, nonempty, ranged, ranged_list
+from dptop.options import Parser, names_arg, nonempty, ranged, ranged_list
 from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
 
+BENCH_NAMES = ("algorithms", "single-release", "continual", "sliding-window", "local-dp", "anchors", "capture",
+               "replay")
+"""What ``dptop bench --only`` names (dptop.engine.bench.suite.EXTRA_BENCHES by their last part)."""
 DEFAULT_ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries", "countmin")
 
 
@@ -86,6 +90,13 @@ def settings_from_args(args) -> Settings:
                     restart=args.restart, window=args.window, gamma=args.gamma, extra=dict(args.param))
 
 
+def time_range_arg(text: str) -> tuple[int, int]:
+    try:
+        return parse_time_range(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def cluster_arg(text: str) -> str:
     from dptop.cluster.connect import check_cluster
 
@@ -103,7 +114,10 @@ def algorithm_names(spec: str | None) -> list[str]:
     if not names:
         raise ValueError("--algorithms names no algorithm")
     for n in names:
-        registry.get(n)  # raises with the list of known names
+        try:
+            registry.get(n)
+        except ValueError as exc:  # names the list of known ones
+            raise ValueError(f"--algorithms: {exc}") from None
     return list(dict.fromkeys(names))
 
 
@@ -118,28 +132,42 @@ def config_from_args(args) -> RunConfig:
     return config
 
 
-def cmd_replay(args) -> int:
-    from dptop.headless import run
-
-    config = config_from_args(args)
+def check_replay(args) -> None:
+    """Everything ``replay`` checks before it starts (``args.config``, ``args.spec``): the
+    algorithms and their parameters, and the capture and its time grid (one file) or the archive
+    plan (several files)."""
+    args.config = config_from_args(args)
     if len(args.path) > 1 or args.cluster:
-        from dptop.headless import run_archive
-
-        return run_archive(args.path, config, args.cluster, args.json_out, config.settings.extra["top"],
-                           parse_time_range(args.time_range) if args.time_range else None)
-    time_range = parse_time_range(args.time_range) if args.time_range else None
-    if time_range and args.epoch_seconds is None:
+        args.spec = None
+        return
+    if args.time_range and args.epoch_seconds is None:
         raise ValueError("--time-range is the public range of time epochs: give --epoch-seconds too")
-    spec = SourceSpec("file", path=str(args.path[0]), speed=args.speed, time_range=time_range, max_gap=args.max_gap)
-    return run("replay", spec, config, args.json_out, config.settings.extra["top"])
+    from dptop.monitor.precheck import check_source
+
+    args.spec = SourceSpec("file", path=str(args.path[0]), speed=args.speed, time_range=args.time_range,
+                           max_gap=args.max_gap)
+    check_source(args.spec, args.config.settings.epoch_seconds)
+
+
+def cmd_replay(args) -> int:
+    from dptop.headless import run, run_archive
+
+    config = args.config
+    if args.spec is None:
+        return run_archive(args.path, config, args.cluster, args.json_out, config.settings.extra["top"],
+                           args.time_range)
+    return run("replay", args.spec, config, args.json_out, config.settings.extra["top"])
+
+
+def check_capture(args) -> None:
+    args.config = config_from_args(args)
+    args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration)
 
 
 def cmd_capture(args) -> int:
     from dptop.headless import run
 
-    config = config_from_args(args)
-    spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration)
-    return run("capture", spec, config, args.json_out, config.settings.extra["top"])
+    return run("capture", args.spec, args.config, args.json_out, args.config.settings.extra["top"])
 
 
 def cmd_synth(args) -> int:
@@ -202,19 +230,29 @@ def cmd_list(args) -> int:
     return 0
 
 
+def _audit_targets() -> dict:
+    from dptop.engine.audit import cases as audit_cases
+    from dptop.monitor.audit import PRODUCT_TARGETS
+
+    return {**audit_cases.TARGETS, **PRODUCT_TARGETS}
+
+
+def check_audit(args) -> None:
+    if args.mechanism != "list" and args.mechanism not in _audit_targets():
+        raise ValueError(f"--mechanism: unknown audit mechanism {args.mechanism!r}; known: "
+                         f"{', '.join(_audit_targets())}")
+
+
 def cmd_audit(args) -> int:
     """Empirical privacy audit of a release mechanism (dptop.engine.audit) or of the product path
     (dptop.monitor.audit: capture files through a monitor session and its JSON)."""
     from dptop.engine.audit import cases as audit_cases
-    from dptop.monitor.audit import PRODUCT_TARGETS
 
-    targets = {**audit_cases.TARGETS, **PRODUCT_TARGETS}
+    targets = _audit_targets()
     if args.mechanism == "list":
         for name, cls in targets.items():
             print(f"{name:28s} {'broken' if cls.broken else 'real':7s} {cls.description}")
         return 0
-    if args.mechanism not in targets:
-        raise ValueError(f"unknown audit mechanism {args.mechanism!r}; known: {', '.join(targets)}")
     if args.json_out == "-":
         report = None
     else:
@@ -284,7 +322,7 @@ def cmd_sweep_ldp(args) -> int:
 
 def _add_sweep_ldp(sub) -> None:
     p = sub.add_parser("sweep-ldp", help="local-DP schemes: NDCG/precision/recall against epsilon")
-    p.add_argument("--schemes", type=nonempty("--schemes"), default="bgr,dsr,bdr,cnr")
+    p.add_argument("--schemes", type=names_arg("--schemes", SCHEMES), default="bgr,dsr,bdr,cnr")
     p.add_argument("--epsilons", type=ranged_list(RANGES["epsilon"]), default="0.5,1,2,4,8")
     p.add_argument("--data", choices=("zipf", "normal", "exponential"), default="zipf",
                    help="zipf (1.5), normal or exponential")
@@ -307,8 +345,7 @@ def cmd_gui(args) -> int:
     if not has_display():
         print("dptop: no display found (DISPLAY/WAYLAND_DISPLAY unset); running the headless replay instead.\n"
               "       Start it on a desktop, or under Xvfb: xvfb-run dptop gui", file=sys.stderr)
-        replay_args = build_parser().parse_args(["replay", str(path or DEMO_CAPTURE)])
-        return cmd_replay(replay_args)
+        return cmd_replay(prepare(["replay", str(path or DEMO_CAPTURE)]))
     from dptop.gui.main import run_gui
 
     return run_gui(path)
@@ -329,11 +366,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="follow packet timestamps at this speed (default: as fast as possible)")
     p.add_argument("--max-gap", type=ranged(MAX_GAP), default=5.0, metavar="S",
                    help="paced replay: wait at most S seconds for the next packet (default 5)")
-    p.add_argument("--time-range", default=None, metavar="START:END",
+    p.add_argument("--time-range", type=time_range_arg, default=None, metavar="START:END",
                    help="public range of the time epochs, Unix seconds START:END or ISO 8601 START/END "
                         "(default: the file's first to last packet stamp, then stated as public)")
     _add_run_options(p)
-    p.set_defaults(func=cmd_replay)
+    p.set_defaults(func=cmd_replay, check=check_replay)
 
     p = sub.add_parser("capture", help="run the algorithms on live traffic (needs root or CAP_NET_RAW)")
     p.add_argument("--iface", type=nonempty("--iface"), required=True)
@@ -342,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--duration", type=ranged(DURATION), default=None, help="stop after S seconds")
     stop.add_argument("--count", type=ranged(COUNT), default=None, help="stop after N IP packets")
     _add_run_options(p)
-    p.set_defaults(func=cmd_capture)
+    p.set_defaults(func=cmd_capture, check=check_capture)
 
     p = sub.add_parser("synth", help="write a synthetic Zipf capture (a real pcap file)")
     p.add_argument("--skew", type=ranged(synth.SKEW), default=1.1)
@@ -355,7 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="benchmark every algorithm (updates/s) and the capture path")
     p.add_argument("--quick", action="store_true", help="smaller streams (a smoke run)")
-    p.add_argument("--only", default=None, help="comma-separated bench names: algorithms, capture, single-release, "
+    p.add_argument("--only", type=names_arg("--only", BENCH_NAMES), default=None, help="comma-separated bench names: algorithms, capture, single-release, "
                    "continual, sliding-window, anchors, replay (end to end)")
     p.add_argument("--anchors", type=nonempty("--anchors"), default=None, metavar="DIR",
                    help="folder with the authors' C++ timing drivers: time them side by side (see dptop.engine.bench.anchors)")
@@ -373,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed every run's noise (reproducible; default: the OS CSPRNG)")
     p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-",
                    help="write the JSON result to OUT or stdout")
-    p.set_defaults(func=cmd_audit)
+    p.set_defaults(func=cmd_audit, check=check_audit)
 
     _add_sweep_lazyhh(sub)
     _add_sweep_ldp(sub)
@@ -397,6 +434,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def prepare(argv) -> argparse.Namespace:
+    """Parse ``argv`` and run the command's checks (``check``): everything that comes before it
+    starts or touches an output. Raises ``SystemExit`` (usage), ``ValueError`` or ``CaptureError``."""
+    return _check(build_parser().parse_args(argv))
+
+
+def _check(args) -> argparse.Namespace:
+    if getattr(args, "check", None) is not None:
+        args.check(args)
+    return args
+
+
 def main(argv=None) -> int:
     """Exit codes: 0 done, 1 runtime error, 2 usage (bad option or parameter), 128 + signal."""
     try:
@@ -414,7 +463,7 @@ def _dispatch(args) -> int:
     from dptop.capture.pcap import CaptureError
 
     try:
-        return args.func(args)
+        return _check(args).func(args)
     except ValueError as exc:
         print(f"dptop: error: {exc}", file=sys.stderr)
         return 2

@@ -24,7 +24,7 @@ def ranged(rule: Range):
             return rule.parse(text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-    parse.__name__ = rule.name
+    parse.__name__, parse.rule = rule.name, rule
     return parse
 
 
@@ -38,7 +38,19 @@ def ranged_list(rule: Range):
             return [rule.parse(t) for t in items]
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-    parse.__name__ = rule.name
+    parse.__name__, parse.rule = rule.name, rule
+    return parse
+
+
+def names_arg(what: str, known):
+    """argparse ``type=`` for a comma-separated, non-empty list of names out of ``known``."""
+    def parse(text: str):
+        names = [t.strip() for t in text.split(",") if t.strip()]
+        unknown = [n for n in names if n not in known]
+        if not names or unknown:
+            raise argparse.ArgumentTypeError(f"{what} ({text!r}) must name one or more of {', '.join(known)}")
+        return ",".join(names)
+    parse.__name__ = what
     return parse
 
 

@@ -136,6 +136,9 @@ def canonical(batches: Iterable[KeyBatch], cell_plan: CellPlan) -> Iterator[KeyB
         lo, hi = np.searchsorted(cell_plan.held_sorted, [base, base + n])
         keep[cell_plan.held_sorted[lo:hi] - base] = False
         idx = np.flatnonzero(keep)
+        if not len(idx):  # every packet of the batch outside the grid (or held back)
+            base += n
+            continue
         pos, run_cells = idx + base, cells[idx]
         cuts = np.flatnonzero(np.diff(run_cells)) + 1
         for a, b in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(idx)])).tolist()):

@@ -13,11 +13,12 @@ import time
 
 from dptop.capture.live import DURATION
 from dptop.cluster.connect import local_workers
-from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, parse_param
+from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, check_ranges, parse_param
 from dptop.options import Parser, nonempty, ranged, ranged_list
 from dptop.output import write_json
 
 LIVE_DEFAULT = ("exact", "dpmg", "misragries")
+EXPECT_TIMEOUT = Range("expect-timeout", 0.0, 3600.0)
 BENCH_FILES = Range("files", 1, 1024, integer=True)
 BENCH_PACKETS = Range("packets", 1, 1 << 30, integer=True)
 SCHEDULER = nonempty("--scheduler (tcp://HOST:PORT)")
@@ -47,14 +48,32 @@ def _status_line(a) -> str:
             f"drops {a.kernel_drops + a.queue_drops}" + (f"  ({a.error})" if a.error else ""))
 
 
+def check_collect(args) -> None:
+    """The algorithms (mergeable ones) and their parameters, before connecting to anything."""
+    from dptop.cluster.plan import check_names
+
+    try:
+        args.names = check_names(n.strip() for n in args.algorithms.split(",") if n.strip())
+    except ValueError as exc:
+        raise ValueError(f"--algorithms: {exc}") from None
+    args.settings = Settings(k=args.k, k_tilde=args.k_tilde, epsilon=args.epsilon, delta=args.delta, seed=args.seed,
+                             epoch_seconds=args.epoch_seconds, extra=dict(args.param))
+    check_ranges(args.settings)
+
+
 def cmd_collect(args) -> int:
     from dptop.cluster.collector import Collector
 
-    names = [n.strip() for n in args.algorithms.split(",") if n.strip()]
-    settings = Settings(k=args.k, k_tilde=args.k_tilde, epsilon=args.epsilon, delta=args.delta, seed=args.seed,
-                        epoch_seconds=args.epoch_seconds, extra=dict(args.param))
-    collector = Collector(args.scheduler, names, settings).start()
+    names, settings = args.names, args.settings
+    expect = [n.strip() for n in (args.expect or "").split(",") if n.strip()]
+    collector = Collector(args.scheduler, names, settings, expect=expect, expect_timeout=args.expect_timeout).start()
     quiet = args.json_out == "-"
+    if expect:
+        print(f"dptop: waiting up to {args.expect_timeout:g} s for agents {', '.join(expect)}", file=sys.stderr)
+        absent = collector.wait_for_expected()
+        if absent:
+            print(f"dptop: error: expected agent(s) not joined after {args.expect_timeout:g} s: {', '.join(absent)} "
+                  f"(their traffic is in no release; every release names them as NOT covered)", file=sys.stderr)
     deadline = None if args.duration is None else time.monotonic() + args.duration
     try:
         while deadline is None or time.monotonic() < deadline:
@@ -66,17 +85,30 @@ def cmd_collect(args) -> int:
     except KeyboardInterrupt:
         pass
     result = collector.stop()
+    gone = [a.name for a in result.agents if a.gone]
     if args.json_out:
-        write_json(result.to_json(args.top), args.json_out)
+        write_json({**result.to_json(args.top), "partial": bool(gone), "missing": gone}, args.json_out)
     if not quiet:
-        print("exact top:", ", ".join(f"{it.address} {it.estimate:.0f}" for it in result.exact_top(args.top)))
+        exact = next(iter(result.releases.get("exact", [])), None)
+        print(f"exact top {_coverage(exact.status if exact else {'agents': [a.name for a in result.agents if not a.gone]})}:",
+              ", ".join(f"{it.address} {it.estimate:.0f}" for it in result.exact_top(args.top)))
         for name, rels in result.releases.items():
             for rel in rels[-3:]:
                 items = ", ".join(f"{it.address} {it.estimate:.0f}" for it in rel.items[:10]) or "(nothing released)"
-                print(f"{name} epoch {rel.span.index} [agents: {', '.join(rel.status.get('agents', []))}"
-                      f"{'; NOT covered: ' + ', '.join(rel.status['agents_missing']) if rel.status.get('agents_missing') else ''}]"
-                      f" {items}")
-    return 0
+                print(f"{name} epoch {rel.span.index} {_coverage(rel.status)} {items}")
+    if gone:
+        print(f"dptop: error: not covered (lost, failed or never joined): {', '.join(gone)}", file=sys.stderr)
+    return 1 if gone else 0
+
+
+def _coverage(status: dict) -> str:
+    """``[agents: a, b; partial: c; NOT covered: d]`` of a release's status."""
+    text = f"[agents: {', '.join(status.get('agents', [])) or 'none'}"
+    if status.get("agents_partial"):
+        text += f"; partial (until lost): {', '.join(status['agents_partial'])}"
+    if status.get("agents_missing"):
+        text += f"; NOT covered: {', '.join(status['agents_missing'])}"
+    return text + "]"
 
 
 def cmd_cluster_bench(args) -> int:
@@ -115,10 +147,15 @@ def add_subcommands(subparsers) -> None:
                    help="time epochs (default: one epoch, the whole run)")
     p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--duration", type=ranged(DURATION), default=None, help="stop after S seconds (default: Ctrl-C)")
+    p.add_argument("--expect", type=nonempty("--expect"), default=None, metavar="NAME,NAME",
+                   help="agents the run is for: epochs wait for them (up to --expect-timeout), and those that "
+                        "never join are named as not covered")
+    p.add_argument("--expect-timeout", type=ranged(EXPECT_TIMEOUT), default=60.0, metavar="S",
+                   help="how long to wait for the expected agents (default 60)")
     p.add_argument("--top", type=ranged(replace(EXTRA_RANGES["top"], name="top")), default=10)
     p.add_argument("--json", dest="json_out", type=nonempty("--json (a file name, or - for stdout)"), default=None,
                    metavar="OUT|-")
-    p.set_defaults(func=cmd_collect)
+    p.set_defaults(func=cmd_collect, check=check_collect)
 
     p = subparsers.add_parser("cluster-bench", help="archive replay speed-up on 1, 2, 4 Dask workers and bytes shipped")
     p.add_argument("--quick", action="store_true", help="small files (a smoke run)")
@@ -136,6 +173,8 @@ def main(argv=None) -> int:
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "check", None) is not None:
+            args.check(args)
         return args.func(args)
     except (ValueError, OSError, CaptureError) as exc:
         print(f"dptop: error: {exc}", file=sys.stderr)

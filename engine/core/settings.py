@@ -125,7 +125,7 @@ RANGES = {r.name: r for r in (
     # checked before any algorithm allocates anything
     Range("k", 1, 1 << 22, integer=True),
     Range("k_tilde", 2, 1 << 24, integer=True),
-    Range("epsilon", 0.0, 64.0, open_low=True),
+    Range("epsilon", 1e-6, 64.0),  # below, noise scales (1/ε, ρ = ε²/2...) leave the float range
     Range("delta", 1e-100, 0.5),  # below, δ split over releases underflows to 0 (ln(1/δ) overflows)
     Range("epoch_packets", 1, 1 << 40, integer=True),
     Range("epoch_seconds", 1e-6, 1e7),
