@@ -161,6 +161,17 @@ def canonical(batches: Iterable[KeyBatch], cell_plan: CellPlan) -> Iterator[KeyB
         yield out
 
 
+def by_cell(batch: KeyBatch, grid) -> Iterator[tuple[int, KeyBatch]]:
+    """``batch`` (stamps in non-decreasing order) as runs of one cell each, tagged with it
+    (``-1``: outside the grid, untagged)."""
+    cells = grid.cell_of(batch.ts_ns)
+    cuts = (np.flatnonzero(np.diff(cells)) + 1).tolist()
+    for a, b in zip([0] + cuts, cuts + [len(cells)]):
+        if b > a:
+            c = int(cells[a])
+            yield c, batch.take(slice(a, b), c if c >= 0 else None)
+
+
 def _held_cell(cell_plan: CellPlan, h: int) -> tuple[int, KeyBatch]:
     """The held packets of cell ``held_cell[h]`` from ``h`` on, as one batch tagged with it."""
     cell, j = int(cell_plan.held_cell[h]), h

@@ -151,6 +151,8 @@ class Session:
             write_zipf_pcap(path, spec.skew, spec.domain, spec.length, spec.seed, rate_pps=spec.rate)
         self.phase = "counting packets"
         self.public = {"stream_length": count_packets(path)}
+        if spec.loop and epoch_seconds is not None:
+            return self._open_loop(path, spec, epoch_seconds)
         if epoch_seconds is not None:
             self.phase = "planning time epochs"
             start, end = self._time_range(path, spec.time_range)
@@ -162,6 +164,33 @@ class Session:
             return None
         return FileReplay(path, self._sink, speed=spec.speed, loop=spec.loop, batch_size=REPLAY_BATCH,
                           records=self.public["stream_length"], grid=self._replay_grid(), max_gap=spec.max_gap)
+
+    def _open_loop(self, path, spec: SourceSpec, epoch_seconds: float):
+        """A looping synthetic stream with time epochs: its stamps only grow (each pass is shifted
+        past the last), so the grid is open-ended from the stream's first stamp (a public fact of
+        the generator, like a live capture's start) and each packet goes to the cell of its stamp."""
+        from dptop.capture import epochorder
+        from dptop.capture.replay import FileReplay
+
+        start = (epochorder.time_range(path) or (0, 0))[0]
+        self.public["time_range"] = (start, None)
+        self.public_source = "the synthetic stream's first stamp (open-ended: the stream loops)"
+        self.grid = TimeGrid(start, round(epoch_seconds * 1e9), MAX_CELLS)
+        if self._stopping.is_set() or not self._start_lanes():
+            return None
+        return FileReplay(path, self._cell_sink, speed=spec.speed, loop=True, batch_size=REPLAY_BATCH,
+                          records=self.public["stream_length"], max_gap=spec.max_gap)
+
+    def _cell_sink(self, batch: KeyBatch) -> bool:
+        """Packets in stamp order, each run of one cell tagged with it (epochorder.by_cell)."""
+        from dptop.capture.epochorder import OUTSIDE, by_cell
+
+        for cell, piece in by_cell(batch, self.grid):
+            if cell < 0:
+                self.dropped[OUTSIDE] = self.dropped.get(OUTSIDE, 0) + len(piece)
+            elif not self._sink(piece):
+                return False
+        return True
 
     def _time_range(self, path, declared: tuple[int, int] | None) -> tuple[int, int]:
         """The public range of a replay's time epochs: the declared one, else the file's own."""
