@@ -9,7 +9,7 @@ Nothing here imports Qt except the ``gui``/``demo`` commands, lazily.
 from __future__ import annotations
 
 import argparse
-import json
+from dataclasses import replace
 import os
 import sys
 import time
@@ -18,10 +18,20 @@ from pathlib import Path
 from dptop import __version__
 from dptop.engine.core import registry
 from dptop.engine.core.clock import parse_time_range
-from dptop.engine.core.settings import Settings, parse_param
-from dptop.monitor.config import Counting, RunConfig, SourceSpec, config_errors
+from dptop.capture import synth
+from dptop.capture.live import COUNT, DURATION
+from dptop.capture.replay import MAX_GAP, SPEED
+from dptop.engine.audit.cases import CONFIDENCE, EVENTS, RUNS
+from dptop.engine.local_dp.pipeline import SCHEMES
+from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, parse_param
+from dptop.monitor.config import BYTE_CAP, BYTE_UNIT, Counting, RunConfig, SourceSpec, config_errors
+from dptop.options import Parser, names_arg, nonempty, ranged, ranged_list
+from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
 
+BENCH_NAMES = ("algorithms", "single-release", "continual", "sliding-window", "local-dp", "anchors", "capture",
+               "replay")
+"""What ``dptop bench --only`` names (dptop.engine.bench.suite.EXTRA_BENCHES by their last part)."""
 DEFAULT_ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries", "countmin")
 
 
@@ -32,23 +42,33 @@ def _param_arg(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+JSON_TARGET = nonempty("--json (a file name, or - for stdout)")
+PUBLISH_TARGET = nonempty("--publish (a file name, or - for stdout)")
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--algorithms", default=None,
                    help="comma-separated names (default: the private trio and the baselines available); "
                         "'dptop list' shows them")
-    p.add_argument("--k", type=int, default=16, help="heavy hitters: report items above n/k (default 16)")
-    p.add_argument("--k-tilde", type=int, default=None, help="tracked counters/candidates k~ (default per algorithm)")
-    p.add_argument("--epsilon", type=float, default=0.5,
+    p.add_argument("--k", type=ranged(RANGES["k"]), default=16,
+                   help="heavy hitters: report items above n/k (default 16)")
+    p.add_argument("--k-tilde", type=ranged(RANGES["k_tilde"]), default=None,
+                   help="tracked counters/candidates k~ (default per algorithm)")
+    p.add_argument("--epsilon", type=ranged(RANGES["epsilon"]), default=0.5,
                    help="privacy budget epsilon per packet and algorithm (default 0.5; continual observation needs < 1)")
-    p.add_argument("--delta", type=float, default=1e-6, help="privacy budget delta (default 1e-6)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--delta", type=ranged(RANGES["delta"]), default=1e-6, help="privacy budget delta (default 1e-6)")
+    p.add_argument("--seed", type=ranged(SEED), default=None,
                    help="seed the noise for a reproducible run (the output is then NOT private)")
-    p.add_argument("--epoch-packets", type=int, default=None, help="single-release epochs of N packets")
-    p.add_argument("--epoch-seconds", type=float, default=None, help="single-release epochs of S seconds of packet time")
-    p.add_argument("--horizon", type=int, default=None, help="continual observation horizon T_max in packets")
+    p.add_argument("--epoch-packets", type=ranged(RANGES["epoch_packets"]), default=None,
+                   help="single-release epochs of N packets")
+    p.add_argument("--epoch-seconds", type=ranged(RANGES["epoch_seconds"]), default=None,
+                   help="single-release epochs of S seconds of packet time")
+    p.add_argument("--horizon", type=ranged(RANGES["horizon"]), default=None,
+                   help="continual observation horizon T_max in packets")
     p.add_argument("--restart", action="store_true", help="continual observation: fresh instance every horizon")
-    p.add_argument("--window", type=int, default=None, help="sliding window w in packets")
-    p.add_argument("--gamma", type=float, default=None, help="sliding window heavy-hitter fraction G (items above G*w)")
+    p.add_argument("--window", type=ranged(RANGES["window"]), default=None, help="sliding window w in packets")
+    p.add_argument("--gamma", type=ranged(RANGES["gamma"]), default=None,
+                   help="sliding window heavy-hitter fraction G (items above G*w)")
     p.add_argument("--param", type=_param_arg, action="append", default=[], metavar="NAME=VALUE",
                    help="algorithm-specific option, e.g. --param depth=5 (repeatable)")
     p.add_argument("--key", choices=("src", "dst"), default="src",
@@ -56,14 +76,17 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weight", choices=("packets", "bytes"), default="packets",
                    help="count packets (default) or bytes: a packet counts ceil(length/BYTE_UNIT) units, at most "
                         "BYTE_CAP; private algorithms are calibrated so their guarantee holds per packet")
-    p.add_argument("--byte-unit", type=int, default=64, help="bytes per counted unit with --weight bytes (default 64)")
-    p.add_argument("--byte-cap", type=int, default=24, help="units one packet may count at most (default 24)")
+    p.add_argument("--byte-unit", type=ranged(BYTE_UNIT), default=64,
+                   help="bytes per counted unit with --weight bytes (default 64)")
+    p.add_argument("--byte-cap", type=ranged(BYTE_CAP), default=24, help="units one packet may count at most (default 24)")
     p.add_argument("--clients", default=None, metavar="PREFIXES",
                    help="hostdp-dst: the protected client hosts (e.g. 10.0.0.0/8,2001:db8::/32); each packet belongs "
                         "to its client end in both directions (default: the packets one host sends)")
-    p.add_argument("--top", type=int, default=None, help="length of exact.top (default max(k, 10); 0 = all)")
-    p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
-    p.add_argument("--publish", default=None, metavar="OUT",
+    p.add_argument("--top", type=ranged(replace(EXTRA_RANGES["top"], name="top")), default=None,
+                   help="length of exact.top (default max(k, 10); 0 = all)")
+    p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-",
+                   help="write the JSON result to OUT or stdout")
+    p.add_argument("--publish", type=PUBLISH_TARGET, default=None, metavar="OUT",
                    help="write the private view to OUT: the releases with their guarantees, the budget and the "
                         "public facts with their provenance; nothing exact")
 
@@ -75,6 +98,22 @@ def settings_from_args(args) -> Settings:
                     extra={**dict(args.param), **({"clients": args.clients} if args.clients else {})})
 
 
+def time_range_arg(text: str) -> tuple[int, int]:
+    try:
+        return parse_time_range(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cluster_arg(text: str) -> str:
+    from dptop.cluster.connect import check_cluster
+
+    try:
+        return check_cluster(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def algorithm_names(spec: str | None) -> list[str]:
     known = registry.names()
     if spec is None:
@@ -83,16 +122,17 @@ def algorithm_names(spec: str | None) -> list[str]:
     if not names:
         raise ValueError("--algorithms names no algorithm")
     for n in names:
-        registry.get(n)  # raises with the list of known names
+        try:
+            registry.get(n)
+        except ValueError as exc:  # names the list of known ones
+            raise ValueError(f"--algorithms: {exc}") from None
     return list(dict.fromkeys(names))
 
 
 def config_from_args(args) -> RunConfig:
     names = algorithm_names(args.algorithms)
     settings = settings_from_args(args)
-    top = args.top if args.top is not None else max(args.k, 10)
-    if top < 0:
-        raise ValueError(f"--top ({top}) must be >= 0 (0 = every source)")
+    top = args.top if args.top is not None else settings.extra.get("top", max(args.k, 10))
     counting = Counting(args.key, args.weight, args.byte_unit, args.byte_cap)
     config = RunConfig(tuple(names), settings.with_(extra={**settings.extra, "top": top}), counting=counting)
     for name, error in config_errors(config).items():
@@ -100,45 +140,50 @@ def config_from_args(args) -> RunConfig:
     return config
 
 
-def cmd_replay(args) -> int:
-    from dptop.headless import run
-
-    config = config_from_args(args)
+def check_replay(args) -> None:
+    """Everything ``replay`` checks before it starts (``args.config``, ``args.spec``): the
+    algorithms and their parameters, and the capture and its time grid (one file) or the archive
+    plan (several files)."""
+    args.config = config_from_args(args)
     if len(args.path) > 1 or args.cluster:
-        from dptop.headless import run_archive
-
         if args.key != "src" or args.weight != "packets" or args.publish:
             raise ValueError("several files or --cluster count packets per source only, with --json: "
                              "--key, --weight and --publish need one file without --cluster")
-
-        return run_archive(args.path, config, args.cluster, args.json_out, config.settings.extra["top"],
-                           parse_time_range(args.time_range) if args.time_range else None)
-    time_range = parse_time_range(args.time_range) if args.time_range else None
-    if time_range and args.epoch_seconds is None:
+        args.spec = None
+        return
+    if args.time_range and args.epoch_seconds is None:
         raise ValueError("--time-range is the public range of time epochs: give --epoch-seconds too")
-    spec = SourceSpec("file", path=str(args.path[0]), speed=args.speed, time_range=time_range, max_gap=args.max_gap)
-    if "t_max" in config.settings.extra:  # an explicit T_max is checked against the file's packet count
+    from dptop.monitor.precheck import check_source
+
+    args.spec = SourceSpec("file", path=str(args.path[0]), speed=args.speed, time_range=args.time_range,
+                           max_gap=args.max_gap)
+    check_source(args.spec, args.config.settings.epoch_seconds)
+    if "t_max" in args.config.settings.extra:  # an explicit T_max is checked against the file's packet count
         from dptop.capture.pcap import count_packets
 
-        for name, error in config_errors(config, {"stream_length": count_packets(spec.path)}).items():
+        for name, error in config_errors(args.config, {"stream_length": count_packets(args.spec.path)}).items():
             raise ValueError(f"{name}: {error}")
-    return run("replay", spec, config, args.json_out, config.settings.extra["top"], args.publish)
+
+
+def cmd_replay(args) -> int:
+    from dptop.headless import run, run_archive
+
+    config = args.config
+    if args.spec is None:
+        return run_archive(args.path, config, args.cluster, args.json_out, config.settings.extra["top"],
+                           args.time_range)
+    return run("replay", args.spec, config, args.json_out, config.settings.extra["top"], args.publish)
+
+
+def check_capture(args) -> None:
+    args.config = config_from_args(args)
+    args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration)
 
 
 def cmd_capture(args) -> int:
     from dptop.headless import run
 
-    config = config_from_args(args)
-    spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration)
-    return run("capture", spec, config, args.json_out, config.settings.extra["top"], args.publish)
-
-
-def _write_json(result: dict, out: str) -> None:
-    text = json.dumps(result, indent=2, default=str)
-    if out == "-":
-        sys.stdout.write(text + "\n")
-    else:
-        Path(out).write_text(text + "\n")
+    return run("capture", args.spec, args.config, args.json_out, args.config.settings.extra["top"], args.publish)
 
 
 def cmd_synth(args) -> int:
@@ -167,7 +212,7 @@ def cmd_bench(args) -> int:
         report["reports"].append({"name": "startup", "rows": replaybench.startup(quick=args.quick, progress=show)})
         report["reports"].append({"name": "replay", "rows": replaybench.run(quick=args.quick, progress=show)})
     if args.json_out:
-        _write_json(report, args.json_out)
+        write_json(report, args.json_out)
     return 0
 
 
@@ -201,20 +246,30 @@ def cmd_list(args) -> int:
     return 0
 
 
-def cmd_audit(args) -> int:
-    """Empirical privacy audit of a release mechanism (dptop.engine.audit) or of the product path
-    (dptop.monitor.audit: capture files through a monitor session and its JSON)."""
+def _audit_targets() -> dict:
     from dptop.engine.audit import cases as audit_cases
     from dptop.monitor.audit import PRODUCT_TARGETS
     from dptop.monitor.audit_paths import PATH_TARGETS
 
-    targets = {**audit_cases.TARGETS, **PRODUCT_TARGETS, **PATH_TARGETS}
+    return {**audit_cases.TARGETS, **PRODUCT_TARGETS, **PATH_TARGETS}
+
+
+def check_audit(args) -> None:
+    if args.mechanism != "list" and args.mechanism not in _audit_targets():
+        raise ValueError(f"--mechanism: unknown audit mechanism {args.mechanism!r}; known: "
+                         f"{', '.join(_audit_targets())}")
+
+
+def cmd_audit(args) -> int:
+    """Empirical privacy audit of a release mechanism (dptop.engine.audit) or of the product path
+    (dptop.monitor.audit: capture files through a monitor session and its JSON)."""
+    from dptop.engine.audit import cases as audit_cases
+
+    targets = _audit_targets()
     if args.mechanism == "list":
         for name, cls in targets.items():
             print(f"{name:28s} {'broken' if cls.broken else 'real':7s} {cls.description}")
         return 0
-    if args.mechanism not in targets:
-        raise ValueError(f"unknown audit mechanism {args.mechanism!r}; known: {', '.join(targets)}")
     if args.json_out == "-":
         report = None
     else:
@@ -224,19 +279,23 @@ def cmd_audit(args) -> int:
     result = audit_cases.run_target(targets[args.mechanism](), args.runs, args.confidence, args.seed, args.events,
                                     report)
     if args.json_out:
-        _write_json(result.to_json(), args.json_out)
+        write_json(result.to_json(), args.json_out)
     if args.json_out != "-":
         print(result.summary())
     return 0
 
 
 # --- LazyHH sweep ----------------------------------------------------------------------------------
+SWEEP_LENGTH = Range("length", 1, 1 << 30, integer=True)
+"""Packets (or reports) of a sweep's synthetic stream."""
+SWEEP_RUNS = Range("runs", 1, 1000, integer=True)
+RATIO = Range("k~/k", 1, 1 << 10, integer=True)
+
 def cmd_sweep_lazyhh(args) -> int:
     """Recall/precision of LazyHH over ε × k~/k on a Zipf 1.1 stream (dptop.engine.bench.continual.sweep)."""
     from dptop.engine.bench.continual import sweep
 
-    eps = [float(x) for x in args.epsilons.split(",")]
-    ratios = [int(x) for x in args.ratios.split(",")]
+    eps, ratios = args.epsilons, args.ratios
     quiet = args.json_out == "-"
     show = None if quiet else (lambda r: print(
         f"eps={r['epsilon']:<5g} k~/k={r['k_tilde_over_k']} (k~={r['k_tilde']}): recall {r['recall']} "
@@ -244,19 +303,20 @@ def cmd_sweep_lazyhh(args) -> int:
         f"{r['note']}", flush=True))
     rows = sweep(length=args.length, k=args.k, epsilons=eps, ratios=ratios, delta=args.delta, progress=show)
     if args.json_out:
-        _write_json({"sweep": "lazyhh", "length": args.length, "k": args.k, "delta": args.delta, "rows": rows},
+        write_json({"sweep": "lazyhh", "length": args.length, "k": args.k, "delta": args.delta, "rows": rows},
                     args.json_out)
     return 0
 
 
 def _add_sweep_lazyhh(sub) -> None:
     p = sub.add_parser("sweep-lazyhh", help="LazyHH recall/precision over epsilon x k~/k (Zipf 1.1)")
-    p.add_argument("--length", type=int, default=1 << 24, help="stream length = horizon (default 2^24)")
-    p.add_argument("--k", type=int, default=128)
-    p.add_argument("--delta", type=float, default=1e-3)
-    p.add_argument("--epsilons", default="0.1,0.2,0.32,0.5,0.9")
-    p.add_argument("--ratios", default="1,2,4,8", help="k~/k values; 1 runs k~ = k + 1 (k~ > k is required)")
-    p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-")
+    p.add_argument("--length", type=ranged(SWEEP_LENGTH), default=1 << 24, help="stream length = horizon (default 2^24)")
+    p.add_argument("--k", type=ranged(RANGES["k"]), default=128)
+    p.add_argument("--delta", type=ranged(RANGES["delta"]), default=1e-3)
+    p.add_argument("--epsilons", type=ranged_list(RANGES["epsilon"]), default="0.1,0.2,0.32,0.5,0.9")
+    p.add_argument("--ratios", type=ranged_list(RATIO), default="1,2,4,8",
+                   help="k~/k values; 1 runs k~ = k + 1 (k~ > k is required)")
+    p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-")
     p.set_defaults(func=cmd_sweep_lazyhh)
 
 
@@ -269,25 +329,26 @@ def cmd_sweep_ldp(args) -> int:
     show = None if quiet else (lambda r: print(
         f"{r['scheme']:4s} eps={r['epsilon']:<5g} ndcg {r['ndcg']:.3f} precision {r['precision']:.3f} "
         f"recall {r['recall']:.3f} aae {r['aae']:.0f} (k~={r['heavy']}, {r['runs']} runs)", flush=True))
-    rows = sweep(schemes=args.schemes.split(","), epsilons=[float(x) for x in args.epsilons.split(",")],
+    rows = sweep(schemes=args.schemes.split(","), epsilons=args.epsilons,
                  data=args.data, d=args.domain, n=args.length, k=args.k, runs=args.runs, seed=args.seed,
                  progress=show)
     if args.json_out:
-        _write_json({"sweep": "ldp", "data": args.data, "rows": rows}, args.json_out)
+        write_json({"sweep": "ldp", "data": args.data, "rows": rows}, args.json_out)
     return 0
 
 
 def _add_sweep_ldp(sub) -> None:
     p = sub.add_parser("sweep-ldp", help="local-DP schemes: NDCG/precision/recall against epsilon")
-    p.add_argument("--schemes", default="bgr,dsr,bdr,cnr")
-    p.add_argument("--epsilons", default="0.5,1,2,4,8")
-    p.add_argument("--data", default="zipf", help="zipf (1.5), normal or exponential")
-    p.add_argument("--domain", type=int, default=1000, help="domain size d (default 1000)")
-    p.add_argument("--length", type=int, default=1 << 20, help="reports per run (default 2^20)")
-    p.add_argument("--k", type=int, default=10)
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--seed", type=int, default=1, help="seed streams and randomizers (NOT private)")
-    p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-")
+    p.add_argument("--schemes", type=names_arg("--schemes", SCHEMES), default="bgr,dsr,bdr,cnr")
+    p.add_argument("--epsilons", type=ranged_list(RANGES["epsilon"]), default="0.5,1,2,4,8")
+    p.add_argument("--data", choices=("zipf", "normal", "exponential"), default="zipf",
+                   help="zipf (1.5), normal or exponential")
+    p.add_argument("--domain", type=ranged(synth.DOMAIN), default=1000, help="domain size d (default 1000)")
+    p.add_argument("--length", type=ranged(SWEEP_LENGTH), default=1 << 20, help="reports per run (default 2^20)")
+    p.add_argument("--k", type=ranged(RANGES["k"]), default=10)
+    p.add_argument("--runs", type=ranged(SWEEP_RUNS), default=3)
+    p.add_argument("--seed", type=ranged(SEED), default=1, help="seed streams and randomizers (NOT private)")
+    p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-")
     p.set_defaults(func=cmd_sweep_ldp)
 
 
@@ -301,15 +362,14 @@ def cmd_gui(args) -> int:
     if not has_display():
         print("dptop: no display found (DISPLAY/WAYLAND_DISPLAY unset); running the headless replay instead.\n"
               "       Start it on a desktop, or under Xvfb: xvfb-run dptop gui", file=sys.stderr)
-        replay_args = build_parser().parse_args(["replay", str(path or DEMO_CAPTURE)])
-        return cmd_replay(replay_args)
+        return cmd_replay(prepare(["replay", str(path or DEMO_CAPTURE)]))
     from dptop.gui.main import run_gui
 
     return run_gui(path)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dptop", description="Differentially private top talkers: heavy hitters "
+    parser = Parser(prog="dptop", description="Differentially private top talkers: heavy hitters "
                                      "of network traffic under differential privacy, next to the exact answer.")
     parser.add_argument("--version", action="version", version=f"dptop {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -317,54 +377,57 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="run the algorithms over a pcap/pcapng capture (or an archive of them)")
     p.add_argument("path", nargs="+", help="capture file; several files are the capture points of one network, "
                                            "merged (mergeable algorithms only)")
-    p.add_argument("--cluster", default=None, metavar="local:N|tcp://HOST:PORT",
+    p.add_argument("--cluster", type=cluster_arg, default=None, metavar="local:N|tcp://HOST:PORT",
                    help="farm the files out to Dask workers, which ship summaries, not packets")
-    p.add_argument("--speed", type=float, default=None, help="follow packet timestamps at this speed (default: as fast as possible)")
-    p.add_argument("--max-gap", type=float, default=5.0, metavar="S",
+    p.add_argument("--speed", type=ranged(SPEED), default=None,
+                   help="follow packet timestamps at this speed (default: as fast as possible)")
+    p.add_argument("--max-gap", type=ranged(MAX_GAP), default=5.0, metavar="S",
                    help="paced replay: wait at most S seconds for the next packet (default 5)")
-    p.add_argument("--time-range", default=None, metavar="START:END",
+    p.add_argument("--time-range", type=time_range_arg, default=None, metavar="START:END",
                    help="public range of the time epochs, Unix seconds START:END or ISO 8601 START/END "
                         "(default: the file's first to last packet stamp, then stated as public)")
     _add_run_options(p)
-    p.set_defaults(func=cmd_replay)
+    p.set_defaults(func=cmd_replay, check=check_replay)
 
     p = sub.add_parser("capture", help="run the algorithms on live traffic (needs root or CAP_NET_RAW)")
-    p.add_argument("--iface", required=True)
+    p.add_argument("--iface", type=nonempty("--iface"), required=True)
     p.add_argument("--bpf", default=None, help="BPF capture filter, e.g. 'ip and not port 22'")
     stop = p.add_mutually_exclusive_group()
-    stop.add_argument("--duration", type=float, default=None, help="stop after S seconds")
-    stop.add_argument("--count", type=int, default=None, help="stop after N IP packets")
+    stop.add_argument("--duration", type=ranged(DURATION), default=None, help="stop after S seconds")
+    stop.add_argument("--count", type=ranged(COUNT), default=None, help="stop after N IP packets")
     _add_run_options(p)
-    p.set_defaults(func=cmd_capture)
+    p.set_defaults(func=cmd_capture, check=check_capture)
 
     p = sub.add_parser("synth", help="write a synthetic Zipf capture (a real pcap file)")
-    p.add_argument("--skew", type=float, default=1.1)
-    p.add_argument("--domain", type=int, default=1 << 16)
-    p.add_argument("--length", type=int, default=1 << 20)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--rate", type=int, default=100_000, help="packets per second of packet time")
-    p.add_argument("--pcap", required=True)
+    p.add_argument("--skew", type=ranged(synth.SKEW), default=1.1)
+    p.add_argument("--domain", type=ranged(synth.DOMAIN), default=1 << 16)
+    p.add_argument("--length", type=ranged(synth.LENGTH), default=1 << 20)
+    p.add_argument("--seed", type=ranged(SEED), default=1)
+    p.add_argument("--rate", type=ranged(synth.RATE), default=100_000, help="packets per second of packet time")
+    p.add_argument("--pcap", type=nonempty("--pcap"), required=True)
     p.set_defaults(func=cmd_synth)
 
     p = sub.add_parser("bench", help="benchmark every algorithm (updates/s) and the capture path")
     p.add_argument("--quick", action="store_true", help="smaller streams (a smoke run)")
-    p.add_argument("--only", default=None, help="comma-separated bench names: algorithms, capture, single-release, "
+    p.add_argument("--only", type=names_arg("--only", BENCH_NAMES), default=None, help="comma-separated bench names: algorithms, capture, single-release, "
                    "continual, sliding-window, anchors, replay (end to end)")
-    p.add_argument("--anchors", default=None, metavar="DIR",
+    p.add_argument("--anchors", type=nonempty("--anchors"), default=None, metavar="DIR",
                    help="folder with the authors' C++ timing drivers: time them side by side (see dptop.engine.bench.anchors)")
-    p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-")
+    p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("audit", help="empirical privacy audit of a release mechanism on neighbouring streams")
-    p.add_argument("--mechanism", required=True, help="mechanism to audit, or 'list' to list them")
-    p.add_argument("--runs", type=int, default=2000, help="runs per neighbouring stream (default 2000)")
-    p.add_argument("--confidence", type=float, default=0.95,
+    p.add_argument("--mechanism", type=nonempty("--mechanism"), required=True,
+                   help="mechanism to audit, or 'list' to list them")
+    p.add_argument("--runs", type=ranged(RUNS), default=2000, help="runs per neighbouring stream (default 2000)")
+    p.add_argument("--confidence", type=ranged(CONFIDENCE), default=0.95,
                    help="confidence of the violation statement (default 0.95)")
-    p.add_argument("--events", type=int, default=3, help="events tested per neighbour pair (default 3)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--events", type=ranged(EVENTS), default=3, help="events tested per neighbour pair (default 3)")
+    p.add_argument("--seed", type=ranged(SEED), default=None,
                    help="seed every run's noise (reproducible; default: the OS CSPRNG)")
-    p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
-    p.set_defaults(func=cmd_audit)
+    p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-",
+                   help="write the JSON result to OUT or stdout")
+    p.set_defaults(func=cmd_audit, check=check_audit)
 
     _add_sweep_lazyhh(sub)
     _add_sweep_ldp(sub)
@@ -388,10 +451,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def prepare(argv) -> argparse.Namespace:
+    """Parse ``argv`` and run the command's checks (``check``): everything that comes before it
+    starts or touches an output. Raises ``SystemExit`` (usage), ``ValueError`` or ``CaptureError``."""
+    return _check(build_parser().parse_args(argv))
+
+
+def _check(args) -> argparse.Namespace:
+    if getattr(args, "check", None) is not None:
+        args.check(args)
+    return args
+
+
 def main(argv=None) -> int:
     """Exit codes: 0 done, 1 runtime error, 2 usage (bad option or parameter), 128 + signal."""
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exc:  # a usage error (one line, dptop.options.Parser), -h or --version
+            return exc.code if isinstance(exc.code, int) else 2
         return _dispatch(args)
     except KeyboardInterrupt:
         print("dptop: interrupted", file=sys.stderr)
@@ -402,10 +480,14 @@ def _dispatch(args) -> int:
     from dptop.capture.pcap import CaptureError
 
     try:
-        return args.func(args)
+        return _check(args).func(args)
     except ValueError as exc:
         print(f"dptop: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        silence_stdout()
+        print("dptop: error: cannot write to stdout: the reader closed the pipe", file=sys.stderr)
+        return 1
     except (CaptureError, OSError, MemoryError) as exc:
         text = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror and exc.filename \
             else str(exc) or type(exc).__name__

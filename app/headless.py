@@ -1,61 +1,31 @@
 """The command line's view of a monitoring session: ``dptop replay`` and ``dptop capture``.
 
 One ``dptop.monitor.session.Session`` does the work, exactly as behind the window. This view
-adds what a terminal user expects: the ``--json`` destination is opened before any work (a bad
-path fails at once), a progress line on stderr for long runs, SIGINT and SIGTERM stop the source
-and flush the algorithms so the table and the JSON still come out, marked ``"partial": true``
-(exit 130 / 143), and the table is printed even when writing the JSON fails.
+adds what a terminal user expects: the source is checked and the ``--json`` destination prepared
+before any work (a bad capture or path fails at once, the target untouched; the JSON is written
+whole or not at all, dptop.output), a progress line on stderr for long runs, SIGINT, SIGTERM and
+SIGHUP stop the source and flush the algorithms so the table and the JSON still come out, marked
+``"partial": true`` (exit 130 / 143 / 129), and the table is printed even when writing the JSON
+fails.
 """
 from __future__ import annotations
 
-import json
-import os
 import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 
 from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.precheck import check_source
 from dptop.monitor.result import session_json
-from dptop.monitor.publish import publish_json, write_whole
+from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
+from dptop.output import JsonOut, OutputError, silence_stdout
 
 DONE = ("finished", "stopped", "failed")
 PROGRESS_AFTER = 1.0  # seconds before the first progress line
 PROGRESS_EVERY_PIPE = 10.0  # seconds between lines when stderr is not a terminal
-
-
-class JsonOut:
-    """``--json OUT|-``: opened (and one byte written, so a full device fails now) before the run."""
-
-    def __init__(self, target: str | None):
-        self.target, self.fh = target, None
-        if target and target != "-":
-            self.fh = open(target, "w")
-            self.fh.write("\n")
-            self.fh.flush()
-        self.rewrite = self.fh is not None and os.path.isfile(target)  # not /dev/null, a pipe or a tty
-
-    def write(self, result: dict) -> None:
-        text = json.dumps(result, indent=2, default=str) + "\n"
-        if self.target == "-":
-            sys.stdout.write(text)
-            sys.stdout.flush()
-            return
-        if self.fh is None:
-            return
-        if self.rewrite:
-            self.fh.seek(0)
-            self.fh.truncate()
-        self.fh.write(text)
-        self.fh.flush()
-
-    def close(self) -> None:
-        if self.fh is not None:
-            try:
-                self.fh.close()
-            except OSError:
-                pass
 
 
 class Progress:
@@ -116,11 +86,15 @@ SECOND_SIGNAL_AFTER = 0.5
 signals the command and then its whole process group, so one request can arrive twice."""
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 @contextmanager
-def stop_on_signals(session: Session):
-    """SIGINT / SIGTERM: the first stops the source and flushes the algorithms, a second one (at
-    least SECOND_SIGNAL_AFTER s later) abandons the flush; either way the results computed so far
-    are written. Yields a dict whose ``signal`` names the first signal received."""
+def stop_on_signals(first, second=None):
+    """SIGINT / SIGTERM / SIGHUP (a closed terminal, a dropped ssh): the first calls ``first``
+    (a session stops its source and flushes the algorithms), a second one (at least
+    SECOND_SIGNAL_AFTER s later) ``second`` (abandon the flush); either way the results computed
+    so far are written. Yields a dict whose ``signal`` names the first signal received."""
     got: dict = {"signal": None, "at": 0.0}
 
     def handler(signum, frame):
@@ -128,11 +102,11 @@ def stop_on_signals(session: Session):
             got["signal"], got["at"] = signum, time.monotonic()
             print(f"\ndptop: {signal.Signals(signum).name}: stopping, writing what was computed so far",
                   file=sys.stderr)
-            session.stop(flush=True)
-        elif time.monotonic() - got["at"] >= SECOND_SIGNAL_AFTER:
-            session.stop()
+            first()
+        elif second is not None and time.monotonic() - got["at"] >= SECOND_SIGNAL_AFTER:
+            second()
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     try:
         yield got
     finally:
@@ -143,9 +117,15 @@ def stop_on_signals(session: Session):
 def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int,
         publish: str | None = None) -> int:
     """Run a session to its end and report it (and its private view to ``publish``); returns the exit code."""
+    check_source(spec, config.settings.epoch_seconds)
     out = JsonOut(json_target)
+    try:
+        private_out = JsonOut(publish) if publish else None
+    except OutputError:
+        out.close()
+        raise
     session = Session(config)
-    with stop_on_signals(session) as got:  # until the results are written: a late signal cannot cut them
+    with stop_on_signals(lambda: session.stop(flush=True), session.stop) as got:  # until the results are written: a late signal cannot cut them
         try:
             session.open(spec)
             progress = Progress(session)
@@ -154,46 +134,66 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
             progress.done()
             result = session_json(session, command, top, partial=got["signal"] is not None)
             private = publish_json(session, command) if publish else None
+        except BaseException:
+            out.close()
+            if private_out is not None:
+                private_out.close()
+            raise
         finally:
             session.close(timeout=5.0)
         rc = 0
         if result.get("error"):
             print(f"dptop: error: {result['error']}", file=sys.stderr)
+            out.close()  # a failed run writes no JSON: a previous file stays as it was
+            if private_out is not None:
+                private_out.close()
+                private = None
             rc = 1
         for warning in result["source"].get("warnings", []):
             print(f"dptop: warning: {warning}", file=sys.stderr)
         rc = report(result, out, json_target) or rc
         if private is not None:
             try:
-                write_whole(publish, private)
-            except OSError as exc:
-                print(f"dptop: error: cannot write the private view to {publish}: {exc.strerror or exc}",
-                      file=sys.stderr)
+                private_out.write(private)
+            except OutputError as exc:
+                print(f"dptop: error: {exc}", file=sys.stderr)
                 rc = rc or 1
+            finally:
+                private_out.close()
     if got["signal"] is not None:
         return 128 + int(got["signal"])
     return rc
 
 
 def report(result: dict, out: JsonOut, json_target: str | None) -> int:
-    """The table on stdout (unless the JSON goes there) and the JSON; 1 if the JSON cannot be written."""
-    if json_target != "-":
-        print_table(result)
+    """The table on stdout (unless the JSON goes there) and the JSON; 1 if either cannot be written
+    (one line: a closed pipe, a full disk, a permission)."""
+    rc = 0
     try:
+        if json_target != "-":
+            try:
+                print_table(result)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                silence_stdout()
+                print("dptop: error: cannot write the table to stdout: the reader closed the pipe", file=sys.stderr)
+                rc = 1
         out.write(result)
-    except OSError as exc:
-        print(f"dptop: error: cannot write the JSON to {json_target}: {exc.strerror or exc}", file=sys.stderr)
+    except OutputError as exc:
+        print(f"dptop: error: {exc}", file=sys.stderr)
         return 1
     finally:
         out.close()
-    return 0
+    return rc
 
 
 def print_table(result: dict, file=None) -> None:
     file = file or sys.stdout
     src = result["source"]
-    where = src.get("path") or src.get("iface", "")
-    partial = " (partial: interrupted)" if result.get("partial") else ""
+    where = src.get("path") or src.get("iface") or ", ".join(src.get("paths", []))
+    missing = result.get("missing") or []
+    partial = "" if not result.get("partial") else \
+        f" (partial: {len(missing)} capture file(s) not covered)" if missing else " (partial: interrupted)"
     print(f"{where}: {src['packets']} packets, {src['ip_packets']} with an IP source{partial}", file=file)
     for reason, n in result.get("dropped", {}).items():
         print(f"  dropped by the public clock: {n} {reason}", file=file)
@@ -232,13 +232,15 @@ def empty_reason(algorithm: dict) -> str:
 def run_archive(paths, config: RunConfig, cluster: str | None, json_target: str | None, top: int,
                 time_range: tuple[int, int] | None) -> int:
     """``dptop replay A B ... [--cluster ...]``: each file a capture point, summaries merged and
-    released once (dptop.cluster.archive); the same JSON contract plus ``agents``."""
+    released once (dptop.cluster.archive); the same JSON contract plus ``agents`` and ``missing``.
+    A file that cannot be read is one line and missing from the merge (exit 1, the others'
+    results written, ``partial``); a signal stops the tasks, which ship what they read."""
     from dptop import __version__
-    from dptop.cluster.archive import replay_archive
+    from dptop.cluster.archive import check_archive, replay_archive
+    from dptop.cluster.connect import quiet_dask
     from dptop.engine.core.clock import TimeGrid
     from dptop.monitor.ledger import Ledger
 
-    out = JsonOut(json_target)
     settings = config.settings
     grid = None
     if settings.epoch_seconds is not None:
@@ -246,8 +248,19 @@ def run_archive(paths, config: RunConfig, cluster: str | None, json_target: str 
             raise ValueError("time epochs over several files need the public --time-range")
         grid = TimeGrid.over(*time_range, settings.epoch_seconds)
         settings = settings.with_(time_range=time_range)
-    merged = replay_archive(paths, config.names, settings, cluster, grid=grid)
-    result = {"dptop": __version__, "command": "replay", "partial": False,
+    check_archive(paths, config.names, settings, cluster, grid)
+    out = JsonOut(json_target)
+    stop = threading.Event()
+    try:
+        with quiet_dask(), stop_on_signals(stop.set) as got:
+            merged = replay_archive(paths, config.names, settings, cluster, grid=grid, stop=stop)
+    except BaseException:
+        out.close()
+        raise
+    for m in merged.missing:
+        print(f"dptop: error: not covered: {m.error if m.name in m.error else f'{m.name}: {m.error}'}",
+              file=sys.stderr)
+    result = {"dptop": __version__, "command": "replay",
               "settings": {k: v for k, v in vars(config.settings).items()}, **merged.to_json(top or 10**9)}
     agents = result["agents"]
     skipped: dict = {}
@@ -268,4 +281,7 @@ def run_archive(paths, config: RunConfig, cluster: str | None, json_target: str 
         a.setdefault("packets_per_second", 0.0)
         a.setdefault("busy_share", 0.0)
         a.setdefault("status", {})
-    return report(result, out, json_target)
+    rc = report(result, out, json_target)
+    if got["signal"] is not None:
+        return 128 + int(got["signal"])
+    return rc or (1 if merged.missing else 0)

@@ -151,6 +151,9 @@ def canonical(batches: Iterable[KeyBatch], cell_plan: CellPlan) -> Iterator[KeyB
         lo, hi = np.searchsorted(cell_plan.held_sorted, [base, base + n])
         keep[cell_plan.held_sorted[lo:hi] - base] = False
         idx = np.flatnonzero(keep)
+        if not len(idx):  # every packet of the batch outside the grid (or held back)
+            base += n
+            continue
         pos, run_cells = idx + base, cells[idx]
         cuts = np.flatnonzero(np.diff(run_cells)) + 1
         for a, b in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(idx)])).tolist()):
@@ -171,6 +174,17 @@ def canonical(batches: Iterable[KeyBatch], cell_plan: CellPlan) -> Iterator[KeyB
     while h < len(held_pos):
         h, out = _held_cell(cell_plan, h)
         yield out
+
+
+def by_cell(batch: KeyBatch, grid) -> Iterator[tuple[int, KeyBatch]]:
+    """``batch`` (stamps in non-decreasing order) as runs of one cell each, tagged with it
+    (``-1``: outside the grid, untagged)."""
+    cells = grid.cell_of(batch.ts_ns)
+    cuts = (np.flatnonzero(np.diff(cells)) + 1).tolist()
+    for a, b in zip([0] + cuts, cuts + [len(cells)]):
+        if b > a:
+            c = int(cells[a])
+            yield c, batch.take(slice(a, b), c if c >= 0 else None)
 
 
 def _held_cell(cell_plan: CellPlan, h: int) -> tuple[int, KeyBatch]:

@@ -36,6 +36,7 @@ from dptop.capture.pcap import CaptureError
 from dptop.capture.source import Source
 from dptop.capture.wire import N_REASONS, REASON_NAMES, UNSUPPORTED
 from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.settings import Range
 
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
@@ -60,6 +61,12 @@ def list_interfaces() -> list[str]:
     return sorted(name for _, name in socket.if_nameindex())
 
 
+COUNT = Range("count", 1, 1 << 48, integer=True)
+"""Stop a live capture after this many IP packets."""
+DURATION = Range("duration", 1e-3, 1e7)
+"""Stop a live capture after this many seconds."""
+
+
 class LiveCapture(Source):
     """Packets from ``iface`` as a ``Source``. The socket is opened here, so missing permissions,
     an unknown interface or a bad BPF filter raise at construction.
@@ -76,10 +83,10 @@ class LiveCapture(Source):
             raise ValueError(f"batch_size ({batch_size!r}) must be an integer >= 1")
         if not flush_interval > 0:
             raise ValueError(f"flush_interval ({flush_interval!r}) must be > 0 seconds")
-        if count is not None and not (isinstance(count, int) and count >= 1):
-            raise ValueError(f"count ({count!r}) must be None or an integer >= 1")
-        if duration is not None and not duration > 0:
-            raise ValueError(f"duration ({duration!r}) must be None or > 0 seconds")
+        if count is not None:
+            COUNT.check(count)
+        if duration is not None:
+            DURATION.check(duration)
         if mode not in ("ring", "recv"):
             raise ValueError(f"mode ({mode!r}) must be 'ring' or 'recv'")
         if iface not in list_interfaces():

@@ -30,9 +30,11 @@ from dptop.capture.linklayer import LINKTYPE_MASK, SUPPORTED_LINKTYPES, batch_of
 from dptop.capture.wire import N_REASONS, REASON_NAMES, UNSUPPORTED
 from dptop.engine.core.keys import KeyBatch
 
-MAX_TSOFFSET_S = 1 << 32
-"""Largest ``if_tsoffset`` magnitude taken (seconds): its nanoseconds, plus any time stamp up to
-about 2100, still fit the int64 nanosecond clock. A larger offset is ignored with a warning."""
+MAX_TSOFFSET_S = rec.MAX_TSOFFSET_S
+MAX_WARNINGS = 64
+"""Distinct warnings kept per reader; later new ones are counted in one last line."""
+_LINK_SUPPORTED = np.zeros(LINKTYPE_MASK + 1, np.bool_)
+_LINK_SUPPORTED[sorted(SUPPORTED_LINKTYPES)] = True
 
 
 class CaptureError(Exception):
@@ -54,15 +56,28 @@ class CaptureStats:
     bytes_total: int = 0
     format: str = ""
     _seen: dict[str, int] = field(default_factory=dict, repr=False)
+    _index: dict[str, int] = field(default_factory=dict, repr=False)
+    _more: int = field(default=0, repr=False)
 
     @property
     def fraction(self) -> float | None:
         return min(1.0, self.bytes_done / self.bytes_total) if self.bytes_total else None
 
-    def warn(self, text: str) -> None:
-        """Add a warning; a repeated one is shown once with its count."""
-        self._seen[text] = self._seen.get(text, 0) + 1
-        self.warnings = [t if c == 1 else f"{t} ({c} times)" for t, c in self._seen.items()]
+    def warn(self, text: str, times: int = 1) -> None:
+        """Add a warning; a repeated one is shown once with its count. Past ``MAX_WARNINGS``
+        distinct ones, new ones are only counted (a hostile file cannot grow the list)."""
+        if text not in self._seen and len(self._seen) >= MAX_WARNINGS:
+            self._more += times
+            more = f"{self._more} more warnings not shown"
+            self.warnings[MAX_WARNINGS:] = [more]
+            return
+        self._seen[text] = count = self._seen.get(text, 0) + times
+        index = self._index.setdefault(text, len(self._index))
+        line = text if count == 1 else f"{text} ({count} times)"
+        if index < len(self.warnings):
+            self.warnings[index] = line
+        else:
+            self.warnings.append(line)
 
 
 PCAP_MAGICS = {  # first four bytes -> (big endian, ns per fraction unit, record header length)
@@ -87,7 +102,9 @@ class CaptureReader:
         self._src = open_bytes(self.path, CaptureError)
         self.stats = CaptureStats(bytes_total=self._src.size)
         self._counts = np.zeros(N_REASONS, np.int64)
-        self._unsup: dict[int, int] = {}  # link type -> packets, for finished sections
+        self._link_idbs = np.zeros(LINKTYPE_MASK + 1, np.int64)  # interfaces read by the walk, per link type
+        self._link_noted = np.zeros(LINKTYPE_MASK + 1, np.int64)  # ... of them already warned about
+        self._link_unsup = np.zeros(LINKTYPE_MASK + 1, np.int64)  # packets of unsupported link types
         self._pos = 0
         self._done = False
         try:
@@ -137,11 +154,11 @@ class CaptureReader:
         else:
             raise self._fail(f"not a capture file: it starts with {magic.hex()}; {_EXPECTED}")
 
-    def _note_linktype(self, lt: int) -> None:
+    def _note_linktype(self, lt: int, times: int = 1) -> None:
         if lt not in SUPPORTED_LINKTYPES:
             self.stats.warn(
                 f"{self.path}: link type {lt} is not supported; its packets are counted as skipped "
-                f"(supported: {', '.join(map(str, sorted(SUPPORTED_LINKTYPES)))})")
+                f"(supported: {', '.join(map(str, sorted(SUPPORTED_LINKTYPES)))})", times)
 
     def _section(self, first: bool = False) -> bool:
         """Parse the SHB at ``_pos``; False (with a warning) if it is broken."""
@@ -171,8 +188,7 @@ class CaptureReader:
                 raise self._fail(msg)
             self.stats.warn(f"{self.path}: {msg}; stopped reading there")
             return False
-        self._fold_unsupported()
-        self._if = _Interfaces()
+        self._if.n = 0
         self._pos += blen
         return True
 
@@ -220,31 +236,21 @@ class CaptureReader:
 
     def _walk_pcapng(self, rows, n, n_max):
         f = self._if
-        pos, n, records, stop, self._last_ts = rec.walk_pcapng(
-            self._src.buf, self._pos, self._big, f.link[:f.n], f.snap[:f.n], f.mul[:f.n],
-            f.div[:f.n], f.shift[:f.n], f.off[:f.n], f.unsup[:f.n], *rows, n, n_max,
+        pos, n, records, stop, self._last_ts, self._big, f.n = rec.walk_pcapng(
+            self._src.buf, self._pos, self._big, f.link, f.snap, f.mul, f.div, f.shift, f.off, f.n,
+            f.ether_only, _LINK_SUPPORTED, self._link_idbs, self._link_unsup, *rows, n, n_max,
             self._counts, self._last_ts)
         return pos, n, records, stop
-
-    def _fold_unsupported(self) -> None:
-        f = getattr(self, "_if", None)
-        if f is not None:
-            for i in range(f.n):
-                if f.unsup[i]:
-                    self._unsup[int(f.link[i])] = self._unsup.get(int(f.link[i]), 0) + int(f.unsup[i])
-            f.unsup[:] = 0
 
     def _sync(self) -> None:
         skipped = {REASON_NAMES[r]: int(c) for r, c in enumerate(self._counts)
                    if c and r != UNSUPPORTED}
-        unsup = dict(self._unsup)
+        unsup = {int(lt): int(self._link_unsup[lt]) for lt in np.flatnonzero(self._link_unsup)}
         if self._counts[UNSUPPORTED]:  # classic pcap: one link type
             unsup[self._linktype] = unsup.get(self._linktype, 0) + int(self._counts[UNSUPPORTED])
-        f = getattr(self, "_if", None)
-        if f is not None:
-            for i in range(f.n):
-                if f.unsup[i]:
-                    unsup[int(f.link[i])] = unsup.get(int(f.link[i]), 0) + int(f.unsup[i])
+        for lt in np.flatnonzero((self._link_idbs != self._link_noted) & ~_LINK_SUPPORTED):
+            self._note_linktype(int(lt), int(self._link_idbs[lt] - self._link_noted[lt]))
+        self._link_noted[:] = self._link_idbs
         for lt, c in unsup.items():
             skipped[_linktype_name(lt)] = c
         self.stats.skipped = skipped
@@ -308,21 +314,24 @@ class CaptureReader:
 
 
 class _Interfaces:
-    """Per-interface arrays of one pcapng section (grown as IDBs arrive)."""
+    """Per-interface arrays of the current pcapng section: the first ``n`` entries (the record
+    walk appends most; Python those it leaves, growing the arrays when full). ``ether_only``
+    until an interface of another link type appears in the file."""
 
     def __init__(self):
         self.n = 0
+        self.ether_only = True
         self.link = np.zeros(4, np.int64)
         self.snap = np.zeros(4, np.int64)
         self.mul = np.ones(4, np.int64)
         self.div = np.ones(4, np.int64)
         self.shift = np.full(4, -1, np.int64)
         self.off = np.zeros(4, np.int64)
-        self.unsup = np.zeros(4, np.int64)
 
     def add(self, link: int, snap: int, resol: int, offset_s: int, warn, path) -> None:
+        self.ether_only = self.ether_only and link == 1
         if self.n == len(self.link):
-            for name in ("link", "snap", "mul", "div", "shift", "off", "unsup"):
+            for name in ("link", "snap", "mul", "div", "shift", "off"):
                 old = getattr(self, name)
                 new = np.empty(2 * len(old), np.int64)
                 new[:len(old)] = old
@@ -332,7 +341,7 @@ class _Interfaces:
             warn(f"{path}: interface {i} has if_tsoffset {offset_s} s, beyond +-{MAX_TSOFFSET_S} s "
                  f"(the nanosecond clock would overflow); the offset is ignored")
             offset_s = 0
-        self.link[i], self.snap[i], self.off[i], self.unsup[i] = link, snap, offset_s * 1_000_000_000, 0
+        self.link[i], self.snap[i], self.off[i] = link, snap, offset_s * 1_000_000_000
         self.mul[i], self.div[i], self.shift[i] = 1, 1, -1
         if resol & 0x80:
             self.shift[i] = min(resol & 0x7F, 62)
@@ -382,5 +391,7 @@ def warm_up() -> None:
     rows = output_rows(1)
     buf, counts, if_arr = np.zeros(16, np.uint8), np.zeros(N_REASONS, np.int64), np.zeros(1, np.int64)
     rec.walk_pcap(buf, 0, False, 1000, 16, 1, *rows, 0, 1, counts)
-    rec.walk_pcapng(buf, 0, False, if_arr, if_arr, if_arr, if_arr, if_arr, if_arr, if_arr, *rows, 0, 1,
-                    counts, 0)
+    link = np.zeros(LINKTYPE_MASK + 1, np.int64)
+    for ether_only in (True, False):
+        rec.walk_pcapng(buf, 0, False, if_arr, if_arr, if_arr, if_arr, if_arr, if_arr, 0, ether_only,
+                        _LINK_SUPPORTED, link, link, *rows, 0, 1, counts, 0)

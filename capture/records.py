@@ -11,8 +11,11 @@ leaves to Python, and returns where it stopped and why:
   end of file the file was cut off mid-record.
 * ``BAD`` — the record at ``pos`` is impossible (length field out of range): the file is
   corrupt from there on.
-* ``HEADER`` — (pcapng) a section header or interface description block at ``pos``; Python
-  parses it (rare) and calls again.
+* ``HEADER`` — (pcapng) a section header or interface description block at ``pos`` that the walk
+  leaves to Python: cut by the end of the buffer, invalid, needing a warning, an interface table
+  that is full, or a non-Ethernet interface in the Ethernet-only loop. Python parses it and calls
+  again; every other header block is read inside the walk, so a file of millions of them costs
+  no Python per block.
 
 Skip reasons (dptop.capture.wire codes) are added to ``counts``.
 """
@@ -38,6 +41,11 @@ SPB = 3
 EPB = 6
 
 _NS = np.int64(1_000_000_000)
+_POW10 = np.array([10 ** i for i in range(19)], np.int64)
+
+MAX_TSOFFSET_S = 1 << 32
+"""Largest ``if_tsoffset`` magnitude taken (seconds): its nanoseconds, plus any time stamp up to
+about 2100, still fit the int64 nanosecond clock. A larger offset is ignored with a warning."""
 
 
 @kernel
@@ -96,24 +104,62 @@ def pcapng_time(raw, mul, div, shift, offset_ns):
 
 
 @kernel
-def walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, if_unsup,
-                keys, dst, ts, length, n_out, n_max, counts, last_ts):
-    """pcapng blocks of one section whose interfaces are described by the ``if_*`` arrays
-    (link type, snap length, timestamp conversion); packets of an interface with an unsupported
-    link type are counted in ``if_unsup``. Simple Packet Blocks carry no time: they get the
-    last time seen. Returns ``(pos, n_out, records, stop, last_ts)``."""
-    if np.all(if_link == 1):  # an Ethernet-only copy of the loop (linklayer.frame_addresses)
-        return _walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, if_unsup,
-                            keys, dst, ts, length, n_out, n_max, counts, last_ts, True)
-    return _walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, if_unsup,
-                        keys, dst, ts, length, n_out, n_max, counts, last_ts, False)
+def walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, n_if, ether_only,
+                link_supported, link_idbs, link_unsup, keys, dst, ts, length, n_out, n_max, counts, last_ts):
+    """pcapng blocks: the packets, and the section headers and interface descriptions that are
+    whole in the buffer, valid and need no warning (so the walk stays linear in the file however
+    many of them there are). The first ``n_if`` entries of the ``if_*`` arrays describe the current
+    section's interfaces (link type, snap length, timestamp conversion); an interface block is
+    appended there and counted in ``link_idbs`` by link type; packets of an unsupported link type
+    (``link_supported``) are counted in ``link_unsup``. ``ether_only``: every interface so far is
+    Ethernet (an interface of another type stops the walk so the caller can switch). Simple Packet
+    Blocks carry no time: they get the last time seen.
+    Returns ``(pos, n_out, records, stop, last_ts, big, n_if)``."""
+    if ether_only:  # an Ethernet-only copy of the loop (linklayer.frame_addresses)
+        return _walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, n_if,
+                            link_supported, link_idbs, link_unsup, keys, dst, ts, length, n_out, n_max,
+                            counts, last_ts, True)
+    return _walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, n_if,
+                        link_supported, link_idbs, link_unsup, keys, dst, ts, length, n_out, n_max, counts,
+                        last_ts, False)
 
 
 @inner
-def _walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, if_unsup,
-                 keys, dst, ts, length, n_out, n_max, counts, last_ts, ether_only):
+def _section_order(buf, pos):
+    """0 little-endian, 1 big-endian, -1 not a byte-order magic, from a section header at ``pos``."""
+    b = buf[pos + 8]
+    if b == 0x1A and buf[pos + 9] == 0x2B and buf[pos + 10] == 0x3C and buf[pos + 11] == 0x4D:
+        return 1
+    if b == 0x4D and buf[pos + 9] == 0x3C and buf[pos + 10] == 0x2B and buf[pos + 11] == 0x1A:
+        return 0
+    return -1
+
+
+@inner
+def _interface_options(buf, pos, blen, big):
+    """``(if_tsresol, if_tsoffset)`` of the interface block at ``pos`` (defaults 6 and 0)."""
+    resol, offset = 6, np.int64(0)
+    o = pos + 16
+    end = pos + blen - 4
+    while o + 4 <= end:
+        code, olen = u16(buf, o, big), u16(buf, o + 2, big)
+        if code == 0 or o + 4 + olen > end:
+            break
+        if code == 9 and olen >= 1:
+            resol = np.int64(buf[o + 4])
+        elif code == 14 and olen >= 8:
+            lo, hi = u32(buf, o + 4, big), u32(buf, o + 8, big)
+            if big:
+                lo, hi = hi, lo
+            offset = (hi << 32) | lo  # wraps to the signed 64-bit value
+        o += 4 + ((olen + 3) & ~3)
+    return resol, offset
+
+
+@inner
+def _walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, n_if, link_supported,
+                 link_idbs, link_unsup, keys, dst, ts, length, n_out, n_max, counts, last_ts, ether_only):
     n = len(buf)
-    n_if = len(if_link)
     records = 0
     stop = FULL
     while n_out < n_max:
@@ -121,10 +167,43 @@ def _walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_o
             stop = PARTIAL if pos < n else END
             break
         btype = u32(buf, pos, big)
-        if btype == SHB or btype == IDB:
-            stop = HEADER
-            break
+        if btype == SHB:
+            order = _section_order(buf, pos) if pos + 28 <= n else -1
+            if order < 0:
+                stop = HEADER
+                break
+            sblen = u32(buf, pos + 4, order == 1)
+            if (sblen < 28 or sblen % 4 != 0 or sblen > MAX_RECORD or pos + sblen > n
+                    or u16(buf, pos + 12, order == 1) != 1):
+                stop = HEADER
+                break
+            big = order == 1
+            n_if = 0
+            pos += sblen
+            continue
         blen = u32(buf, pos + 4, big)
+        if btype == IDB:
+            if blen < 20 or blen % 4 != 0 or blen > MAX_RECORD or pos + blen > n or n_if == len(if_link):
+                stop = HEADER
+                break
+            lt = u16(buf, pos + 8, big)
+            resol, offset = _interface_options(buf, pos, blen, big)
+            if (ether_only and lt != 1) or offset > MAX_TSOFFSET_S or offset < -MAX_TSOFFSET_S or (
+                    resol < 0x80 and resol > 18):
+                stop = HEADER  # the caller switches loops or warns
+                break
+            if_link[n_if], if_snap[n_if], if_off[n_if] = lt, u32(buf, pos + 12, big), offset * _NS
+            if_mul[n_if], if_div[n_if], if_shift[n_if] = 1, 1, -1
+            if resol >= 0x80:
+                if_shift[n_if] = min(resol & 0x7F, 62)
+            elif resol <= 9:
+                if_mul[n_if] = _POW10[9 - resol]
+            else:
+                if_div[n_if] = _POW10[resol - 9]
+            link_idbs[lt] += 1
+            n_if += 1
+            pos += blen
+            continue
         if blen < 12 or blen % 4 != 0 or blen > MAX_RECORD + 64:
             stop = BAD
             break
@@ -166,14 +245,14 @@ def _walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_o
                 counts[UNKNOWN_INTERFACE] += 1
             else:
                 last_ts = t
-                reason, src_hi, src_lo, dst_hi, dst_lo = frame_addresses(buf, start, start + cap, if_link[iface],
-                                                                         ether_only)
+                lt = if_link[iface]
+                reason, src_hi, src_lo, dst_hi, dst_lo = frame_addresses(buf, start, start + cap, lt, ether_only)
                 if reason == OK:
                     store(keys, dst, ts, length, n_out, src_hi, src_lo, dst_hi, dst_lo, t, wire)
                     n_out += 1
                 elif reason == UNSUPPORTED:
-                    if_unsup[iface] += 1
+                    link_unsup[lt] += 1
                 elif reason != OK:
                     counts[reason] += 1
         pos += blen
-    return pos, n_out, records, stop, last_ts
+    return pos, n_out, records, stop, last_ts, big, n_if

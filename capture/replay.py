@@ -16,7 +16,6 @@ dropped and counted. Looping is refused then: a pass repeats every packet (the g
 """
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Callable
@@ -27,6 +26,12 @@ from dptop.capture import epochorder
 from dptop.capture.pcap import CaptureStats, count_packets, open_capture
 from dptop.capture.source import Source
 from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.settings import Range
+
+SPEED = Range("speed", 1e-3, 1e6)
+"""Seconds of capture per wall-clock second of a paced replay (None: as fast as possible)."""
+MAX_GAP = Range("max-gap", 1e-3, 3600.0)
+"""Longest wait (s) for the next packet of a paced replay."""
 
 _MAX_SLEEP = 0.05  # re-check pause/stop at least this often while waiting for a packet's time
 
@@ -41,12 +46,11 @@ class FileReplay(Source):
     def __init__(self, path, sink: Callable[[KeyBatch], bool], speed: float | None = None,
                  loop: bool = False, batch_size: int = 65536, records: int | None = None, grid=None,
                  max_gap: float = 5.0):
-        if speed is not None and not (isinstance(speed, (int, float)) and math.isfinite(speed) and speed > 0):
-            raise ValueError(f"speed ({speed!r}) must be None (as fast as possible) or a finite number > 0")
+        if speed is not None:
+            SPEED.check(speed)
         if not (isinstance(batch_size, int) and batch_size >= 1):
             raise ValueError(f"batch_size ({batch_size!r}) must be an integer >= 1")
-        if not (isinstance(max_gap, (int, float)) and max_gap > 0):
-            raise ValueError(f"max_gap ({max_gap!r}) must be > 0 seconds")
+        MAX_GAP.check(max_gap)
         super().__init__(sink)
         self.max_gap = float(max_gap)
         self.skipped_gap = 0.0  # seconds of idle wall time skipped by the gap cap

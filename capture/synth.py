@@ -11,6 +11,7 @@ import struct
 
 import numpy as np
 
+from dptop.engine.core.settings import SEED, Range
 from dptop.engine.core.workload import ipv4_of_rank, zipf_ranks
 
 _RECORD = np.dtype([
@@ -71,10 +72,21 @@ def write_pcap(path, src_ipv4: np.ndarray, ts_ns: np.ndarray, dst_ipv4=0xC0A8_00
         f.write(rec.tobytes())
 
 
+SKEW = Range("skew", 0.0, 100.0, open_low=True)
+DOMAIN = Range("domain", 1, 1 << 24, integer=True)
+"""Hosts of a synthetic stream (the Zipf weights take 8 bytes each)."""
+LENGTH = Range("length", 1, 1 << 30, integer=True)
+"""Packets of a synthetic stream (50 bytes each in the file)."""
+RATE = Range("rate", 1, 10**9, integer=True)
+"""Packets per second of packet time (at most one per nanosecond)."""
+
+
 def write_zipf_pcap(path, skew, domain, length, seed, rate_pps=100_000) -> None:
     """``dptop synth``: a Zipf capture with packets spaced at ``rate_pps``. Sources and
     destinations are independent Zipf streams over the same hosts (seeds ``seed`` and
     ``seed + 1``); wire lengths follow ``WIRE_LENGTHS`` / ``WIRE_SHARES`` (seed ``seed + 2``)."""
+    skew, domain, length, rate_pps, seed = (SKEW.check(skew), DOMAIN.check(domain), LENGTH.check(length),
+                                            RATE.check(rate_pps), SEED.check(seed))
     src = ipv4_of_rank(zipf_ranks(skew, domain, length, seed))
     dst = ipv4_of_rank(zipf_ranks(skew, domain, length, seed + 1))
     wire = np.random.default_rng(seed + 2).choice(WIRE_LENGTHS, size=length, p=WIRE_SHARES)

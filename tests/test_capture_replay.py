@@ -174,8 +174,10 @@ def test_stats_from_another_thread_during_replay(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"speed": 0}, r"speed \(0\) must be None"),
-    ({"speed": -2.0}, r"speed \(-2.0\) must be None"),
+    ({"speed": 0}, r"speed \(0\) must be in \[0.001, 1000000.0\]"),
+    ({"speed": -2.0}, r"speed \(-2.0\) must be in"),
+    ({"speed": 1e-300}, r"speed \(1e-300\) must be in"),
+    ({"max_gap": float("inf")}, r"max-gap \(inf\) must be in \[0.001, 3600.0\]"),
     ({"speed": float("inf")}, r"speed \(inf\)"),
     ({"batch_size": 0}, r"batch_size \(0\) must be an integer >= 1"),
 ])

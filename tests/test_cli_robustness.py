@@ -1,4 +1,4 @@
-"""Results survive: SIGINT/SIGTERM during a replay flush what was computed into a valid partial
+"""Results survive: SIGINT/SIGTERM/SIGHUP during a replay flush what was computed into a valid partial
 JSON (exit 130/143); a bad --json path fails before any work; a corrupt far-future stamp does not
 stall a paced replay (--max-gap)."""
 import json
@@ -21,7 +21,7 @@ def _dptop(*argv, **kw):
                             text=True, **kw)
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_signal_leaves_a_valid_partial_json_with_the_exact_counts_so_far(tmp_path, sig, code):
     pcap, out = tmp_path / "z.pcap", tmp_path / "out.json"
     write_zipf_pcap(pcap, 1.1, 1000, 200_000, seed=1, rate_pps=10_000)  # 20 s of packet time

@@ -142,14 +142,15 @@ def test_bad_requests_get_one_clear_line(capture):
     _, parts = capture
     with pytest.raises(ValueError, match="not available in cluster mode: dpss, lazyhh, dpsw .*covered by no spec"):
         replay_archive(parts, ("exact", "dpss", "lazyhh", "dpsw"), Settings())
-    with pytest.raises(ValueError, match=r"cluster \('local:0'\) must be None, local:N"):
+    with pytest.raises(ValueError, match=r"cluster \('local:0'\): local workers .* \(0\) must be in \[1, "):
         replay_archive(parts, ("exact",), Settings(), cluster="local:0")
     with pytest.raises(ValueError, match="epoch_seconds .* needs a public time grid"):
         replay_archive(parts, ("dpmg",), Settings(epoch_seconds=1.0))
     with pytest.raises(ValueError, match=r"epoch length \(0 ns\) must be >= 1 ns"):
         TimeGrid(5, 0, 3)
-    with pytest.raises(ValueError, match="does not exist"):
-        replay_archive([parts[0], parts[0].with_name("missing.pcap")], ("exact",), Settings())
+    result = replay_archive([parts[0], parts[0].with_name("missing.pcap")], ("exact",), Settings())
+    assert [m.name for m in result.missing] == [str(parts[0].with_name("missing.pcap"))] and result.partial
+    assert "cannot read capture file" in result.missing[0].error
 
 
 def test_local_cluster_of_worker_processes(capture):

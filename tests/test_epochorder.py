@@ -76,3 +76,13 @@ def test_time_range_and_parse():
 
 def test_file_time_range(tmp_path):
     assert time_range(_write(tmp_path, [5, 3, 9_000_000, 7])) == (T0 + 3000, T0 + 9_000_000_000)
+
+
+def test_a_batch_wholly_outside_the_grid_is_skipped(tmp_path):
+    """A run of packets stamped outside the public range fills whole batches: they are dropped and
+    counted, the packets after them still come out (found by tests/test_parameter_table.py)."""
+    ts_us = [10_000_000 + i for i in range(20)] + list(range(10))  # 20 far ahead, then 10 inside
+    path = _write(tmp_path, ts_us)
+    grid = TimeGrid(T0, 1_000_000, 4)  # 4 ms: only the last 10 packets
+    out, p = _read(path, grid, batch_size=7)
+    assert _flatten(out) == _expected(ts_us, grid) and len(_flatten(out)) == 10

@@ -110,7 +110,7 @@ def test_parameters_validate_as_you_type_and_apply_restarts(qtbot, make_window, 
     window = make_window(names=("dpss", "spacesaving"))
     params = window.params
     params.epsilon.setText("-1")
-    qtbot.waitUntil(lambda: "epsilon (-1.0) must be in (0.0, 64.0]" in params.error.text(), timeout=5000)
+    qtbot.waitUntil(lambda: "epsilon (-1.0) must be in [1e-06, 64.0]" in params.error.text(), timeout=5000)
     assert not params.apply_button.isEnabled() and params.apply() is False
     params.epsilon.setText("abc")
     qtbot.waitUntil(lambda: "epsilon ('abc') must be a number" in params.error.text(), timeout=5000)

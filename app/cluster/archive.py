@@ -6,23 +6,33 @@ its file with ``dptop.capture.pcap.open_capture``, feeds a ``CapturePoint`` and 
 summaries (``Shipment``), whose pickled size is recorded as the bytes shipped. The collector (this
 process) merges them in file order and releases once: the merged exact counts, one merged release
 list per algorithm (one release per epoch for the private ones) and per-file packet counts.
+
+The run keeps what it can: a file that cannot be read is named, with why, among the ``missing``
+capture points and the others are merged and released without it (each release names the points
+it covers and those it does not). ``stop`` (a ``threading.Event``, set e.g. by a signal handler)
+ends the run early: every task stops reading at its next batch and ships what it holds (its
+report says ``cut_short``); a task that ships nothing within ``STOP_TIMEOUT_S`` is missing.
 """
 from __future__ import annotations
 
 import pickle
+import threading
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from dptop.capture.pcap import open_capture
-from dptop.cluster.connect import connect, describe
+from dptop.capture.pcap import CaptureError, open_capture
+from dptop.cluster.connect import check_cluster, connect, describe
 from dptop.cluster.merger import MergedResult, Merger
 from dptop.cluster.plan import Plan, TimeGrid, new_master
 from dptop.cluster.point import CapturePoint
 from dptop.engine.core.settings import Settings
 
 BATCH = 1 << 16
+STOP_TIMEOUT_S = 10.0
+"""After a stop, how long the collector waits for the tasks' summaries of what they read."""
+POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,8 @@ class AgentReport:
     cpu_seconds: float
     """CPU time of that task's thread (the same work whatever the cluster; wall time also
     depends on how much of the machine the worker gets)."""
+    cut_short: bool = False
+    """The run was stopped while this file was read: its summaries hold the packets read so far."""
 
     @property
     def bytes_per_epoch(self) -> float:
@@ -56,7 +68,18 @@ class AgentReport:
         return {"path": self.name, "packets": self.packets, "ip_packets": self.ip_packets,
                 "skipped": dict(self.skipped), "outside_grid": self.outside_grid, "epochs": self.epochs,
                 "bytes_shipped": self.bytes_shipped, "epoch_bytes": self.epoch_bytes, "seconds": self.seconds,
-                "cpu_seconds": self.cpu_seconds, "warnings": list(self.warnings)}
+                "cpu_seconds": self.cpu_seconds, "warnings": list(self.warnings), "cut_short": self.cut_short}
+
+
+@dataclass(frozen=True)
+class MissingPoint:
+    """A capture point (file) that delivered nothing, and why."""
+
+    name: str
+    error: str
+
+    def to_json(self) -> dict:
+        return {"path": self.name, "error": self.error}
 
 
 @dataclass(frozen=True)
@@ -68,21 +91,45 @@ class Shipment:
     epochs: dict
 
 
-def summarize_file(path: str, plan: Plan) -> Shipment:
-    """A worker's task: read ``path`` with dptop's capture parser and summarise it by ``plan``."""
+def summarize_file(path: str, plan: Plan, stop=None) -> Shipment | MissingPoint:
+    """A worker's task: read ``path`` with dptop's capture parser and summarise it by ``plan``;
+    a file that cannot be read is a ``MissingPoint`` (returned, not raised: one line for the user,
+    no worker traceback). ``stop``: a ``threading.Event`` or the name of a Dask ``Event``, checked
+    between batches."""
     t0, c0 = time.perf_counter(), time.thread_time()
     point = CapturePoint(plan)
-    with open_capture(path) as reader:
-        for batch in reader.batches(BATCH):
-            point.feed(batch)
-        stats = reader.stats
+    stopped = _stop_check(stop)
+    if stopped():
+        return MissingPoint(str(path), "not read: the run was stopped first")
+    cut = False
+    try:
+        with open_capture(path) as reader:
+            for batch in reader.batches(BATCH):
+                point.feed(batch)
+                if stopped():
+                    cut = True
+                    break
+            stats = reader.stats
+    except (CaptureError, OSError, MemoryError) as exc:
+        return MissingPoint(str(path), str(exc) or type(exc).__name__)
     epochs = {e: point.take_epoch(e) for e in point.open_epochs()}
     whole = point.take_whole()
     size, epoch_size = (len(pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)) for x in ((whole, epochs), epochs))
     report = AgentReport(str(path), stats.packets, stats.ip_packets, dict(stats.skipped), tuple(stats.warnings),
                          point.counters.outside_grid, len(epochs), size, epoch_size, time.perf_counter() - t0,
-                         time.thread_time() - c0)
+                         time.thread_time() - c0, cut)
     return Shipment(report, whole, epochs)
+
+
+def _stop_check(stop):
+    if stop is None:
+        return lambda: False
+    if isinstance(stop, str):
+        from distributed import Event
+
+        event = Event(stop)
+        return event.is_set
+    return stop.is_set
 
 
 @dataclass(frozen=True)
@@ -91,47 +138,84 @@ class ArchiveResult(MergedResult):
 
     cluster: str = "in-process"
     seconds: float = 0.0
+    missing: tuple[MissingPoint, ...] = ()
+    stopped: bool = False
+    """Stopped early (a signal): the files read so far, each as far as it was read."""
+
+    @property
+    def partial(self) -> bool:
+        return self.stopped or bool(self.missing)
 
     def to_json(self, top: int = 10) -> dict:
-        return {"cluster": self.cluster, "seconds": self.seconds, **super().to_json(top)}
+        return {"cluster": self.cluster, "seconds": self.seconds, "partial": self.partial,
+                "missing": [m.to_json() for m in self.missing], **super().to_json(top)}
 
 
-def _run_tasks(client, paths: list[str], plan: Plan) -> list[Shipment]:
+def _run_tasks(client, paths: list[str], plan: Plan, stop: threading.Event) -> dict:
+    """Each path's ``Shipment`` or ``MissingPoint``, by path."""
     if client is None:
-        return [summarize_file(p, plan) for p in paths]
+        return {p: MissingPoint(p, "not read: the run was stopped") if stop.is_set() else summarize_file(p, plan, stop)
+                for p in paths}
+    from distributed import Event
+
     run = uuid.uuid4().hex[:12]  # fresh keys: a repeated replay must never reuse a cached result
-    futures = [client.submit(summarize_file, p, plan, pure=False, key=f"dptop-archive-{run}-{i}-{Path(p).name}")
-               for i, p in enumerate(paths)]
-    return client.gather(futures)
+    event = Event(f"dptop-archive-stop-{run}", client=client)
+    futures = {client.submit(summarize_file, p, plan, event.name, pure=False,
+                             key=f"dptop-archive-{run}-{i}-{Path(p).name}"): p for i, p in enumerate(paths)}
+    out, deadline = {}, None
+    while futures:
+        for future in [f for f in futures if f.status != "pending"]:
+            path = futures.pop(future)
+            out[path] = future.result() if future.status == "finished" else MissingPoint(
+                path, f"its task {future.status}: {future.exception() if future.status == 'error' else ''}".rstrip(": "))
+        if stop.is_set() and deadline is None:
+            event.set()
+            deadline = time.monotonic() + STOP_TIMEOUT_S
+        if deadline is not None and time.monotonic() > deadline:
+            for future, path in futures.items():
+                future.cancel()
+                out[path] = MissingPoint(path, f"no summaries within {STOP_TIMEOUT_S:g} s of the stop")
+            break
+        time.sleep(POLL_S)
+    return out
+
+
+def check_archive(paths, algorithm_names, settings: Settings, cluster=None, grid: TimeGrid | None = None) -> Plan:
+    """The run's ``Plan``, or ``ValueError`` naming what cannot run (before anything starts)."""
+    if not paths:
+        raise ValueError("paths: name at least one capture file")
+    check_cluster(cluster)
+    return Plan(tuple(algorithm_names), settings, new_master(settings), agents=len(paths), grid=grid)
 
 
 def replay_archive(paths, algorithm_names, settings: Settings, cluster=None,
-                   grid: TimeGrid | None = None) -> ArchiveResult:
+                   grid: TimeGrid | None = None, stop: threading.Event | None = None) -> ArchiveResult:
     """Replay capture files as capture points of one network and release their merge once.
 
     ``cluster``: None, "local:N", "tcp://HOST:PORT" or a ``distributed.Client``
     (``dptop.cluster.connect``). ``grid``: the public time grid when ``settings.epoch_seconds``
-    is set (each packet goes to the cell of its own time stamp)."""
+    is set (each packet goes to the cell of its own time stamp). Files that cannot be read are
+    ``missing``; ``stop`` ends the run early with what was read (module docstring)."""
     paths = [str(p) for p in paths]
-    if not paths:
-        raise ValueError("paths: name at least one capture file")
-    for p in paths:
-        if not Path(p).is_file():
-            raise ValueError(f"capture file {p!r} does not exist")
-    plan = Plan(tuple(algorithm_names), settings, new_master(settings), agents=len(paths), grid=grid)
+    plan = check_archive(paths, algorithm_names, settings, cluster, grid)
+    stop = stop or threading.Event()
     t0 = time.perf_counter()
     with connect(cluster) as client:
-        shipments = _run_tasks(client, paths, plan)
+        delivered = _run_tasks(client, paths, plan, stop)
+    shipments = [delivered[p] for p in paths if isinstance(delivered[p], Shipment)]
+    missing = tuple(delivered[p] for p in paths if isinstance(delivered[p], MissingPoint))
+    covered = [s.report.name for s in shipments]
     merger = Merger(plan, paths)
-    for path, ship in zip(paths, shipments):
-        merger.add_whole(path, ship.whole)
+    for ship in shipments:
+        merger.add_whole(ship.report.name, ship.whole)
         for epoch, summaries in ship.epochs.items():
-            merger.add_epoch(path, epoch, summaries)
+            merger.add_epoch(ship.report.name, epoch, summaries)
     merger.release_whole()
     for epoch in _epochs_to_release(plan, merger.pending_epochs()):
-        merger.release_epoch(epoch, covered=paths)
+        merger.release_epoch(epoch, covered=covered, missing=[m.name for m in missing])
     return ArchiveResult(tuple(s.report for s in shipments), merger.exact(), dict(merger.releases), plan,
-                         describe(cluster), time.perf_counter() - t0)
+                         describe(cluster), time.perf_counter() - t0, missing,
+                         any(s.report.cut_short for s in shipments))
 
 
 def _epochs_to_release(plan: Plan, delivered: list[int]) -> list[int]:

@@ -7,14 +7,21 @@ on their own. A scheduler to join is any Dask scheduler, e.g. ``dask scheduler -
 from __future__ import annotations
 
 import argparse
-import json
+from dataclasses import replace
 import sys
 import time
-from pathlib import Path
 
-from dptop.engine.core.settings import Settings, parse_param
+from dptop.capture.live import DURATION
+from dptop.cluster.connect import local_workers
+from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, check_ranges, parse_param
+from dptop.options import Parser, nonempty, ranged, ranged_list
+from dptop.output import write_json
 
 LIVE_DEFAULT = ("exact", "dpmg", "misragries")
+EXPECT_TIMEOUT = Range("expect-timeout", 0.0, 3600.0)
+BENCH_FILES = Range("files", 1, 1024, integer=True)
+BENCH_PACKETS = Range("packets", 1, 1 << 30, integer=True)
+SCHEDULER = nonempty("--scheduler (tcp://HOST:PORT)")
 
 
 def _param(text: str):
@@ -41,14 +48,33 @@ def _status_line(a) -> str:
             f"drops {a.kernel_drops + a.queue_drops}" + (f"  ({a.error})" if a.error else ""))
 
 
+def check_collect(args) -> None:
+    """The algorithms (mergeable ones) and their parameters, before connecting to anything."""
+    from dptop.cluster.plan import check_names
+
+    try:
+        args.names = check_names(n.strip() for n in args.algorithms.split(",") if n.strip())
+    except ValueError as exc:
+        raise ValueError(f"--algorithms: {exc}") from None
+    args.settings = Settings(k=args.k, k_tilde=args.k_tilde, epsilon=args.epsilon, delta=args.delta, seed=args.seed,
+                             epoch_seconds=args.epoch_seconds, extra=dict(args.param))
+    check_ranges(args.settings)
+
+
 def cmd_collect(args) -> int:
     from dptop.cluster.collector import Collector
 
-    names = [n.strip() for n in args.algorithms.split(",") if n.strip()]
-    settings = Settings(k=args.k, k_tilde=args.k_tilde, epsilon=args.epsilon, delta=args.delta, seed=args.seed,
-                        epoch_seconds=args.epoch_seconds, extra=dict(args.param))
-    collector = Collector(args.scheduler, names, settings).start()
+    names, settings = args.names, args.settings
+    expect = [n.strip() for n in (args.expect or "").split(",") if n.strip()]
+    collector = Collector(args.scheduler, names, settings, expect=expect, expect_timeout=args.expect_timeout).start()
     quiet = args.json_out == "-"
+    absent = []
+    if expect:
+        print(f"dptop: waiting up to {args.expect_timeout:g} s for agents {', '.join(expect)}", file=sys.stderr)
+        absent = collector.wait_for_expected()
+        if absent:
+            print(f"dptop: error: expected agent(s) not joined after {args.expect_timeout:g} s: {', '.join(absent)} "
+                  f"(their traffic is in no release; every release names them as NOT covered)", file=sys.stderr)
     deadline = None if args.duration is None else time.monotonic() + args.duration
     try:
         while deadline is None or time.monotonic() < deadline:
@@ -60,73 +86,96 @@ def cmd_collect(args) -> int:
     except KeyboardInterrupt:
         pass
     result = collector.stop()
+    gone = [a.name for a in result.agents if a.gone]
     if args.json_out:
-        text = json.dumps(result.to_json(args.top), indent=2, default=str)
-        sys.stdout.write(text + "\n") if args.json_out == "-" else Path(args.json_out).write_text(text + "\n")
+        write_json({**result.to_json(args.top), "partial": bool(gone), "missing": gone}, args.json_out)
     if not quiet:
-        print("exact top:", ", ".join(f"{it.address} {it.estimate:.0f}" for it in result.exact_top(args.top)))
+        exact = next(iter(result.releases.get("exact", [])), None)
+        print(f"exact top {_coverage(exact.status if exact else {'agents': [a.name for a in result.agents if not a.gone]})}:",
+              ", ".join(f"{it.address} {it.estimate:.0f}" for it in result.exact_top(args.top)))
         for name, rels in result.releases.items():
             for rel in rels[-3:]:
                 items = ", ".join(f"{it.address} {it.estimate:.0f}" for it in rel.items[:10]) or "(nothing released)"
-                print(f"{name} epoch {rel.span.index} [agents: {', '.join(rel.status.get('agents', []))}"
-                      f"{'; NOT covered: ' + ', '.join(rel.status['agents_missing']) if rel.status.get('agents_missing') else ''}]"
-                      f" {items}")
-    return 0
+                print(f"{name} epoch {rel.span.index} {_coverage(rel.status)} {items}")
+    if [g for g in gone if g not in absent]:  # one line per cause: those never joined were named above
+        print(f"dptop: error: not covered (lost, failed or never joined): {', '.join(gone)}", file=sys.stderr)
+    return 1 if gone else 0
+
+
+def _coverage(status: dict) -> str:
+    """``[agents: a, b; partial: c; NOT covered: d]`` of a release's status."""
+    text = f"[agents: {', '.join(status.get('agents', [])) or 'none'}"
+    if status.get("agents_partial"):
+        text += f"; partial (until lost): {', '.join(status['agents_partial'])}"
+    if status.get("agents_missing"):
+        text += f"; NOT covered: {', '.join(status['agents_missing'])}"
+    return text + "]"
 
 
 def cmd_cluster_bench(args) -> int:
     from dptop.cluster.bench import run_bench
     from dptop.engine.bench.suite import print_report
 
-    report = run_bench(quick=args.quick, workers=[int(w) for w in args.workers.split(",")],
+    report = run_bench(quick=args.quick, workers=args.workers,
                        files=args.files, packets=args.packets)
     print_report(report, sys.stdout)
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n")
+        write_json(report, args.json_out)
     return 0
 
 
 def add_subcommands(subparsers) -> None:
     """Add ``agent``, ``collect`` and ``cluster-bench`` to an argparse subparsers object."""
     p = subparsers.add_parser("agent", help="run a live capture point that joins a Dask scheduler")
-    p.add_argument("--iface", required=True, help="interface to capture on (needs root or CAP_NET_RAW)")
-    p.add_argument("--scheduler", required=True, metavar="tcp://HOST:PORT")
-    p.add_argument("--name", default=None, help="capture point name (default HOSTNAME:IFACE; unique per scheduler)")
+    p.add_argument("--iface", type=nonempty("--iface"), required=True,
+                   help="interface to capture on (needs root or CAP_NET_RAW)")
+    p.add_argument("--scheduler", type=SCHEDULER, required=True, metavar="tcp://HOST:PORT")
+    p.add_argument("--name", type=nonempty("--name"), default=None,
+                   help="capture point name (default HOSTNAME:IFACE; unique per scheduler)")
     p.add_argument("--bpf", default=None, help="BPF capture filter")
     p.set_defaults(func=cmd_agent)
 
     p = subparsers.add_parser("collect", help="merge the live capture points of a Dask scheduler and release")
-    p.add_argument("--scheduler", required=True, metavar="tcp://HOST:PORT")
-    p.add_argument("--algorithms", default=",".join(LIVE_DEFAULT),
+    p.add_argument("--scheduler", type=SCHEDULER, required=True, metavar="tcp://HOST:PORT")
+    p.add_argument("--algorithms", type=nonempty("--algorithms"), default=",".join(LIVE_DEFAULT),
                    help="comma-separated mergeable algorithms (exact, spacesaving, misragries, countmin, dpmg, eehh-cms)")
-    p.add_argument("--k", type=int, default=16)
-    p.add_argument("--k-tilde", type=int, default=None)
-    p.add_argument("--epsilon", type=float, default=0.5)
-    p.add_argument("--delta", type=float, default=1e-6)
-    p.add_argument("--seed", type=int, default=None, help="seeded noise: reproducible and NOT private")
-    p.add_argument("--epoch-seconds", type=float, default=None, help="time epochs (default: one epoch, the whole run)")
+    p.add_argument("--k", type=ranged(RANGES["k"]), default=16)
+    p.add_argument("--k-tilde", type=ranged(RANGES["k_tilde"]), default=None)
+    p.add_argument("--epsilon", type=ranged(RANGES["epsilon"]), default=0.5)
+    p.add_argument("--delta", type=ranged(RANGES["delta"]), default=1e-6)
+    p.add_argument("--seed", type=ranged(SEED), default=None, help="seeded noise: reproducible and NOT private")
+    p.add_argument("--epoch-seconds", type=ranged(RANGES["epoch_seconds"]), default=None,
+                   help="time epochs (default: one epoch, the whole run)")
     p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--duration", type=float, default=None, help="stop after S seconds (default: Ctrl-C)")
-    p.add_argument("--top", type=int, default=10)
-    p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-")
-    p.set_defaults(func=cmd_collect)
+    p.add_argument("--duration", type=ranged(DURATION), default=None, help="stop after S seconds (default: Ctrl-C)")
+    p.add_argument("--expect", type=nonempty("--expect"), default=None, metavar="NAME,NAME",
+                   help="agents the run is for: epochs wait for them (up to --expect-timeout), and those that "
+                        "never join are named as not covered")
+    p.add_argument("--expect-timeout", type=ranged(EXPECT_TIMEOUT), default=60.0, metavar="S",
+                   help="how long to wait for the expected agents (default 60)")
+    p.add_argument("--top", type=ranged(replace(EXTRA_RANGES["top"], name="top")), default=10)
+    p.add_argument("--json", dest="json_out", type=nonempty("--json (a file name, or - for stdout)"), default=None,
+                   metavar="OUT|-")
+    p.set_defaults(func=cmd_collect, check=check_collect)
 
     p = subparsers.add_parser("cluster-bench", help="archive replay speed-up on 1, 2, 4 Dask workers and bytes shipped")
     p.add_argument("--quick", action="store_true", help="small files (a smoke run)")
-    p.add_argument("--workers", default="1,2,4")
-    p.add_argument("--files", type=int, default=8)
-    p.add_argument("--packets", type=int, default=None, help="packets per file (default 2^22, quick 2^18)")
-    p.add_argument("--json", dest="json_out", default=None, metavar="OUT")
+    p.add_argument("--workers", type=ranged_list(local_workers()), default="1,2,4")
+    p.add_argument("--files", type=ranged(BENCH_FILES), default=8)
+    p.add_argument("--packets", type=ranged(BENCH_PACKETS), default=None, help="packets per file (default 2^22, quick 2^18)")
+    p.add_argument("--json", dest="json_out", type=nonempty("--json (a file name)"), default=None, metavar="OUT")
     p.set_defaults(func=cmd_cluster_bench)
 
 
 def main(argv=None) -> int:
     from dptop.capture.pcap import CaptureError
 
-    parser = argparse.ArgumentParser(prog="python -m dptop.cluster")
+    parser = Parser(prog="python -m dptop.cluster")
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "check", None) is not None:
+            args.check(args)
         return args.func(args)
     except (ValueError, OSError, CaptureError) as exc:
         print(f"dptop: error: {exc}", file=sys.stderr)

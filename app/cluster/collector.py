@@ -39,7 +39,7 @@ class AgentStatus:
     address: str
     iface: str = ""
     state: str = "starting"
-    """starting, running, lost, failed or finished."""
+    """starting, running, lost, failed, finished, or missing (expected, never joined)."""
     packets: int = 0
     ip_packets: int = 0
     packets_per_second: float = 0.0
@@ -55,14 +55,18 @@ class AgentStatus:
 
     @property
     def gone(self) -> bool:
-        return self.state in ("lost", "failed")
+        return self.state in ("lost", "failed", "missing")
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "seen"}
 
 
 class Collector:
-    def __init__(self, scheduler, names, settings, max_agents: int = 64, lost_after: float = 2.0):
+    """``expect``: names of the agents the run is for; epochs wait for them until ``expect_timeout``
+    seconds after the start, then those that never joined are named missing (state "missing")."""
+
+    def __init__(self, scheduler, names, settings, max_agents: int = 64, lost_after: float = 2.0,
+                 expect=(), expect_timeout: float = START_TIMEOUT_S):
         if settings.epoch_packets is not None:
             raise ValueError(f"epoch_packets ({settings.epoch_packets}): live agents count at different "
                              f"rates, so live cluster epochs are time epochs (--epoch-seconds)")
@@ -72,6 +76,9 @@ class Collector:
             grid = TimeGrid(time.time_ns() // epoch_ns * epoch_ns, epoch_ns, MAX_CELLS)
         self.plan = Plan(tuple(names), settings, new_master(settings), agents=max_agents, grid=grid)
         self.lost_after = float(lost_after)
+        self.expected = tuple(dict.fromkeys(expect))
+        self.expect_timeout = float(expect_timeout)
+        self._expect_until = None
         self.run = uuid.uuid4().hex[:12]
         self._scheduler = scheduler
         self._client = None
@@ -98,9 +105,23 @@ class Collector:
         self._stop = Event(stop_event(self.run), client=self._client)
         self._lease = Variable(lease_variable(self.run), client=self._client)
         self._lease.set(time.time())
+        self._expect_until = time.monotonic() + self.expect_timeout
         self._thread = threading.Thread(target=self._loop, name="dptop-collector", daemon=True)
         self._thread.start()
         return self
+
+    def wait_for_expected(self, poll: float = TICK_S) -> list[str]:
+        """Block until every expected agent has joined or the expect timeout passed; the names
+        still missing."""
+        while True:
+            missing = self.not_joined()
+            if not missing or time.monotonic() >= self._expect_until:
+                return missing
+            time.sleep(poll)
+
+    def not_joined(self) -> list[str]:
+        with self._lock:
+            return [n for n in self.expected if n not in self._agents]
 
     def stop(self, timeout: float = 10.0) -> MergedResult:
         """Stop every agent's task, wait up to ``timeout`` for their last summaries, release the rest."""
@@ -116,8 +137,12 @@ class Collector:
             for name, a in self._agents.items():
                 if a.state in ("starting", "running"):
                     self._agents[name] = replace(a, state="lost", error="no final summaries before the stop timeout")
+            for name in self.expected:
+                if name not in self._agents:
+                    self._agents[name] = AgentStatus(name, "", state="missing", error="never joined the scheduler")
+                    self._merger.add_agent(name)
             self._release_due(final=True)
-            self._merger.release_whole()
+            self._merger.release_whole(gone=[n for n, a in self._agents.items() if a.gone])
             result = MergedResult(tuple(self._agents.values()), self._merger.exact(),
                                 {n: list(r) for n, r in self._merger.releases.items()}, self.plan)
         self._client.unsubscribe_topic(topic(self.run))
@@ -214,10 +239,14 @@ class Collector:
 
     def _expected(self, cell: int) -> tuple[list[str], list[str]]:
         """(covered, missing) of ``cell``: every agent that delivered it, and the lost or failed ones
-        that should have and did not. None missing but an agent still running -> not ready."""
+        that should have and did not, and the expected ones that never joined (an epoch waits for
+        those until the expect timeout). None missing but an agent still running -> not ready."""
         delivered = self._merger.delivered(cell)
         missing = []
         for name, a in self._agents.items():
+            if a.state == "missing":
+                missing.append(name)
+                continue
             if name in delivered or a.first_cell is None or a.first_cell > cell:
                 continue
             if a.state == "finished" and a.last_cell is not None and a.last_cell < cell:
@@ -225,7 +254,10 @@ class Collector:
             if not a.gone:
                 return None, None  # still to come
             missing.append(name)
-        return sorted(delivered), missing
+        absent = [n for n in self.expected if n not in self._agents]
+        if absent and time.monotonic() < self._expect_until:
+            return None, None  # an expected agent may still join
+        return sorted(delivered), missing + absent
 
     def _release_due(self, final: bool) -> None:
         grid = self.plan.grid

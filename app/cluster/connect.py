@@ -10,9 +10,25 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
+import signal
+import threading
+from pathlib import Path
 
-CLUSTER_RULE = "cluster ({!r}) must be None, local:N (N >= 1 workers) or tcp://HOST:PORT"
+from dptop.engine.core.settings import Range
+
+CLUSTER_RULE = "cluster ({!r}) must be local:N (N >= 1 workers) or tcp://HOST:PORT"
+WORKERS_PER_CPU = 2
+"""Single-threaded local workers per usable CPU: more only queue for the same cores (and each is
+a process holding its own kernels)."""
+
+
+def local_workers() -> Range:
+    """How many workers ``local:N`` may start on this machine."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return Range(f"local workers (this machine: {cpus} CPUs, at most {WORKERS_PER_CPU} per CPU)", 1,
+                 WORKERS_PER_CPU * cpus, integer=True)
 _LOCAL = re.compile(r"local:(\d+)")
 _TCP = re.compile(r"tcp://[^\s:/]+:\d+")
 
@@ -22,7 +38,13 @@ def check_cluster(cluster):
     if cluster is None or not isinstance(cluster, str):
         return cluster
     m = _LOCAL.fullmatch(cluster)
-    if (m and int(m.group(1)) >= 1) or _TCP.fullmatch(cluster):
+    if m:
+        try:
+            local_workers().check(int(m.group(1)))
+        except ValueError as exc:
+            raise ValueError(f"cluster ({cluster!r}): {exc}") from None
+        return cluster
+    if _TCP.fullmatch(cluster):
         return cluster
     raise ValueError(CLUSTER_RULE.format(cluster))
 
@@ -35,8 +57,54 @@ def local_cluster(workers: int, processes: bool = True):
     where = {"host": "127.0.0.1"} if processes else {}
     # the scheduler always serves health routes over HTTP: on a free loopback port, no dashboard
     http = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
-    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None,
-                        silence_logs=logging.ERROR, scheduler_kwargs=http, **where)
+    with _terminal_signals_ignored():
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None,
+                            silence_logs=logging.ERROR, scheduler_kwargs=http, **where)
+
+
+TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGHUP)
+"""Sent by a terminal to its whole foreground process group (Ctrl-C, a closed window)."""
+
+
+@contextlib.contextmanager
+def _terminal_signals_ignored():
+    """Worker processes started meanwhile ignore Ctrl-C and hang-ups (the disposition survives
+    their exec, and Python then installs no KeyboardInterrupt handler): the main process alone
+    handles them, stops the tasks and gathers what they read, instead of every worker dying with
+    a traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in TERMINAL_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def quiet_dask(folder: Path | None = None):
+    """Dask's own log lines (a worker lost, connections closed at shutdown) go to a log file under
+    ``folder`` (default ``~/.cache/dptop``), created only if something is logged, instead of the
+    user's terminal; dptop says what matters in its own lines."""
+    folder = folder or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dptop"
+    folder.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(folder / f"dask-{os.getpid()}.log", delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    saved = []
+    for name in ("distributed", "tornado", "asyncio"):
+        log = logging.getLogger(name)
+        saved.append((log, log.handlers[:], log.propagate))
+        log.handlers[:] = [handler]
+        log.propagate = False
+    try:
+        yield
+    finally:
+        for log, handlers, propagate in saved:
+            log.handlers[:] = handlers
+            log.propagate = propagate
+        handler.close()
 
 
 @contextlib.contextmanager

@@ -82,9 +82,12 @@ class Merger:
         parts = [self._exact[a] for a in self._ordered(self._exact)]
         return merge_all(parts) if parts else CountSummary.empty()
 
-    def release_whole(self) -> list[Release]:
-        """The non-private baselines over the whole merged stream (one release each)."""
+    def release_whole(self, gone=()) -> list[Release]:
+        """The non-private baselines over the whole merged stream (one release each). ``gone``:
+        agents lost before their final summaries; the exact counts hold what they shipped until
+        then (``agents_partial``), the other baselines nothing of theirs (``agents_missing``)."""
         covered = self._ordered(self._whole)
+        gone = set(gone)
         settings = self.plan.settings
         out = []
         for name in self.plan.names:
@@ -94,7 +97,14 @@ class Merger:
             merged = self.exact() if name == "exact" else merge_all(parts) if parts else None
             if merged is None:
                 continue
-            status = {"agents": self._ordered(self._exact) if name == "exact" else covered}
+            if name == "exact":
+                shipped = self._ordered(self._exact)
+                status = {"agents": [a for a in shipped if a not in gone],
+                          "agents_partial": [a for a in shipped if a in gone]}
+            else:
+                status = {"agents": covered}
+            status["agents_missing"] = [a for a in self.agents if a in gone and a not in status["agents"]
+                                        and a not in status.get("agents_partial", ())]
             if name == "exact":
                 top = int(settings.extra.get("top", settings.k))
                 items = merged.top(top or None)

@@ -5,7 +5,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dptop.engine.core import registry
-from dptop.engine.core.settings import Settings, check_ranges
+from dptop.capture import synth
+from dptop.capture.live import COUNT, DURATION
+from dptop.capture.replay import MAX_GAP, SPEED
+from dptop.engine.core.settings import SEED, Range, Settings, check_ranges
 from dptop.engine.privacy.calibration import per_update
 from dptop.engine.privacy.units import KeyKind, Unit
 
@@ -44,6 +47,14 @@ class SourceSpec:
         if self.loop and self.kind != "synth":
             raise ValueError("loop replays every packet again (each pass multiplies what it reveals about them); "
                              "it is offered for synthetic streams only")
+        for value, rule in ((self.speed, SPEED), (self.max_gap, MAX_GAP), (self.count, COUNT),
+                            (self.duration, DURATION)):
+            if value is not None:
+                rule.check(value)
+        if self.kind == "synth":
+            for value, rule in ((self.skew, synth.SKEW), (self.domain, synth.DOMAIN), (self.length, synth.LENGTH),
+                                (self.rate, synth.RATE), (self.seed, SEED)):
+                rule.check(value)
 
     def label(self) -> str:
         if self.kind == "file":
@@ -51,6 +62,10 @@ class SourceSpec:
         if self.kind == "live":
             return f"{self.iface}" + (f" [{self.bpf}]" if self.bpf else "")
         return f"synthetic Zipf({self.skew:g}) over {self.domain} sources"
+
+
+BYTE_UNIT = Range("byte-unit", 1, 65536, integer=True)
+BYTE_CAP = Range("byte-cap", 1, 4096, integer=True)
 
 
 @dataclass(frozen=True)
@@ -70,10 +85,8 @@ class Counting:
             raise ValueError(f"--key ({self.key!r}) must be 'src' or 'dst'")
         if self.weight not in ("packets", "bytes"):
             raise ValueError(f"--weight ({self.weight!r}) must be 'packets' or 'bytes'")
-        if not (isinstance(self.unit, int) and 1 <= self.unit <= 65536):
-            raise ValueError(f"--byte-unit ({self.unit!r}) must be an integer in [1, 65536]")
-        if not (isinstance(self.cap, int) and 1 <= self.cap <= 4096):
-            raise ValueError(f"--byte-cap ({self.cap!r}) must be an integer in [1, 4096]")
+        BYTE_UNIT.check(self.unit)
+        BYTE_CAP.check(self.cap)
 
     @property
     def group(self) -> int:

@@ -8,14 +8,11 @@ from noisy lengths or from facts the guarantee names (``SPAN_FIELDS``). ``schema
 """
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from pathlib import Path
-
 from dptop import __version__
 from dptop.engine.privacy.facts import Provenance, PublicFact
-from dptop.monitor.session import FILE_BULK, FILE_SPAN, Session
+from dptop.monitor.precheck import FILE_BULK, FILE_SPAN
+from dptop.monitor.session import Session
+from dptop.output import JsonOut
 
 SCHEMA_VERSION = 1
 PARAMETERS = ("k", "k_tilde", "epsilon", "delta", "seed", "epoch_packets", "epoch_seconds", "horizon", "restart",
@@ -89,16 +86,8 @@ def publish_json(session: Session, command: str) -> dict:
 
 
 def write_whole(path: str, result: dict) -> None:
-    """Write ``result`` as JSON to ``path`` whole or not at all (a temporary file renamed over it)."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps(result, indent=2, default=str) + "\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``result`` as JSON to ``path`` whole or not at all (``dptop.output.JsonOut``)."""
+    JsonOut(path).write(result)
 
 
 _NUM = {"type": ["number", "null"]}

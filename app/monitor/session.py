@@ -36,9 +36,6 @@ REPLAY_BATCH = 1 << 16
 """Replay batch size: large, so the per-batch Python work of the threads stays small; slow
 algorithms get it in chunks (``Lane.chunks``)."""
 
-FILE_SPAN = "the file's first and last packet stamps"
-FILE_BULK = ("the file's stamps around their median (stamps farther than half the grid's limit are dropped as "
-             "corrupt, counted under source.skipped)")
 LATE = "stamped in an epoch the clock had closed"
 AHEAD = "stamped ahead of the capture clock"
 
@@ -155,6 +152,8 @@ class Session:
             write_zipf_pcap(path, spec.skew, spec.domain, spec.length, spec.seed, rate_pps=spec.rate)
         self.phase = "counting packets"
         self.public = {"stream_length": count_packets(path)}
+        if spec.loop and epoch_seconds is not None:
+            return self._open_loop(path, spec, epoch_seconds)
         if epoch_seconds is not None:
             self.phase = "planning time epochs"
             start, end = self._time_range(path, spec.time_range, epoch_seconds)
@@ -167,24 +166,39 @@ class Session:
         return FileReplay(path, self._sink, speed=spec.speed, loop=spec.loop, batch_size=REPLAY_BATCH,
                           records=self.public["stream_length"], grid=self._replay_grid(), max_gap=spec.max_gap)
 
-    def _time_range(self, path, declared: tuple[int, int] | None, epoch_seconds: float) -> tuple[int, int]:
-        """The public range of a replay's time epochs: the declared one, else the file's own span
-        (an assumed public fact, named in every release); when stray stamps would stretch that span
-        past the grid's limit, the span of the stamps around the median (the rest dropped, counted)."""
+    def _open_loop(self, path, spec: SourceSpec, epoch_seconds: float):
+        """A looping synthetic stream with time epochs: its stamps only grow (each pass is shifted
+        past the last), so the grid is open-ended from the stream's first stamp (a public fact of
+        the generator, like a live capture's start) and each packet goes to the cell of its stamp."""
         from dptop.capture import epochorder
+        from dptop.capture.replay import FileReplay
 
-        if declared:
-            self.public_source = "declared"
-            return declared
-        self.public_source = FILE_SPAN
-        span = epochorder.time_range(path)
-        if span is None:
-            return 0, 1  # no IP packet: one empty epoch
-        cell = max(1, round(epoch_seconds * 1e9))
-        if (span[1] + 1 - span[0] + cell - 1) // cell > MAX_CELLS:
-            span = epochorder.bulk_range(path, cell, MAX_CELLS)
-            self.public_source = FILE_BULK
-        return span[0], span[1] + 1
+        start = (epochorder.time_range(path) or (0, 0))[0]
+        self.public["time_range"] = (start, None)
+        self.public_source = "the synthetic stream's first stamp (open-ended: the stream loops)"
+        self.grid = TimeGrid(start, round(epoch_seconds * 1e9), MAX_CELLS)
+        if self._stopping.is_set() or not self._start_lanes():
+            return None
+        return FileReplay(path, self._cell_sink, speed=spec.speed, loop=True, batch_size=REPLAY_BATCH,
+                          records=self.public["stream_length"], max_gap=spec.max_gap)
+
+    def _cell_sink(self, batch: KeyBatch) -> bool:
+        """Packets in stamp order, each run of one cell tagged with it (epochorder.by_cell)."""
+        from dptop.capture.epochorder import OUTSIDE, by_cell
+
+        for cell, piece in by_cell(batch, self.grid):
+            if cell < 0:
+                self.dropped[OUTSIDE] = self.dropped.get(OUTSIDE, 0) + len(piece)
+            elif not self._sink(piece):
+                return False
+        return True
+
+    def _time_range(self, path, declared: tuple[int, int] | None, epoch_seconds: float) -> tuple[int, int]:
+        """The public range of a replay's time epochs and its provenance (``precheck.public_time_range``)."""
+        from dptop.monitor.precheck import public_time_range
+
+        span, self.public_source = public_time_range(path, declared, epoch_seconds)
+        return span
 
     def _replay_grid(self) -> TimeGrid | None:
         """The grid the replay reads the file in (its canonical order)."""

@@ -38,7 +38,7 @@ from dptop.engine.single_release.eehh import CountMinEEHH
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.continual.lazyhh import LazyHH
 from dptop.engine.privacy.noise import NoiseSource
-from dptop.engine.core.settings import Settings
+from dptop.engine.core.settings import Range, Settings
 from dptop.engine.baselines.spacesaving import snapshot
 from dptop.engine.audit.broken import (NOISE_FACTOR, EarlyReadDPSW, EntryTimeDPSS, EntryTimeSpaceSaving,
                                        ExactLengthDPSS, ExactLengthEEHH, WeakNoise)
@@ -416,13 +416,18 @@ def run(name: str, runs: int, confidence: float = 0.95, seed: int | None = None,
     return run_target(target(name), runs, confidence, seed, events, progress)
 
 
+RUNS = Range("runs", 4, 10**8, integer=True)
+CONFIDENCE = Range("confidence", 0, 1, open_low=True, open_high=True)
+EVENTS = Range("events", 1, 1000, integer=True)
+"""Events tested per neighbour pair."""
+
+
 def run_target(tgt: Target, runs: int, confidence: float = 0.95, seed: int | None = None,
                events: int = 3, progress=None) -> AuditResult:
     """``run`` for a target instance (the monitor's product-path targets use it too)."""
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence ({confidence!r}) must be in (0, 1)")
-    if runs < 4:
-        raise ValueError(f"runs ({runs}) must be >= 4")
+    CONFIDENCE.check(confidence)
+    RUNS.check(runs)
+    EVENTS.check(events)
     name = tgt.name
     eps, delta = tgt.claimed()
     pairs = tgt.pairs()

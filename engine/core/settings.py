@@ -81,39 +81,80 @@ def parse_param(text: str) -> tuple[str, object]:
     return name.replace("-", "_"), value
 
 
-RANGES = {
-    # name: (low, high, inclusive low) -- checked before any algorithm allocates anything
-    "k": (1, 1 << 22, True),
-    "k_tilde": (2, 1 << 24, True),
-    "epsilon": (0.0, 64.0, False),
-    "delta": (0.0, 0.5, False),
-    "epoch_packets": (1, 1 << 40, True),
-    "epoch_seconds": (1e-6, 1e7, True),
-    "horizon": (1, 1 << 40, True),
-    "window": (2, 1 << 32, True),
-    "gamma": (0.0, 1.0, False),
-}
-"""The documented valid range of every shared parameter (README, "Parameters")."""
+@dataclass(frozen=True)
+class Range:
+    """The valid values of one numeric parameter, defined once and used wherever it is checked
+    (the CLI's option parser, the GUI's fields, the constructors): a number in ``[low, high]``
+    (``(low, ...`` when ``open_low``), an integer when ``integer``. ``name`` is how the message
+    names it (``epsilon``, ``--param depth``, ``--speed``)."""
 
-EXTRA_RANGES = {"depth": (1, 64), "width": (2, 1 << 26), "top": (0, 1 << 24), "t_max": (1, 1 << 48),
-                "substreams": (1, 1 << 20), "max_nodes": (1, 1 << 20), "domain_scan": (1, 1 << 24)}
+    name: str
+    low: float
+    high: float
+    integer: bool = False
+    open_low: bool = False
+    open_high: bool = False
+
+    def rule(self) -> str:
+        return f"{'(' if self.open_low else '['}{self.low!r}, {self.high!r}{')' if self.open_high else ']'}"
+
+    def __contains__(self, value) -> bool:
+        return (self.low < value if self.open_low else self.low <= value) and (
+            value < self.high if self.open_high else value <= self.high)
+
+    def check(self, value):
+        """``value`` if it is in the range, else ``ValueError`` naming the parameter, the value and
+        the rule (nan, infinities, booleans and, for integers, fractions are outside)."""
+        kind = "an integer" if self.integer else "a number"
+        number = (int,) if self.integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, number) and not (
+                self.integer and isinstance(value, float) and value.is_integer()):
+            raise ValueError(f"{self.name} ({value!r}) must be {kind} in {self.rule()}")
+        if value != value or value not in self:
+            raise ValueError(f"{self.name} ({value!r}) must be in {self.rule()}")
+        return int(value) if self.integer else value
+
+    def parse(self, text: str):
+        """The option's text as a checked number (argparse ``type=``)."""
+        try:
+            value = int(text) if self.integer else float(text)
+        except ValueError:
+            raise ValueError(f"{self.name} ({text!r}) must be {'an integer' if self.integer else 'a number'} "
+                             f"in {self.rule()}") from None
+        return self.check(value)
+
+
+RANGES = {r.name: r for r in (
+    # checked before any algorithm allocates anything
+    Range("k", 1, 1 << 22, integer=True),
+    Range("k_tilde", 2, 1 << 24, integer=True),
+    Range("epsilon", 1e-6, 64.0),  # below, noise scales (1/ε, ρ = ε²/2...) leave the float range
+    Range("delta", 1e-100, 0.5),  # below, δ split over releases underflows to 0 (ln(1/δ) overflows)
+    Range("epoch_packets", 1, 1 << 40, integer=True),
+    Range("epoch_seconds", 1e-6, 1e7),
+    Range("horizon", 1, 1 << 40, integer=True),
+    Range("window", 2, 1 << 32, integer=True),
+    Range("gamma", 0.0, 1.0, open_low=True, open_high=True),
+)}
+"""The documented valid range of every shared parameter (README, "Parameters")."""
+SEED = Range("seed", 0, (1 << 63) - 1, integer=True)
+"""``--seed``: any non-negative 64-bit integer."""
+
+EXTRA_RANGES = {name: Range(f"--param {name}", low, high, integer=True) for name, (low, high) in (
+    ("depth", (1, 64)), ("width", (2, 1 << 26)), ("top", (0, 1 << 24)), ("t_max", (1, 1 << 48)),
+    ("substreams", (1, 1 << 20)), ("max_nodes", (1, 1 << 20)), ("domain_scan", (1, 1 << 24)))}
 """Ranges of the integer ``--param`` options that size memory."""
 
 
 def check_ranges(settings: Settings) -> None:
     """Raise ``ValueError`` naming the first parameter outside its documented range."""
-    for name, (low, high, closed) in RANGES.items():
+    for name, r in RANGES.items():
         value = getattr(settings, name)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            raise ValueError(f"{name} ({value!r}) must be a number")
-        if not ((value >= low) if closed else (value > low)) or value > high:
-            bracket = "[" if closed else "("
-            raise ValueError(f"{name} ({value!r}) must be in {bracket}{low!r}, {high!r}]")
-    for name, (low, high) in EXTRA_RANGES.items():
+        if value is not None:
+            r.check(value)
+    if settings.seed is not None:
+        SEED.check(settings.seed)
+    for name, r in EXTRA_RANGES.items():
         value = settings.extra.get(name)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ValueError(f"--param {name} ({value!r}) must be an integer in [{low}, {high}]")
+        if value is not None:
+            r.check(value)

@@ -1,0 +1,64 @@
+"""Option parsing for every ``dptop`` subcommand: each numeric option is checked against its one
+``Range`` (defined where the value is used) while the command line is parsed, so a bad value is
+one line naming the option and its range, exit 2, before anything runs or any output is touched.
+"""
+from __future__ import annotations
+
+import argparse
+
+from dptop.engine.core.settings import Range
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line usage error (``dptop: error: argument --k: ...``, exit 2);
+    ``-h`` still shows the full usage. Subcommand parsers are of the same class."""
+
+    def error(self, message: str):
+        self.exit(2, f"dptop: error: {message} (see {self.prog} -h)\n")
+
+
+def ranged(rule: Range):
+    """argparse ``type=`` for a number in ``rule``."""
+    def parse(text: str):
+        try:
+            return rule.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    parse.__name__, parse.rule = rule.name, rule
+    return parse
+
+
+def ranged_list(rule: Range):
+    """argparse ``type=`` for a comma-separated, non-empty list of numbers in ``rule``."""
+    def parse(text: str):
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"{rule.name} ({text!r}) must list at least one value in {rule.rule()}")
+        try:
+            return [rule.parse(t) for t in items]
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    parse.__name__, parse.rule = rule.name, rule
+    return parse
+
+
+def names_arg(what: str, known):
+    """argparse ``type=`` for a comma-separated, non-empty list of names out of ``known``."""
+    def parse(text: str):
+        names = [t.strip() for t in text.split(",") if t.strip()]
+        unknown = [n for n in names if n not in known]
+        if not names or unknown:
+            raise argparse.ArgumentTypeError(f"{what} ({text!r}) must name one or more of {', '.join(known)}")
+        return ",".join(names)
+    parse.__name__ = what
+    return parse
+
+
+def nonempty(what: str):
+    """argparse ``type=`` for a string option that must not be empty (a path, a name)."""
+    def parse(text: str):
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{what} must not be empty")
+        return text
+    parse.__name__ = what
+    return parse
