@@ -19,7 +19,8 @@ from dptop import __version__
 from dptop.engine.core import registry
 from dptop.engine.core.clock import parse_time_range
 from dptop.engine.core.settings import Settings, parse_param
-from dptop.monitor.config import Counting, RunConfig, SourceSpec, config_errors
+from dptop.monitor.config import (LATENESS_SECONDS, LIVE_EPOCH_SECONDS, Counting, RunConfig, SourceSpec,
+                                  config_errors)
 from dptop.resources import DEMO_CAPTURE
 
 DEFAULT_ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries", "countmin")
@@ -60,6 +61,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--byte-cap", type=int, default=24, help="units one packet may count at most (default 24)")
     p.add_argument("--top", type=int, default=None, help="length of exact.top (default max(k, 10); 0 = all)")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
+
+
+def _add_live_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lateness", type=float, default=LATENESS_SECONDS, metavar="S",
+                   help=f"live time epochs: a packet delivered up to S seconds after its epoch ended still counts "
+                        f"in it; later ones are counted drops (default {LATENESS_SECONDS:g}); single-release "
+                        f"epochs default to {LIVE_EPOCH_SECONDS:g} s of wall clock on a live interface")
 
 
 def settings_from_args(args) -> Settings:
@@ -113,8 +121,9 @@ def cmd_capture(args) -> int:
     from dptop.headless import run
 
     config = config_from_args(args)
-    spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration)
-    return run("capture", spec, config, args.json_out, config.settings.extra["top"])
+    spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
+                      lateness=args.lateness)
+    return run("capture", spec, config, args.json_out, config.settings.extra["top"], lines=not args.quiet)
 
 
 def _write_json(result: dict, out: str) -> None:
@@ -317,6 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     stop = p.add_mutually_exclusive_group()
     stop.add_argument("--duration", type=float, default=None, help="stop after S seconds")
     stop.add_argument("--count", type=int, default=None, help="stop after N IP packets")
+    _add_live_options(p)
+    p.add_argument("--quiet", action="store_true", help="no line per release while the capture runs")
     _add_run_options(p)
     p.set_defaults(func=cmd_capture)
 

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.result import session_json
 from dptop.monitor.session import Session
+from dptop.releaselines import ReleaseLines
 
 DONE = ("finished", "stopped", "failed")
 PROGRESS_AFTER = 1.0  # seconds before the first progress line
@@ -139,16 +140,21 @@ def stop_on_signals(session: Session):
             signal.signal(s, h)
 
 
-def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int) -> int:
-    """Run a session to its end and report it; returns the exit code."""
+def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int,
+        lines: bool = False) -> int:
+    """Run a session to its end and report it; returns the exit code. ``lines``: print one line
+    per release while it runs (on stderr when the JSON goes to stdout)."""
     out = JsonOut(json_target)
     session = Session(config)
     with stop_on_signals(session) as got:  # until the results are written: a late signal cannot cut them
         try:
             session.open(spec)
             progress = Progress(session)
+            log = ReleaseLines(session, sys.stderr if json_target == "-" else sys.stdout) if lines else None
             while session.wait(0.2) not in DONE:
                 progress.update()
+                if log is not None:
+                    log.update()
             progress.done()
             result = session_json(session, command, top, partial=got["signal"] is not None)
         finally:
@@ -187,6 +193,10 @@ def print_table(result: dict, file=None) -> None:
     print(f"{where}: {src['packets']} packets, {src['ip_packets']} with an IP source{partial}", file=file)
     for reason, n in result.get("dropped", {}).items():
         print(f"  dropped by the public clock: {n} {reason}", file=file)
+    if result.get("drops", {}).get("total"):
+        d = result["drops"]
+        print(f"  drops: {d['total']} (late {d['clock']}, kernel {d['kernel']}, queues {d['queue'] + d['lanes']})",
+              file=file)
     print("exact top (non-private):", ", ".join(f"{r['address']} {r['count']}" for r in result["exact"]["top"][:10]),
           file=file)
     for name, a in result["algorithms"].items():

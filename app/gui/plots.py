@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 
 from dptop.gui.help import TIPS
 from dptop.gui.models import fmt_rate, utility_values
+from dptop.monitor.explain import drops_of
 
 HISTORY = 600  # points kept per curve
 
@@ -174,11 +175,8 @@ class ThroughputPlot(QWidget):
                 self.curves.add("capture pkts/s", x, max(pps, 1.0), color=(230, 230, 230) if self._dark() else (0, 0, 0),
                                 style=pg.QtCore.Qt.PenStyle.DotLine)
             self._src = (t, src.ip_packets)
-            drops = src.queue_drops + src.kernel_drops + sum(
-                lane.algorithm.drops for lane in snap.lanes if lane.algorithm is not None)
             self.info.setText(f"Rate while busy: packets per CPU-second of each algorithm's thread (log scale) · "
-                              f"capture: {src.ip_packets:,} IP packets · drops: {drops:,} "
-                              f"(kernel {src.kernel_drops:,}, queues {drops - src.kernel_drops:,})")
+                              f"capture: {src.ip_packets:,} IP packets · {drops_of(snap).text()}")
         self.table.setText(throughput_table(rows))
         self.curves.redraw()
 
