@@ -33,7 +33,7 @@ def _param_arg(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _add_run_options(p: argparse.ArgumentParser) -> None:
+def _add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
     p.add_argument("--algorithms", default=None,
                    help="comma-separated names (default: the private trio and the baselines available); "
                         "'dptop list' shows them")
@@ -60,7 +60,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--byte-unit", type=int, default=64, help="bytes per counted unit with --weight bytes (default 64)")
     p.add_argument("--byte-cap", type=int, default=24, help="units one packet may count at most (default 24)")
     p.add_argument("--top", type=int, default=None, help="length of exact.top (default max(k, 10); 0 = all)")
-    p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
+    if json_out:
+        p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
 
 
 def _add_live_options(p: argparse.ArgumentParser) -> None:
@@ -124,6 +125,46 @@ def cmd_capture(args) -> int:
     spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                       lateness=args.lateness)
     return run("capture", spec, config, args.json_out, config.settings.extra["top"], lines=not args.quiet)
+
+
+def cmd_top(args) -> int:
+    """The terminal view (dptop.top) on an interface or a capture file."""
+    if (args.iface is None) == (args.path is None):
+        raise ValueError("dptop top reads one source: give a capture FILE or --iface IF")
+    config = config_from_args(args)
+    if args.iface is not None:
+        spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
+                          lateness=args.lateness)
+    else:
+        time_range = parse_time_range(args.time_range) if args.time_range else None
+        spec = SourceSpec("file", path=str(args.path), speed=args.speed or None, time_range=time_range,
+                          max_gap=args.max_gap)
+    if not args.refresh > 0:
+        raise ValueError(f"--refresh ({args.refresh!r}) must be > 0 seconds")
+    if not sys.stdout.isatty():
+        raise ValueError("dptop top needs a terminal (use replay or capture for a table or --json)")
+    from dptop.top import run_top
+
+    run_top(spec, config, args.refresh)
+    return 0
+
+
+def _add_top(sub) -> None:
+    p = sub.add_parser("top", help="terminal view like iftop/htop: private panels beside the exact baseline")
+    p.add_argument("path", nargs="?", default=None, help="capture file to replay (or --iface)")
+    p.add_argument("--iface", default=None, help="live interface (needs root or CAP_NET_RAW)")
+    p.add_argument("--bpf", default=None, help="BPF capture filter, e.g. 'ip and not port 22'")
+    stop = p.add_mutually_exclusive_group()
+    stop.add_argument("--duration", type=float, default=None, help="live: stop after S seconds")
+    stop.add_argument("--count", type=int, default=None, help="live: stop after N IP packets")
+    _add_live_options(p)
+    p.add_argument("--speed", type=float, default=1.0,
+                   help="file: follow packet timestamps at this speed (default 1, real time; 0 = as fast as possible)")
+    p.add_argument("--max-gap", type=float, default=5.0, metavar="S", help="file: wait at most S s for the next packet")
+    p.add_argument("--time-range", default=None, metavar="START:END", help="file: public range of the time epochs")
+    p.add_argument("--refresh", type=float, default=0.5, metavar="S", help="seconds between redraws (default 0.5)")
+    _add_run_options(p, json_out=False)
+    p.set_defaults(func=cmd_top, json_out=None)
 
 
 def _write_json(result: dict, out: str) -> None:
@@ -360,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
     p.set_defaults(func=cmd_audit)
 
+    _add_top(sub)
     _add_sweep_lazyhh(sub)
     _add_sweep_ldp(sub)
 
