@@ -336,7 +336,7 @@ def cmd_gui(args) -> int:
               "       Start it on a desktop, or under Xvfb: xvfb-run dptop gui", file=sys.stderr)
         replay_args = build_parser().parse_args(["replay", str(path or DEMO_CAPTURE)])
         return cmd_replay(replay_args)
-    from dptop.gui.main import run_gui
+    from dptop.gui.launch import run_gui
 
     return run_gui(path)
 

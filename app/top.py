@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from dptop.engine.core import registry
 from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.explain import detectable_text, drops_of, reason_text, threshold_of
 from dptop.monitor.session import Session
 
@@ -90,6 +91,7 @@ class TopApp(App):
 
     def __init__(self, spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS):
         super().__init__()
+        limit_arenas()
         self.spec, self.config, self.refresh_seconds = spec, config, refresh
         self.session: Session | None = None
         self.old: list[Session] = []
@@ -118,8 +120,9 @@ class TopApp(App):
 
     def open_session(self) -> None:
         if self.session is not None:
-            self.session.stop()
-            self.old.append(self.session)
+            if self.session.close(1.0):
+                self.old.append(self.session)  # still winding down: joined again on quit
+            release_memory()
         self.session = Session(self.config)
         self.session.open(self.spec)
 

@@ -82,7 +82,7 @@ class BarChart(pg.PlotWidget):
     """Horizontal bars: private estimate (colour) and true count (grey) per released item; the
     threshold τ as a dashed vertical line."""
 
-    def __init__(self, parent=None):
+    def __init__(self, private: bool = True, parent=None):
         super().__init__(parent)
         self.setMinimumHeight(140)
         self.setMenuEnabled(False)
@@ -98,6 +98,10 @@ class BarChart(pg.PlotWidget):
                                    label="τ", labelOpts={"position": 0.05, "color": (220, 60, 60)})
         self.addItem(self.tau)
         self.tau.hide()
+        self.legend = self.addLegend(offset=(-4, 4), labelTextSize="7pt", verSpacing=-6)
+        self.legend.addItem(self.estimates, "private estimate" if private else "estimate")
+        self.legend.addItem(self.truth, "exact count")
+        self.legend.addItem(pg.PlotDataItem(pen=self.tau.pen), "threshold τ")
         self.getAxis("left").setStyle(tickTextWidth=26, autoExpandTextSpace=False)
         self.getAxis("left").setWidth(30)
         self.hideAxis("bottom")  # the numbers are in the table; axis text is the costliest thing to paint
@@ -163,7 +167,7 @@ class AlgorithmPanel(QFrame):
             title = self.model.headerData(col, Qt.Orientation.Horizontal) or ""
             header.resizeSection(col, max(width, metrics.horizontalAdvance(title) + 24))  # room for the sort arrow
         self.table.setMinimumWidth(300)
-        self.chart = BarChart()
+        self.chart = BarChart(private)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
         split.addWidget(self.chart)

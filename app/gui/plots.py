@@ -8,6 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from dptop.engine.core import registry
 from dptop.gui.help import TIPS
 from dptop.gui.models import fmt_rate, utility_values
 from dptop.monitor.explain import drops_of
@@ -47,8 +48,10 @@ PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 1
            (140, 109, 49), (132, 60, 57), (123, 65, 115)]
 
 
-def color(i: int):
-    return PALETTE[i % len(PALETTE)]
+def color(name: str):
+    """An algorithm's colour, the same in every plot and every run: by its place in the registry."""
+    names = registry.names()
+    return PALETTE[(names.index(name) if name in names else len(names)) % len(PALETTE)]
 
 
 class _Curves:
@@ -60,8 +63,7 @@ class _Curves:
 
     def add(self, name: str, x: float, y: float, **pen) -> None:
         if name not in self.curves:
-            i = len(self.curves)
-            item = self.plot.plot(name=name, pen=pg.mkPen(pen.pop("color", color(i)), width=2, **pen))
+            item = self.plot.plot(name=name, pen=pg.mkPen(pen.pop("color", color(name)), width=2, **pen))
             self.curves[name] = (item, RingBuffer())
         self.curves[name][1].append(x, y)
 
@@ -248,7 +250,7 @@ class UtilityPlot(QWidget):
         if self._t0 is None:
             self._t0 = t
         if name not in self.curves:
-            self.curves[name] = self.widget.plot(name=name, pen=pg.mkPen(color(len(self.curves)), width=2))
+            self.curves[name] = self.widget.plot(name=name, pen=pg.mkPen(color(name), width=2))
         for m, value in utility_values(truth).items():
             if (name, m) not in self.buffers:
                 self.buffers[(name, m)] = RingBuffer()

@@ -75,6 +75,7 @@ class SourcePanel(QWidget):
             self.stack.addWidget(page)
         self.kind.currentIndexChanged.connect(self.stack.setCurrentIndex)
         self.kind.currentIndexChanged.connect(lambda i: self.loop.setEnabled(i == SYNTH))
+        self.kind.currentIndexChanged.connect(lambda i: self.speed.setEnabled(KIND_KEYS[i] != "live"))
 
         self.speed = QComboBox()
         for label, _ in SPEEDS:
