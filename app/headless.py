@@ -207,7 +207,7 @@ def print_table(result: dict, file=None) -> None:
         rel = a["releases"][-1] if a["releases"] else None
         items = ", ".join(f"{i['address']} {i['estimate']:.0f}" for i in rel["items"][:10]) if rel else ""
         thr = f" threshold {rel['threshold']:.1f}" if rel and rel["threshold"] is not None else ""
-        print(f"\n{name} [{label}] {a['packets_per_second'] / 1e6:.2f}M packets/s "
+        print(f"\n{name} [{label}] {si(a['packets_per_second'])} packets/s "
               f"(busy {100 * a['busy_share']:.0f} % of a core){thr}", file=file)
         if not items:
             items = "(nothing released" + (f": {why}" if (why := empty_reason(a)) else "") + ")"
