@@ -131,3 +131,42 @@ def test_under_tmux_80x24(tmp_path):
         assert (tmp_path / "rc").read_text().strip() == "exit 0", "dptop top did not quit cleanly on q"
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+@pytest.mark.live
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")
+@pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root (CAP_NET_RAW)")
+def test_live_on_lo_under_tmux_shows_the_top_source_within_15_s(tmp_path):
+    """``dptop top --iface lo`` at default settings, a sender at 2,000 packets/s whose top source
+    sends 30 %: the private table (DPSS, 10 s epochs) names that source within 15 s."""
+    name = f"dptop-live-{os.getpid()}"
+    port = 40000 + os.getpid() % 20000
+    dptop = [sys.executable, "-m", "dptop", "top", "--iface", "lo", "--bpf", f"udp dst port {port}"]
+    command = " ".join(f"'{a}'" for a in dptop) + "; sleep 5"
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "80", "-y", "24", command], check=True)
+
+    def pane() -> str:
+        return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+
+    sender = None
+    try:
+        deadline = time.monotonic() + 120
+        while "· running ·" not in pane() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "· running ·" in pane(), pane()
+        sender = subprocess.Popen([sys.executable, "-m", "dptop.capture.paced", "--rate", "2000", "--seconds", "30",
+                                   "--share", "127.0.0.2=0.3", "--port", str(port)], stdout=subprocess.DEVNULL)
+        t0 = time.monotonic()
+        seen = None
+        while time.monotonic() - t0 < 15 and seen is None:
+            rows = [line for line in pane().splitlines() if line.startswith("│ 127.0.0.2")]
+            seen = time.monotonic() - t0 if rows else None
+            time.sleep(0.2)
+        assert seen is not None, pane()
+        print(f"\n127.0.0.2 in the private table {seen:.1f} s after the sender started")
+    finally:
+        if sender is not None:
+            sender.kill()
+        subprocess.run(["tmux", "send-keys", "-t", name, "q"], capture_output=True)
+        time.sleep(1)
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
