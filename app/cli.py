@@ -24,13 +24,14 @@ from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.audit.cases import CONFIDENCE, EVENTS, RUNS
 from dptop.engine.local_dp.pipeline import SCHEMES
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, parse_param
-from dptop.monitor.config import BYTE_CAP, BYTE_UNIT, Counting, RunConfig, SourceSpec, config_errors
+from dptop.monitor.config import (BYTE_CAP, BYTE_UNIT, LATENESS, LATENESS_SECONDS, LIVE_EPOCH_SECONDS, Counting,
+                                  RunConfig, SourceSpec, config_errors)
 from dptop.options import Parser, names_arg, nonempty, ranged, ranged_list
 from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
 
 BENCH_NAMES = ("algorithms", "single-release", "continual", "sliding-window", "local-dp", "anchors", "capture",
-               "replay")
+               "replay", "soak")
 """What ``dptop bench --only`` names (dptop.engine.bench.suite.EXTRA_BENCHES by their last part)."""
 DEFAULT_ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries", "countmin")
 
@@ -44,9 +45,11 @@ def _param_arg(text: str) -> tuple[str, object]:
 
 JSON_TARGET = nonempty("--json (a file name, or - for stdout)")
 PUBLISH_TARGET = nonempty("--publish (a file name, or - for stdout)")
+REFRESH = Range("refresh", 0.05, 3600.0)
+SOAK_MINUTES = Range("soak-minutes", 0.1, 24 * 60.0)
 
 
-def _add_run_options(p: argparse.ArgumentParser) -> None:
+def _add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
     p.add_argument("--algorithms", default=None,
                    help="comma-separated names (default: the private trio and the baselines available); "
                         "'dptop list' shows them")
@@ -84,11 +87,19 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "to its client end in both directions (default: the packets one host sends)")
     p.add_argument("--top", type=ranged(replace(EXTRA_RANGES["top"], name="top")), default=None,
                    help="length of exact.top (default max(k, 10); 0 = all)")
-    p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-",
-                   help="write the JSON result to OUT or stdout")
-    p.add_argument("--publish", type=PUBLISH_TARGET, default=None, metavar="OUT",
-                   help="write the private view to OUT: the releases with their guarantees, the budget and the "
-                        "public facts with their provenance; nothing exact")
+    if json_out:
+        p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-",
+                       help="write the JSON result to OUT or stdout")
+        p.add_argument("--publish", type=PUBLISH_TARGET, default=None, metavar="OUT",
+                       help="write the private view to OUT: the releases with their guarantees, the budget and the "
+                            "public facts with their provenance; nothing exact")
+
+
+def _add_live_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lateness", type=ranged(LATENESS), default=LATENESS_SECONDS, metavar="S",
+                   help=f"live time epochs: a packet delivered up to S seconds after its epoch ended still counts "
+                        f"in it; later ones are counted drops (default {LATENESS_SECONDS:g}); single-release "
+                        f"epochs default to {LIVE_EPOCH_SECONDS:g} s of wall clock on a live interface")
 
 
 def settings_from_args(args) -> Settings:
@@ -183,7 +194,55 @@ def check_capture(args) -> None:
 def cmd_capture(args) -> int:
     from dptop.headless import run
 
-    return run("capture", args.spec, args.config, args.json_out, args.config.settings.extra["top"], args.publish)
+    return run("capture", args.spec, args.config, args.json_out, args.config.settings.extra["top"], args.publish,
+               lines=not args.quiet)
+
+
+def check_top(args) -> None:
+    """What ``dptop top`` checks before it starts: one source, the algorithms and a terminal."""
+    if (args.iface is None) == (args.path is None):
+        raise ValueError("dptop top reads one source: give a capture FILE or --iface IF")
+    args.config = config_from_args(args)
+    if args.iface is not None:
+        args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
+                               lateness=args.lateness)
+    else:
+        from dptop.monitor.precheck import check_source
+
+        args.spec = SourceSpec("file", path=str(args.path), speed=args.speed, time_range=args.time_range,
+                               max_gap=args.max_gap)
+        check_source(args.spec, args.config.settings.epoch_seconds)
+    if not sys.stdout.isatty():
+        raise ValueError("dptop top needs a terminal (use replay or capture for a table or --json)")
+
+
+def cmd_top(args) -> int:
+    """The terminal view (dptop.top) on an interface or a capture file."""
+    from dptop.top import run_top
+
+    run_top(args.spec, args.config, args.refresh)
+    return 0
+
+
+def _add_top(sub) -> None:
+    p = sub.add_parser("top", help="terminal view like iftop/htop: private panels beside the exact baseline")
+    p.add_argument("path", nargs="?", default=None, help="capture file to replay (or --iface)")
+    p.add_argument("--iface", type=nonempty("--iface"), default=None, help="live interface (needs root or CAP_NET_RAW)")
+    p.add_argument("--bpf", default=None, help="BPF capture filter, e.g. 'ip and not port 22'")
+    stop = p.add_mutually_exclusive_group()
+    stop.add_argument("--duration", type=ranged(DURATION), default=None, help="live: stop after S seconds")
+    stop.add_argument("--count", type=ranged(COUNT), default=None, help="live: stop after N IP packets")
+    _add_live_options(p)
+    p.add_argument("--speed", type=ranged(SPEED), default=1.0,
+                   help="file: follow packet timestamps at this speed (default 1, real time)")
+    p.add_argument("--max-gap", type=ranged(MAX_GAP), default=5.0, metavar="S",
+                   help="file: wait at most S s for the next packet")
+    p.add_argument("--time-range", type=time_range_arg, default=None, metavar="START:END",
+                   help="file: public range of the time epochs")
+    p.add_argument("--refresh", type=ranged(REFRESH), default=0.5, metavar="S",
+                   help="seconds between redraws (default 0.5)")
+    _add_run_options(p, json_out=False)
+    p.set_defaults(func=cmd_top, check=check_top, json_out=None, publish=None)
 
 
 def cmd_synth(args) -> int:
@@ -199,13 +258,20 @@ def cmd_bench(args) -> int:
     from dptop.engine.bench.suite import print_report, run_all
 
     wanted = None if args.only is None else {n.strip() for n in args.only.split(",")}
-    engine_only = None if wanted is None else ",".join(wanted - {"replay", "capture"}) or "none"
+    engine_only = None if wanted is None else ",".join(wanted - {"replay", "capture", "soak"}) or "none"
     tables = sys.stderr if args.json_out == "-" else sys.stdout
     report = run_all(quick=args.quick, only=engine_only, anchors=args.anchors, tables=tables)
     if wanted is None or "capture" in wanted:
         from dptop.capture.bench import run_bench
 
         report["reports"].append(run_bench(args.quick))
+        print_report(report["reports"][-1], tables)
+    if wanted is not None and "soak" in wanted:
+        from dptop import soakbench
+
+        show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
+        config = config_from_args(build_parser().parse_args(["capture", "--iface", "lo"]))  # capture's defaults
+        report["reports"].append({"name": "soak", "rows": soakbench.rows(config, args.soak_minutes, progress=show)})
         print_report(report["reports"][-1], tables)
     if wanted is None or "replay" in wanted:
         show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
@@ -363,7 +429,7 @@ def cmd_gui(args) -> int:
         print("dptop: no display found (DISPLAY/WAYLAND_DISPLAY unset); running the headless replay instead.\n"
               "       Start it on a desktop, or under Xvfb: xvfb-run dptop gui", file=sys.stderr)
         return cmd_replay(prepare(["replay", str(path or DEMO_CAPTURE)]))
-    from dptop.gui.main import run_gui
+    from dptop.gui.launch import run_gui
 
     return run_gui(path)
 
@@ -395,6 +461,8 @@ def build_parser() -> argparse.ArgumentParser:
     stop = p.add_mutually_exclusive_group()
     stop.add_argument("--duration", type=ranged(DURATION), default=None, help="stop after S seconds")
     stop.add_argument("--count", type=ranged(COUNT), default=None, help="stop after N IP packets")
+    _add_live_options(p)
+    p.add_argument("--quiet", action="store_true", help="no line per release while the capture runs")
     _add_run_options(p)
     p.set_defaults(func=cmd_capture, check=check_capture)
 
@@ -409,8 +477,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="benchmark every algorithm (updates/s) and the capture path")
     p.add_argument("--quick", action="store_true", help="smaller streams (a smoke run)")
-    p.add_argument("--only", type=names_arg("--only", BENCH_NAMES), default=None, help="comma-separated bench names: algorithms, capture, single-release, "
-                   "continual, sliding-window, anchors, replay (end to end)")
+    p.add_argument("--only", type=names_arg("--only", BENCH_NAMES), default=None,
+                   help="comma-separated bench names: algorithms, capture, single-release, continual, "
+                        "sliding-window, anchors, replay (end to end), soak (live, on request only)")
+    p.add_argument("--soak-minutes", type=ranged(SOAK_MINUTES), default=5.0, metavar="M",
+                   help="--only soak: minutes of live capture on lo at 20,000 packets/s (root; the day-long "
+                        "target is 60)")
     p.add_argument("--anchors", type=nonempty("--anchors"), default=None, metavar="DIR",
                    help="folder with the authors' C++ timing drivers: time them side by side (see dptop.engine.bench.anchors)")
     p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-")
@@ -429,6 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the JSON result to OUT or stdout")
     p.set_defaults(func=cmd_audit, check=check_audit)
 
+    _add_top(sub)
     _add_sweep_lazyhh(sub)
     _add_sweep_ldp(sub)
 

@@ -22,6 +22,7 @@ from dptop.monitor.result import session_json
 from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
 from dptop.output import JsonOut, OutputError, silence_stdout
+from dptop.releaselines import ReleaseLines
 
 DONE = ("finished", "stopped", "failed")
 PROGRESS_AFTER = 1.0  # seconds before the first progress line
@@ -115,8 +116,9 @@ def stop_on_signals(first, second=None):
 
 
 def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int,
-        publish: str | None = None) -> int:
-    """Run a session to its end and report it (and its private view to ``publish``); returns the exit code."""
+        publish: str | None = None, lines: bool = False) -> int:
+    """Run a session to its end and report it (and its private view to ``publish``); returns the exit
+    code. ``lines``: print one line per release while it runs (on stderr when the JSON goes to stdout)."""
     check_source(spec, config.settings.epoch_seconds)
     out = JsonOut(json_target)
     try:
@@ -129,8 +131,11 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
         try:
             session.open(spec)
             progress = Progress(session)
+            log = ReleaseLines(session, sys.stderr if json_target == "-" else sys.stdout) if lines else None
             while session.wait(0.2) not in DONE:
                 progress.update()
+                if log is not None:
+                    log.update()
             progress.done()
             result = session_json(session, command, top, partial=got["signal"] is not None)
             private = publish_json(session, command) if publish else None
@@ -197,6 +202,10 @@ def print_table(result: dict, file=None) -> None:
     print(f"{where}: {src['packets']} packets, {src['ip_packets']} with an IP source{partial}", file=file)
     for reason, n in result.get("dropped", {}).items():
         print(f"  dropped by the public clock: {n} {reason}", file=file)
+    if result.get("drops", {}).get("total"):
+        d = result["drops"]
+        print(f"  drops: {d['total']} (late {d['clock']}, kernel {d['kernel']}, queues {d['queue'] + d['lanes']})",
+              file=file)
     print("exact top (non-private):", ", ".join(f"{r['address']} {r['count']}" for r in result["exact"]["top"][:10]),
           file=file)
     for name, a in result["algorithms"].items():
@@ -207,7 +216,7 @@ def print_table(result: dict, file=None) -> None:
         rel = a["releases"][-1] if a["releases"] else None
         items = ", ".join(f"{i['address']} {i['estimate']:.0f}" for i in rel["items"][:10]) if rel else ""
         thr = f" threshold {rel['threshold']:.1f}" if rel and rel["threshold"] is not None else ""
-        print(f"\n{name} [{label}] {a['packets_per_second'] / 1e6:.2f}M packets/s "
+        print(f"\n{name} [{label}] {si(a['packets_per_second'])} packets/s "
               f"(busy {100 * a['busy_share']:.0f} % of a core){thr}", file=file)
         if not items:
             items = "(nothing released" + (f": {why}" if (why := empty_reason(a)) else "") + ")"

@@ -78,12 +78,12 @@ def _wall(command: list[str], env: dict | None = None) -> float:
 
 
 def _window_seconds() -> float | None:
-    """Seconds from launching ``python -m dptop.gui.main --time-to-window`` to its window shown;
+    """Seconds from launching ``python -m dptop.gui.launch --time-to-window`` to its window shown;
     None without Qt. Offscreen when there is no display."""
     env = dict(os.environ)
     if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
         env["QT_QPA_PLATFORM"] = "offscreen"
-    out = subprocess.run([sys.executable, "-m", "dptop.gui.main", "--time-to-window", repr(time.time())],
+    out = subprocess.run([sys.executable, "-m", "dptop.gui.launch", "--time-to-window", repr(time.time())],
                          capture_output=True, text=True, env=env, timeout=300)
     try:
         return float(out.stdout.strip().splitlines()[-1])

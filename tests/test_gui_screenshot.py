@@ -1,7 +1,7 @@
 """A screenshot of the main window during a replay of the bundled capture, under Xvfb.
 
 The test starts its own Xvfb on a free display number and runs the application in a subprocess
-(``python -m dptop.gui.main --screenshot``), which grabs the window with ``QWidget.grab()``. The
+(``python -m dptop.gui.launch --screenshot``), which grabs the window with ``QWidget.grab()``. The
 PNG is kept under the test's temporary directory (its path is printed). Skipped when Xvfb or the
 Qt xcb platform plugin's libraries are missing.
 """
@@ -48,7 +48,7 @@ def xvfb():
 def test_screenshot_of_the_window_during_a_replay(xvfb, tmp_path):
     out = tmp_path / "dptop-screenshot.png"
     env = {**os.environ, "DISPLAY": xvfb, "QT_QPA_PLATFORM": "xcb"}
-    done = subprocess.run([sys.executable, "-m", "dptop.gui.main", "--screenshot", str(out), "--seconds", "8"],
+    done = subprocess.run([sys.executable, "-m", "dptop.gui.launch", "--screenshot", str(out), "--seconds", "8"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     if 'Could not load the Qt platform plugin "xcb"' in done.stderr:
         pytest.skip("Qt's xcb plugin cannot load (missing libxcb-* libraries)")

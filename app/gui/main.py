@@ -1,38 +1,40 @@
 """The main window: source bar, one panel per algorithm, and docks for parameters, budget,
-throughput, utility and tuning. ``run_gui(path)`` is what ``dptop gui`` / ``dptop demo`` call.
+throughput, utility and tuning (dptop.gui.launch starts it; dptop.gui.configs holds its settings).
+
+Sessions: ``session`` is the running one or, after Stop, the stopped one: the panels, the budget
+tab and File > Export keep showing it until the next Start, which closes it (its threads joined,
+its memory released) before the new one opens.
 
 Threads: the ``Session`` runs capture, algorithms and the truth on their own threads; this window
 only polls immutable snapshots from a ``QTimer`` (20 Hz) and redraws what changed.
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections import deque
-from dataclasses import asdict
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayout, QLabel, QMainWindow,
-                               QScrollArea, QToolBar, QWidget)
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QGridLayout, QLabel, QMainWindow, QScrollArea, QToolBar,
+                               QWidget)
 
 from dptop.gui.budget import BudgetPanel
+from dptop.gui.configs import (DEMO_SPEED, config_from_json, config_to_json, default_config,  # noqa: F401 (re-exported)
+                               demo_config, preview_ledger)
 from dptop.gui.export import export_csv, export_json, save_png
 from dptop.gui.help import TIPS, HelpOverlay
 from dptop.gui.panel import AlgorithmPanel
 from dptop.gui.params import ParametersPanel
 from dptop.gui.plots import ThroughputPlot, UtilityPlot
 from dptop.monitor.config import RunConfig, SourceSpec
-from dptop.monitor.ledger import Ledger
+from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.session import Session
 from dptop.gui.source_panel import SourcePanel
 from dptop.gui.tuning import TuningPanel
 from dptop.gui.theme import apply_plot_theme, watch_color_scheme
 from dptop.engine.core import registry
-from dptop.engine.core.settings import Settings
-from dptop.resources import DEMO_CAPTURE
 
 SWITCH_INTERVAL = 0.001
 """GIL switch interval (s) while the window is open: every Qt callback into Python (timer, paint
@@ -44,55 +46,11 @@ REDRAWS_PER_TICK = 1  # panels whose table and chart are redrawn per tick (bound
 PANEL_PERIOD = 0.5  # a panel's table and chart change at most this often (s): rows a person can read
 TEXT_PERIOD = 0.5  # status lines (rates, thresholds) are rewritten at most this often (s)
 THROUGHPUT_EVERY = 1.0  # seconds between throughput samples
-PREFERRED = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving")
-
-
-DEMO_SPEED = 10.0
-"""The bundled demo capture replays at this multiple of real time (no loop)."""
-
-
-def default_config() -> RunConfig:
-    """First start (no saved settings): the preferred algorithms and epochs of 5 s of packet
-    time; everything else is the algorithms' own default (a replay's horizon is its length)."""
-    names = tuple(n for n in PREFERRED if n in registry.names())
-    return RunConfig(names, Settings(k=8, epsilon=0.5, delta=1e-6, epoch_seconds=5.0))
-
-
-def demo_config() -> RunConfig:
-    """``dptop demo``: settings under which the three private panels release several sources on
-    the bundled capture (resources/SOURCES.md) within its first minute of packet time (6 s at
-    10x). k = 16, epochs of 10 s: DPSS releases the 3-7 sources above ~n/16 of each epoch.
-    k~ = 1024: LazyHH's suppression threshold stays near 14.5k packets over the horizon (the
-    file's 152,629 packets), which the attack waves' three sources pass after ~55 s of packet
-    time. DPSW: the last 20,000 packets, γ = 0.04 (800 packets). The exact baseline beside them:
-    four panels, so each shows several rows at 1600x1000."""
-    return RunConfig(("dpss", "lazyhh", "dpsw", "exact"), Settings(k=16, k_tilde=1024, epsilon=0.5, delta=1e-6,
-                                                                  epoch_seconds=10.0, window=20_000, gamma=0.04))
-
-
-def preview_ledger(guarantees: dict) -> dict | None:
-    """What the configured algorithms would spend, as a ledger of one release each (no session yet)."""
-    ledger = Ledger()
-    for name, g in guarantees.items():
-        ledger.record(name, 0, g, 1)
-    return ledger.to_json()
-
-
-def config_to_json(config: RunConfig) -> str:
-    return json.dumps({"names": list(config.names), "settings": asdict(config.settings), "extras": config.extras})
-
-
-def config_from_json(text: str) -> RunConfig:
-    d = json.loads(text)
-    known = set(registry.names())
-    settings = Settings(**{k: v for k, v in d["settings"].items() if k in Settings.__dataclass_fields__})
-    return RunConfig(tuple(n for n in d["names"] if n in known), settings.with_(stream_length=None), d.get("extras", {}))
-
-
 class MainWindow(QMainWindow):
     def __init__(self, config: RunConfig | None = None, settings: QSettings | None = None,
                  record_packets: int = 1 << 20):
         super().__init__()
+        limit_arenas()  # sessions come and go: their threads' memory must not stay behind
         self._switch_interval = sys.getswitchinterval()  # restored by shutdown()
         sys.setswitchinterval(SWITCH_INTERVAL)
         self.setWindowTitle("dptop — private top talkers")
@@ -100,9 +58,10 @@ class MainWindow(QMainWindow):
         self.store = settings if settings is not None else QSettings("dptop", "dptop")
         self.record_packets = record_packets
         self.config = config or self._saved_config() or default_config()
-        self.session: Session | None = None
-        self.old_sessions: list[Session] = []
+        self.session: Session | None = None  # running, or the stopped one the panels still show
+        self.old_sessions: list[Session] = []  # closed sessions whose threads had not ended in time
         self.frozen = False
+        self.source_label: str | None = None  # the source last opened (a sweep belongs to its packets)
         self.redraws: deque = deque(maxlen=400)
         self._last_throughput = 0.0
         apply_plot_theme(self)
@@ -230,7 +189,10 @@ class MainWindow(QMainWindow):
         if spec.kind == "live" and not spec.iface:
             self.statusBar().showMessage("No network interface to capture from", 5000)
             return
-        self.stop_source()
+        self.close_session()
+        if self.source_label is not None and self.source_label != spec.label():
+            self.tuning.clear("the source changed: sweeps on the previous one's packets were cleared")
+        self.source_label = spec.label()
         self.throughput.reset()
         self.utility.reset()
         self.source_panel.reset_rate()
@@ -244,10 +206,20 @@ class MainWindow(QMainWindow):
         self.open_source(self.source_panel.spec())
 
     def stop_source(self) -> None:
+        """Stop the session; it stays on screen (panels, budget, export) until the next Start."""
         if self.session is not None:
             self.session.stop()
-            self.old_sessions.append(self.session)
-            self.session = None
+
+    def close_session(self, timeout: float = 1.0) -> None:
+        """Stop and close the session on screen: its threads end and nothing holds its packets."""
+        if self.session is None:
+            return
+        session, self.session = self.session, None
+        if session.close(timeout):
+            self.old_sessions.append(session)  # still winding down: joined again at shutdown
+        del session
+        release_memory()
+        self.old_sessions = [s for s in self.old_sessions if any(t.is_alive() for t in s.threads())]
 
     def toggle_pause(self) -> None:
         if self.session is None:
@@ -372,9 +344,9 @@ class MainWindow(QMainWindow):
     def shutdown(self, timeout: float = 1.0) -> list[str]:
         """Stop every thread (sessions, sweeps) within ``timeout``; returns threads still alive."""
         self.timer.stop()
-        self.stop_source()
-        self.tuning.cancel()
         deadline = time.monotonic() + timeout
+        self.close_session(timeout / 2)
+        self.tuning.cancel()
         alive = []
         for session in self.old_sessions:
             alive += session.close(max(0.0, deadline - time.monotonic()))
@@ -387,74 +359,3 @@ class MainWindow(QMainWindow):
         self._save()
         self.shutdown()
         super().closeEvent(event)
-
-
-def screenshot(out: str, path: str = str(DEMO_CAPTURE), seconds: float = 8.0, size=(1600, 1000)) -> int:
-    """Open the window on ``path`` (demo settings, fresh preferences), replay for ``seconds`` and
-    save ``QWidget.grab()`` of the window to ``out`` (the README screenshot and its test)."""
-    import tempfile
-
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    with tempfile.TemporaryDirectory() as tmp:
-        window = MainWindow(config=demo_config(), settings=QSettings(str(Path(tmp) / "dptop.ini"),
-                                                                         QSettings.Format.IniFormat))
-        window.resize(*size)
-        window.show()
-        window.open_file(path, speed=DEMO_SPEED)
-
-        def grab():
-            window.grab().save(out, "PNG")
-            window.close()
-
-        QTimer.singleShot(int(seconds * 1000), grab)
-        return app.exec()
-
-
-def run_gui(path: str | None = None) -> int:
-    """Open the window; replay ``path`` if given (the bundled demo capture at 10x)."""
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setApplicationName("dptop")
-    app.setOrganizationName("dptop")
-    demo = path is not None and Path(path).resolve() == DEMO_CAPTURE
-    window = MainWindow(config=demo_config() if demo else None)
-    import signal
-
-    signal.signal(signal.SIGINT, lambda *_: window.close())  # Ctrl+C in the terminal closes cleanly
-    window.show()
-    if path:
-        window.open_file(path, speed=DEMO_SPEED if demo else None)
-    return app.exec()
-
-
-def time_to_window(since: float) -> int:
-    """Open the window (fresh preferences), and once it is shown print the seconds since the
-    Unix time ``since`` (the start-up bench passes the moment it launched this process)."""
-    import tempfile
-
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    with tempfile.TemporaryDirectory() as tmp:
-        window = MainWindow(settings=QSettings(str(Path(tmp) / "dptop.ini"), QSettings.Format.IniFormat))
-        window.show()
-
-        def shown():
-            print(f"{time.time() - since:.3f}", flush=True)
-            window.close()
-
-        QTimer.singleShot(0, shown)
-        return app.exec()
-
-
-if __name__ == "__main__":  # python -m dptop.gui.main [--screenshot OUT [--seconds S] | --time-to-window T] [PATH]
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m dptop.gui.main")
-    parser.add_argument("path", nargs="?", default=None)
-    parser.add_argument("--screenshot", default=None, metavar="PNG")
-    parser.add_argument("--seconds", type=float, default=8.0)
-    parser.add_argument("--time-to-window", type=float, default=None, metavar="UNIX_TIME")
-    args = parser.parse_args()
-    if args.time_to_window is not None:
-        sys.exit(time_to_window(args.time_to_window))
-    if args.screenshot:
-        sys.exit(screenshot(args.screenshot, args.path or str(DEMO_CAPTURE), args.seconds))
-    sys.exit(run_gui(args.path))

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHeaderView, QLabel, Q
 
 from dptop.gui.elide import ElidedLabel
 from dptop.gui.help import TIPS
+from dptop.monitor.explain import detectable_text, reason_text, threshold_of
 from dptop.gui.models import ReleaseTableModel, fmt_rate, rows_of, sorting_proxy, utility_values
 
 CHART_ROWS = 12  # bars drawn (the table has every released item)
@@ -29,55 +30,6 @@ def guarantee_lines(g) -> list:
     if g.seeded:
         first += [(" · ", False), ("seeded: NOT private", True)]
     return [first, [(f"protects: {g.neighbouring} (unit: {g.unit})", False)], [(g.scope, False)]]
-
-
-def threshold_of(view) -> float | None:
-    """The current suppression threshold: the latest release's, else the live status's."""
-    a = view.algorithm
-    if a is None:
-        return None
-    if a.latest is not None and a.latest.threshold is not None:
-        return float(a.latest.threshold)
-    for key in ("threshold", "tau"):
-        if a.status.get(key) is not None:
-            return float(a.status[key])
-    return None
-
-
-def reason_text(view) -> str:
-    """Why the panel is empty (or a caveat about what it shows); '' when there is nothing to say."""
-    if view.error:
-        return f"Cannot run with these settings: {view.error}"
-    a = view.algorithm
-    if a is None:
-        return "Not started."
-    if a.error:
-        return f"Stopped by an error: {a.error}"
-    if not a.ready:
-        return "Compiling kernels (first start after install; later starts load them from the cache)…"
-    rel, st = a.latest, a.status
-    if rel is not None and rel.status.get("suppressed"):
-        return str(rel.status["suppressed"])
-    empty = rel is None or not rel.items
-    if st.get("horizon_reached"):
-        return (f"Horizon T = {st.get('horizon'):,} reached: the last output stays published; "
-                f"{st.get('packets_after_horizon', 0):,} later packets ignored (enable restart).")
-    need = st.get("packets_until_release")
-    if empty and need:
-        return (f"Nothing can be released yet: {int(need):,} more packets needed in this epoch "
-                "before any source can pass the threshold.")
-    if empty and st.get("note"):
-        return str(st["note"])
-    if rel is None:
-        if a.private and a.family == "single-release":
-            return f"Waiting for epoch {st.get('epoch', 0)} to close ({st.get('epoch_mode', '')} epochs)."
-        return "Waiting for the first release."
-    if empty:
-        thr = threshold_of(view)
-        if thr is not None:
-            return f"No source above the threshold τ = {thr:,.0f} in this release."
-        return "The release is empty."
-    return ""
 
 
 def status_text(view, truth) -> str:
@@ -108,17 +60,6 @@ def status_text(view, truth) -> str:
     return line
 
 
-def detectable_text(limit) -> str:
-    """The a-priori detection limit of the status (``{"count", "share"}``, either may be missing):
-    the smallest source the algorithm can release at all, known before any packet."""
-    if not isinstance(limit, dict):
-        return ""
-    bits = [f"≥ {limit['count']:,.0f} pkts" if limit.get("count") is not None else "",
-            f"≥ {limit['share']:.1%} of the span" if limit.get("share") is not None else ""]
-    bits = [b for b in bits if b]
-    return f"detectable: {' and '.join(bits)}" if bits else ""
-
-
 def utility_text(truth) -> str:
     """Recall, precision and ARE against the exact answer, "—" where a metric has nothing to
     measure (no true heavy hitter; nothing released; no released source that sent a packet)."""
@@ -141,7 +82,7 @@ class BarChart(pg.PlotWidget):
     """Horizontal bars: private estimate (colour) and true count (grey) per released item; the
     threshold τ as a dashed vertical line."""
 
-    def __init__(self, parent=None):
+    def __init__(self, private: bool = True, parent=None):
         super().__init__(parent)
         self.setMinimumHeight(140)
         self.setMenuEnabled(False)
@@ -157,6 +98,10 @@ class BarChart(pg.PlotWidget):
                                    label="τ", labelOpts={"position": 0.05, "color": (220, 60, 60)})
         self.addItem(self.tau)
         self.tau.hide()
+        self.legend = self.addLegend(offset=(-4, 4), labelTextSize="7pt", verSpacing=-6)
+        self.legend.addItem(self.estimates, "private estimate" if private else "estimate")
+        self.legend.addItem(self.truth, "exact count")
+        self.legend.addItem(pg.PlotDataItem(pen=self.tau.pen), "threshold τ")
         self.getAxis("left").setStyle(tickTextWidth=26, autoExpandTextSpace=False)
         self.getAxis("left").setWidth(30)
         self.hideAxis("bottom")  # the numbers are in the table; axis text is the costliest thing to paint
@@ -222,7 +167,7 @@ class AlgorithmPanel(QFrame):
             title = self.model.headerData(col, Qt.Orientation.Horizontal) or ""
             header.resizeSection(col, max(width, metrics.horizontalAdvance(title) + 24))  # room for the sort arrow
         self.table.setMinimumWidth(300)
-        self.chart = BarChart()
+        self.chart = BarChart(private)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
         split.addWidget(self.chart)

@@ -8,8 +8,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from dptop.engine.core import registry
 from dptop.gui.help import TIPS
 from dptop.gui.models import fmt_rate, utility_values
+from dptop.monitor.explain import drops_of
 
 HISTORY = 600  # points kept per curve
 
@@ -46,8 +48,10 @@ PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 1
            (140, 109, 49), (132, 60, 57), (123, 65, 115)]
 
 
-def color(i: int):
-    return PALETTE[i % len(PALETTE)]
+def color(name: str):
+    """An algorithm's colour, the same in every plot and every run: by its place in the registry."""
+    names = registry.names()
+    return PALETTE[(names.index(name) if name in names else len(names)) % len(PALETTE)]
 
 
 class _Curves:
@@ -59,8 +63,7 @@ class _Curves:
 
     def add(self, name: str, x: float, y: float, **pen) -> None:
         if name not in self.curves:
-            i = len(self.curves)
-            item = self.plot.plot(name=name, pen=pg.mkPen(pen.pop("color", color(i)), width=2, **pen))
+            item = self.plot.plot(name=name, pen=pg.mkPen(pen.pop("color", color(name)), width=2, **pen))
             self.curves[name] = (item, RingBuffer())
         self.curves[name][1].append(x, y)
 
@@ -174,11 +177,8 @@ class ThroughputPlot(QWidget):
                 self.curves.add("capture pkts/s", x, max(pps, 1.0), color=(230, 230, 230) if self._dark() else (0, 0, 0),
                                 style=pg.QtCore.Qt.PenStyle.DotLine)
             self._src = (t, src.ip_packets)
-            drops = src.queue_drops + src.kernel_drops + sum(
-                lane.algorithm.drops for lane in snap.lanes if lane.algorithm is not None)
             self.info.setText(f"Rate while busy: packets per CPU-second of each algorithm's thread (log scale) · "
-                              f"capture: {src.ip_packets:,} IP packets · drops: {drops:,} "
-                              f"(kernel {src.kernel_drops:,}, queues {drops - src.kernel_drops:,})")
+                              f"capture: {src.ip_packets:,} IP packets · {drops_of(snap).text()}")
         self.table.setText(throughput_table(rows))
         self.curves.redraw()
 
@@ -250,7 +250,7 @@ class UtilityPlot(QWidget):
         if self._t0 is None:
             self._t0 = t
         if name not in self.curves:
-            self.curves[name] = self.widget.plot(name=name, pen=pg.mkPen(color(len(self.curves)), width=2))
+            self.curves[name] = self.widget.plot(name=name, pen=pg.mkPen(color(name), width=2))
         for m, value in utility_values(truth).items():
             if (name, m) not in self.buffers:
                 self.buffers[(name, m)] = RingBuffer()

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
 
 from dptop.gui.help import TIPS
 from dptop.monitor.config import SourceSpec
+from dptop.monitor.explain import drops_of
 
 SPEEDS = (("1×", 1.0), ("2×", 2.0), ("10×", 10.0), ("100×", 100.0), ("max", None))
 KINDS = ("Capture file", "Interface", "Synthetic")
@@ -74,6 +75,7 @@ class SourcePanel(QWidget):
             self.stack.addWidget(page)
         self.kind.currentIndexChanged.connect(self.stack.setCurrentIndex)
         self.kind.currentIndexChanged.connect(lambda i: self.loop.setEnabled(i == SYNTH))
+        self.kind.currentIndexChanged.connect(lambda i: self.speed.setEnabled(KIND_KEYS[i] != "live"))
 
         self.speed = QComboBox()
         for label, _ in SPEEDS:
@@ -155,15 +157,13 @@ class SourcePanel(QWidget):
         if self._last is None or snap.time - self._last[0] >= 0.5:
             self._last = (snap.time, src.ip_packets)
             self._pps = pps
-        drops = src.queue_drops + src.kernel_drops + sum(
-            lane.algorithm.drops for lane in snap.lanes if lane.algorithm is not None)
         if src.fraction is not None:
             self.progress.setRange(0, 1000)
             self.progress.setValue(int(1000 * src.fraction))
             self.progress.setFormat(f"{src.fraction:.0%}")
         else:
             self.progress.setRange(0, 0) if snap.state == "running" else self.progress.setRange(0, 1000)
-        text = f"{snap.state} · {src.ip_packets:,} pkts · {getattr(self, '_pps', 0.0):,.0f} pkts/s · drops {drops:,}"
+        text = f"{snap.state} · {src.ip_packets:,} pkts · {getattr(self, '_pps', 0.0):,.0f} pkts/s · {drops_of(snap).text()}"
         if snap.error:
             text += f" · {snap.error}"
         self.stats.setText(text)

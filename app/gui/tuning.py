@@ -150,6 +150,17 @@ class TuningPanel(QWidget):
             self.old.append(self.sweep)
             self.sweep = None
 
+    def clear(self, why: str) -> None:
+        """Forget the sweep and its curves (e.g. the source changed: its packets are gone)."""
+        self.cancel()
+        self._shown = None
+        for curve in self.curves.values():
+            curve.setData([], [])
+        self.choice.clear()
+        self.apply.setEnabled(False)
+        self.progress.setValue(0)
+        self.message.setText(why)
+
     def join(self, timeout: float) -> list[str]:
         import time
 

@@ -16,6 +16,18 @@ NON_PRIVATE_FIELDS = ("k", "k_tilde", "extra")
 """The settings fields the non-private baselines read (a change of epsilon does not restart them)."""
 
 
+LIVE_EPOCH_SECONDS = 10.0
+"""A live source's single-release epochs when neither ``epoch_seconds`` nor ``epoch_packets`` is
+given: cells of the wall clock, so releases appear while the capture runs."""
+
+LATENESS_SECONDS = 1.0
+"""Live time epochs: a cell closes this long after its end on the wall clock, so a packet stamped
+just before a boundary and delivered just after it (socket ring, batching) still counts in its own
+epoch. Public: a parameter, never derived from the traffic; a packet later than this is a counted drop."""
+LATENESS = Range("lateness", 0.0, 3600.0)
+
+
+
 @dataclass(frozen=True)
 class SourceSpec:
     """What to read: ``kind`` is "file", "live" or "synth".
@@ -40,8 +52,11 @@ class SourceSpec:
     length: int = 1 << 18
     seed: int = 1
     rate: int = 20_000
+    lateness: float = LATENESS_SECONDS  # live: public allowance for a packet delivered after its epoch closed
 
     def __post_init__(self):
+        if not (isinstance(self.lateness, (int, float)) and 0 <= self.lateness <= 60):
+            raise ValueError(f"--lateness ({self.lateness!r}) must be in [0, 60] seconds")
         if self.kind not in ("file", "live", "synth"):
             raise ValueError(f"source kind ({self.kind!r}) must be 'file', 'live' or 'synth'")
         if self.loop and self.kind != "synth":

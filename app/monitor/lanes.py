@@ -15,7 +15,8 @@ CHUNK_SECONDS = 0.2
 class Lane:
     """One algorithm's runner and where it joined the stream."""
 
-    def __init__(self, name: str, config: RunConfig, public: dict, generation: int, history: int, make):
+    def __init__(self, name: str, config: RunConfig, public: dict, generation: int, history: int, make,
+                 clock_start: float | None = None):
         self.name, self.generation = name, generation
         self.settings = config.settings_for(name, public)
         self.origin: int | None = None
@@ -26,7 +27,7 @@ class Lane:
         self.runner: Runner | None = None
         try:
             self.runner = Runner([make(name, self.settings)], queue_size=8, live_interval=0.1,
-                                 history=history).start()
+                                 history=history, clock_start=clock_start).start()
         except (ValueError, TypeError) as exc:
             self.error = str(exc)
 

@@ -12,9 +12,18 @@ fact for the person running dptop.
 from __future__ import annotations
 
 from dptop import __version__
+from dptop.monitor.explain import Drops, drops_of
 from dptop.monitor.session import Session
 
-NON_PRIVATE = ("source", "exact", "dropped", "public",
+
+def drops_json(drops: Drops) -> dict:
+    """Every packet lost before the algorithms: ``total`` and by where (``clock``: stamped in an
+    epoch already closed beyond the lateness allowance, or ahead of the clock; ``kernel``;
+    ``queue``: refused by the session; ``lanes``: refused by full algorithm queues, summed)."""
+    return {"total": drops.total, "clock": drops.clock, "kernel": drops.kernel, "queue": drops.queue,
+            "lanes": drops.lanes}
+
+NON_PRIVATE = ("source", "exact", "dropped", "drops", "public",
                "algorithms.*.{packets, drops, status, updates_per_second, packets_per_second, busy_share}")
 NON_PRIVATE_NOTE = ("exact operational figures for the operator (packet counts, drops, the ground truth); "
                     "not private, never part of a release or of the export")
@@ -88,6 +97,7 @@ def session_json(session: Session, command: str, top: int | None, partial: bool 
         "source": source_json(session),
         "public": public_json(session),
         "dropped": snap.dropped,
+        "drops": drops_json(drops_of(snap)),
         "exact": {"total": total, "distinct": distinct,
                   "top": [{"address": it.address, "count": int(it.estimate)} for it in items]},
         "algorithms": algorithms,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.engine.core.keys import KeyBatch, tick
 from dptop.engine.core.runner import Runner
 from dptop.engine.privacy.facts import Provenance, PublicFact
-from dptop.monitor.config import RunConfig, SourceSpec, affected
+from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec, affected
 from dptop.monitor.ledger import Ledger
 from dptop.monitor.lanes import Lane, LaneView, SessionSnapshot
 from dptop.monitor.truth import Truth
@@ -40,6 +41,14 @@ LATE = "stamped in an epoch the clock had closed"
 AHEAD = "stamped ahead of the capture clock"
 
 STATES = ("idle", "starting", "running", "paused", "finished", "stopping", "stopped", "failed")
+
+
+def joined(pieces: list[KeyBatch], cell: int) -> KeyBatch:
+    """The packets of ``pieces`` (all of one cell, in arrival order) as one batch."""
+    optional = [None if any(getattr(p, f) is None for p in pieces) else np.concatenate([getattr(p, f) for p in pieces])
+                for f in ("dst", "length")]
+    return KeyBatch(np.concatenate([p.keys for p in pieces]), np.concatenate([p.ts_ns for p in pieces]),
+                    *optional, epoch=cell)
 
 
 def published(snap) -> int:
@@ -64,6 +73,9 @@ class Session:
         self.state, self.phase, self.error = "idle", "", None
         self.dropped: dict[str, int] = {}
         self._cell = 0  # the public clock's current cell (time epochs)
+        self._clock = threading.RLock()  # the capture thread and the session thread both move the clock
+        self._pending: dict[int, list[KeyBatch]] = {}  # live: packets of cells after the open one, held
+        # until the open cell closes (its end + the lateness allowance on the wall clock)
         self._generation = 0
         self._lock = threading.RLock()  # state transitions and the lane set
         self._stopping = threading.Event()
@@ -136,9 +148,12 @@ class Session:
 
     # ----- the source ----------------------------------------------------------------------
     def _open_source(self, spec: SourceSpec):
-        epoch_seconds = self.config.settings.epoch_seconds
         if spec.kind == "live":
-            return self._open_live(spec, epoch_seconds)
+            s = self.config.settings
+            if s.epoch_seconds is None and s.epoch_packets is None:  # releases while the capture runs
+                self.config = replace(self.config, settings=s.with_(epoch_seconds=LIVE_EPOCH_SECONDS))
+            return self._open_live(spec, self.config.settings.epoch_seconds)
+        epoch_seconds = self.config.settings.epoch_seconds
         from dptop.capture.pcap import count_packets
         from dptop.capture.replay import FileReplay
 
@@ -248,7 +263,9 @@ class Session:
 
     def _lane(self, name: str) -> Lane:
         self._generation += 1
-        lane = Lane(name, self.config, self.public, self._generation, self.history, self._make)
+        clock = self.public.get("time_range", (None,))[0] if self.spec is not None and self.spec.kind == "live" else None
+        lane = Lane(name, self.config, self.public, self._generation, self.history, self._make,
+                    clock_start=None if clock is None else clock / 1e9)
         if lane.runner is not None:
             self._runners = [r for r in self._runners if any(w.thread.is_alive() for w in r.workers)]
             self._runners.append(lane.runner)
@@ -297,28 +314,53 @@ class Session:
         return accepted
 
     def _live_sink(self, batch: KeyBatch) -> bool:
-        """Live packets on the wall-clock grid: each to the cell of its own stamp; stamps in a
-        closed cell or ahead of the clock are dropped and counted."""
+        """Live packets on the wall-clock grid: each to the cell of its own stamp. The open cell
+        takes its packets at once; packets of a later cell the wall clock has reached wait until
+        the open cell closes (``SourceSpec.lateness`` after its end); stamps in a closed cell or
+        ahead of the wall clock are dropped and counted (truth and lanes alike never see them)."""
         if self.grid is None:
             return self._sink(batch)
+        with self._clock:
+            return self._place(batch)
+
+    def _place(self, batch: KeyBatch) -> bool:
         self._tick()
         cells = self.grid.cell_of(batch.ts_ns)
+        wall = self._wall_cell(time.time_ns())
         late = cells < self._cell
-        ahead = cells > self._cell
+        ahead = cells > wall
         for reason, mask in ((LATE, late), (AHEAD, ahead)):
             if mask.any():
                 self.dropped[reason] = self.dropped.get(reason, 0) + int(np.count_nonzero(mask))
-        keep = np.flatnonzero(~(late | ahead))
+        later = ~(late | ahead) & (cells > self._cell)
+        for cell in np.unique(cells[later]).tolist():
+            self._pending.setdefault(cell, []).append(batch.take(np.flatnonzero(cells == cell), cell))
+        keep = np.flatnonzero(cells == self._cell)
         return self._sink(batch.take(keep, self._cell)) if len(keep) else True
 
+    def _wall_cell(self, now_ns: int) -> int:
+        cell = int(self.grid.cell_of(np.array([now_ns]))[0])
+        return self.grid.cells if cell < 0 and now_ns >= self.grid.start_ns else cell
+
     def _tick(self, final: bool = False) -> None:
-        """Live capture: close the cells the wall clock has left (an empty tagged batch)."""
+        """Live capture: close the cells the wall clock has left ``lateness`` seconds ago (an
+        empty tagged batch), then hand over the packets held for the cells that opened."""
         if self.grid is None or self.spec is None or self.spec.kind != "live":
             return
-        now = int(self.grid.cell_of(np.array([time.time_ns()]))[0])
-        cell = self.grid.cells if now < 0 else now
-        if final:
-            cell += 1  # the stop is public: the cell it falls in is the last one released
+        with self._clock:
+            self._close_cells(final)
+
+    def _close_cells(self, final: bool) -> None:
+        now = time.time_ns()
+        if final:  # the stop is public: the cell it falls in is the last one released
+            cell = self._wall_cell(now) + 1
+        else:
+            cell = self._wall_cell(now - round(self.spec.lateness * 1e9))
+        if cell <= self._cell:
+            return
+        for held in sorted(c for c in self._pending if c <= cell):
+            self._sink(tick(held))
+            self._sink(joined(self._pending.pop(held), held))  # one batch: the lanes' queues are short
         if cell > self._cell:
             self._cell = cell
             self._sink(tick(cell))
@@ -466,6 +508,11 @@ class Session:
             return 0, 0, ()
         counter = lane.runner.algorithms[0].counter
         return counter.total, counter.size, counter.top(top)
+
+    @property
+    def cell(self) -> int:
+        """The public clock's open cell (time epochs; 0 otherwise)."""
+        return self._cell
 
     def source_stats(self):
         """The source's counters (``dptop.capture.source.SourceStats``), or None before it opened."""

@@ -120,6 +120,28 @@ def detection_limit(p: LazyHHParams) -> tuple[int, float]:
     return math.ceil(p.threshold(T) + p.gamma), E * T / p.width + p.gamma
 
 
+LIVE_SHARES = (0.3, 0.1)
+"""The source shares whose release time a live panel states up front."""
+
+
+def release_after(p: LazyHHParams, share: float) -> int | None:
+    """Arrivals into a horizon (segment) after which a source sending ``share`` of them is
+    released with probability >= 0.9: the first output step t (a multiple of k~) with
+    share·t >= τ(t) + γ, as ``detection_limit``; None when no t <= T qualifies. Exact from the two
+    linear pieces of τ (spec §6.3): t(share − 1/k) >= γ + 1 and
+    t(share − 1/k~ − 2e/w) >= 4γ + w + 1."""
+    need = 0.0
+    for slope, height in ((share - 1.0 / p.k, p.gamma + 1.0),
+                          (share - 1.0 / p.k_tilde - 2.0 * E / p.width, 4.0 * p.gamma + p.width + 1.0)):
+        if slope <= 0:
+            return None
+        need = max(need, height / slope)
+    t = max(1, math.ceil(need / p.k_tilde)) * p.k_tilde
+    while t <= p.horizon and share * t < p.threshold(t) + p.gamma:  # float rounding at the boundary
+        t += p.k_tilde
+    return t if t <= p.horizon else None
+
+
 def shortest_stream(settings, share: float) -> int | None:
     """The smallest horizon T at which a source with ``share`` of the packets passes (None: none
     up to 2^40), searched over powers of two and then bisected."""
@@ -358,10 +380,20 @@ class LazyHH(ContinualAlgorithm):
 
     @classmethod
     def with_defaults(cls, settings):
-        """k~ (when unset): the multiple of k among 2, 4, 8, 16 whose a-priori detection share at
-        the horizon is smallest (001 Fig 4c: k~/k = 4 in general; short streams favour other ones)."""
+        """k~ (when unset): for a replay, the multiple of k among 2, 4, 8, 16 whose a-priori
+        detection share at the horizon is smallest (001 Fig 4c: k~/k = 4 in general; short streams
+        favour other ones); on a live stream (segments, no length), the multiple among 4 ... 64
+        (k~ <= 2^12) that releases a 10 % source earliest in a segment (``release_after``)."""
         if settings.k_tilde is not None:
             return settings
+        if settings.stream_length is None and settings.horizon is None:
+            multiples = [m for m in (4, 8, 16, 32, 64) if m * settings.k <= 1 << 12] or [4]
+
+            def later(m):
+                t = release_after(cls._params(settings.with_(k_tilde=m * settings.k)), LIVE_SHARES[-1])
+                return (t is None, t or 0, m)
+
+            return settings.with_(k_tilde=min(multiples, key=later) * settings.k)
         best = min((4, 2, 8, 16), key=lambda m: detection_limit(cls._params(settings.with_(k_tilde=m * settings.k)))[0])
         return settings.with_(k_tilde=best * settings.k)
 
@@ -378,6 +410,9 @@ class LazyHH(ContinualAlgorithm):
         count, error = detection_limit(self.params)
         T = self.params.horizon
         out = {"count": count, "share": count / T, "error": error, "over": f"the horizon of T = {T} arrivals"}
+        if self.restart:
+            out["over"] = f"each segment of T = {T} arrivals"
+            out["after"] = {str(share): release_after(self.params, share) for share in LIVE_SHARES}
         if count > 0.1 * T:
             need = shortest_stream(self.settings, 0.1)
             out["note"] = (f"at ε = {self.params.epsilon:g} a source needs {count} of the {T} packets; "
@@ -431,8 +466,18 @@ class LazyHH(ContinualAlgorithm):
             "k": p.k, "k_tilde": p.k_tilde, "depth": p.depth, "width": p.width,
             "sigma": p.sigma, "gamma": p.gamma, "delta_tilde": p.delta_tilde,
         })
+        rate = self.arrival_rate()
+        if self.restart and rate:
+            seen = []
+            for share in LIVE_SHARES:
+                t = release_after(p, share)
+                seen.append(f"a {share:.0%} source after ≈ {t / rate:,.0f} s" if t else f"a {share:.0%} source never")
+            st["release_times"] = (f"at the current {rate:,.0f} packets/s, {' and '.join(seen)} of each segment "
+                                   f"of {p.horizon:,} packets (≈ {p.horizon / rate:,.0f} s)")
         if binds is None or self.t < binds:
             st["note"] = (f"suppression: an item is released only once its estimate exceeds τ = {tau:.0f} "
                           f"packets (at t = {self.t}); τ falls to t/k only after t = "
                           + ("never within this horizon" if binds is None or binds > p.horizon else f"{binds:.0f}"))
+        if "release_times" in st:
+            st["note"] = "; ".join(x for x in (st["release_times"], st.get("note")) if x)
         return st

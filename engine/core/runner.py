@@ -20,7 +20,7 @@ import queue
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dptop.engine.core.base import Algorithm, explained
 from dptop.engine.core.keys import KeyBatch
@@ -80,8 +80,10 @@ class Snapshot:
 class _Worker:
     """One algorithm, its queue and its thread."""
 
-    def __init__(self, algorithm: Algorithm, queue_size: int, live_interval: float, history: int):
+    def __init__(self, algorithm: Algorithm, queue_size: int, live_interval: float, history: int,
+                 clock_start: float | None = None):
         self.algorithm = algorithm
+        self.clock_start = clock_start
         self.queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self.live_interval = live_interval
         self.lock = threading.Lock()
@@ -100,7 +102,18 @@ class _Worker:
         self.detectable: dict | None = None  # the algorithm's a-priori detection limit
         self.thread = threading.Thread(target=self._run, name=f"dptop-{algorithm.name}", daemon=True)
 
+    def _stamp(self, release: Release | None) -> Release | None:
+        """On a live clock, a release without a wall time gets the public one it covers: from the
+        clock's start (or its own) to the moment it was made."""
+        if release is None or self.clock_start is None or release.span.t_end is not None:
+            return release
+        span = release.span
+        t_start = self.clock_start if span.t_start is None else span.t_start
+        return replace(release, span=replace(span, t_start=t_start, t_end=time.time()))
+
     def _publish(self, releases: list[Release], live: Release | None) -> None:
+        if self.clock_start is not None:
+            releases, live = [self._stamp(r) for r in releases], self._stamp(live)
         status = self.algorithm.status()
         if self.detectable is not None:
             status["detectable"] = self.detectable
@@ -178,11 +191,13 @@ class Runner:
     ``finish`` (drain and final releases) or ``stop`` (abandon queued work). Both are idempotent."""
 
     def __init__(self, algorithms: list[Algorithm], queue_size: int = 32, live_interval: float = 0.1,
-                 history: int = 4096):
+                 history: int = 4096, clock_start: float | None = None):
+        """``clock_start``: Unix seconds at which a live capture's public clock started; releases
+        made without a wall time then carry [their start or the clock's, the moment made]."""
         names = [a.name for a in algorithms]
         if len(set(names)) != len(names):
             raise ValueError(f"each algorithm may run once; got {names}")
-        self.workers = [_Worker(a, queue_size, live_interval, history) for a in algorithms]
+        self.workers = [_Worker(a, queue_size, live_interval, history, clock_start) for a in algorithms]
         self._stop = threading.Event()
         self._started = False
         self._closed = False

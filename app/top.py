@@ -1,0 +1,236 @@
+"""``dptop top``: the terminal view, in the manner of iftop and htop (Textual).
+
+The same ``dptop.monitor.session.Session`` as the window and the CLI, polled on a timer: a status
+line (source, state, packets, rate, drops), the selected private panel's guarantee and the
+session's budget, the private release beside the exact (non-private) baseline, and the same
+explanation as the window where a panel is empty (dptop.monitor.explain). Keys: ``a``/``z``
+next/previous private algorithm, ``s`` sort (private estimate or address), ``k`` count per source
+or destination (restarts the session: a new key is a new stream), space freezes the tables, ``q``
+quits. Fits an 80x24 terminal (ssh, tmux).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Footer, Static
+
+from dptop.engine.core import registry
+from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.memory import limit_arenas, release_memory
+from dptop.monitor.explain import detectable_text, drops_of, reason_text, threshold_of
+from dptop.monitor.session import Session
+
+REFRESH_SECONDS = 0.5
+ROWS = 40  # rows kept in each table (the terminal scrolls them)
+SORTS = ("estimate", "address")
+
+
+def fmt_count(x: float) -> str:
+    """12345.6 -> '12,346'; 1.2e7 -> '12.0M' (narrow columns)."""
+    return f"{x / 1e6:.1f}M" if abs(x) >= 1e7 else f"{x:,.0f}"
+
+
+def private_rows(view, sort: str) -> list[tuple[str, str, str]]:
+    """(address, private estimate, exact count over the same span) of the release's own items."""
+    a = view.algorithm
+    rel = None if a is None else a.latest
+    if rel is None:
+        return []
+    truth = view.truth
+    same = truth is not None and [it.address for it in truth.release.items] == [it.address for it in rel.items]
+    counts = truth.counts if same else (None,) * len(rel.items)  # the exact answer lags a fresh release
+    rows = list(zip(rel.items, counts))
+    if sort == "address":
+        rows.sort(key=lambda r: (r[0].hi, r[0].lo))
+    return [(it.address, fmt_count(it.estimate), "…" if c is None else fmt_count(c)) for it, c in rows[:ROWS]]
+
+
+def exact_rows(session: Session, snap, sort: str) -> tuple[str, list[tuple[str, str]]]:
+    """The exact baseline: the ``exact`` lane's latest answer, else the whole session's counter."""
+    lane = next((v for v in snap.lanes if v.name == "exact" and v.algorithm is not None), None)
+    if lane is not None and lane.algorithm.latest is not None:
+        items = lane.algorithm.latest.items
+        where = lane.algorithm.latest.span.kind
+    else:
+        items = session.exact(ROWS)[2]
+        where = "stream"
+    items = list(items[:ROWS])
+    if sort == "address":
+        items.sort(key=lambda it: (it.hi, it.lo))
+    return where, [(it.address, fmt_count(it.estimate)) for it in items]
+
+
+def guarantee_lines(name: str | None, g, budget: str) -> list[str]:
+    """Three lines: the selected panel's guarantee in numbers and neighbours, its scope, and the
+    session's budget (every private panel together)."""
+    if g is None:
+        first, scope = f"{name or 'no private algorithm'}: not started", ""
+    else:
+        first, scope = f"{name}: {g.measure} ({', '.join(g.numbers())}) · {g.model} · {g.neighbouring}", g.scope
+    return [first, scope, f"budget, all panels: {budget or '—'}"]
+
+
+class TopApp(App):
+    """The terminal view of one session (a new one when the counted key changes)."""
+
+    TITLE = "dptop top"
+    CSS = """
+    Screen { layout: vertical; }
+    #status { height: 1; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
+    #guarantee { height: 3; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
+    #tables { height: 1fr; }
+    #private { width: 3fr; }
+    #exact { width: 2fr; }
+    DataTable { border: round $primary-darken-2; }
+    #reason { height: auto; max-height: 4; color: $warning; }
+    """
+    BINDINGS = [("a", "algorithm(1)", "next alg"), ("z", "algorithm(-1)", "prev alg"), ("s", "sort", "sort"),
+                ("k", "key", "src/dst"), ("space", "freeze", "freeze"), ("q", "quit", "quit")]
+
+    def __init__(self, spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS):
+        super().__init__()
+        limit_arenas()
+        self.spec, self.config, self.refresh_seconds = spec, config, refresh
+        self.session: Session | None = None
+        self.old: list[Session] = []
+        self.private_names = [n for n in config.names if _private(n)]
+        self.selected = 0
+        self.sort = SORTS[0]
+        self.frozen = False
+        self.last_text: dict[str, str] = {}
+
+    # ----- layout and session --------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(id="status")
+        yield Static(id="guarantee")
+        with Horizontal(id="tables"):
+            yield DataTable(id="private", show_cursor=False, zebra_stripes=True)
+            yield DataTable(id="exact", show_cursor=False, zebra_stripes=True)
+        yield Static(id="reason")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#private", DataTable).add_columns("private source", "estimate", "exact")
+        self.query_one("#exact", DataTable).add_columns("exact source", "count")
+        self.open_session()
+        self.set_interval(self.refresh_seconds, self.refresh_view)
+        self.refresh_view()
+
+    def open_session(self) -> None:
+        if self.session is not None:
+            if self.session.close(1.0):
+                self.old.append(self.session)  # still winding down: joined again on quit
+            release_memory()
+        self.session = Session(self.config)
+        self.session.open(self.spec)
+
+    def close_sessions(self, timeout: float = 2.0) -> list[str]:
+        alive = []
+        for s in [*self.old, *([self.session] if self.session is not None else [])]:
+            alive += s.close(timeout)
+        self.old = []
+        return alive
+
+    # ----- keys ------------------------------------------------------------------------------
+    def action_algorithm(self, step: int) -> None:
+        if self.private_names:
+            self.selected = (self.selected + step) % len(self.private_names)
+            self.refresh_view(force=True)
+
+    def action_sort(self) -> None:
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self.refresh_view(force=True)
+
+    def action_key(self) -> None:
+        counting = self.config.counting
+        self.config = replace(self.config, counting=replace(counting, key="dst" if counting.key == "src" else "src"))
+        self.open_session()
+        self.refresh_view(force=True)
+
+    def action_freeze(self) -> None:
+        self.frozen = not self.frozen
+        self.refresh_view(force=True)
+
+    # ----- the timer -------------------------------------------------------------------------
+    @property
+    def algorithm(self) -> str | None:
+        return self.private_names[self.selected] if self.private_names else None
+
+    def refresh_view(self, force: bool = False) -> None:
+        session = self.session
+        if session is None:
+            return
+        snap = session.snapshot()
+        self._set("status", self.status_line(snap))
+        view = next((v for v in snap.lanes if v.name == self.algorithm), None)
+        g = None if view is None or view.algorithm is None else view.algorithm.guarantee
+        budget = (snap.budget or {}).get("total", "")
+        self._set("guarantee", "\n".join(guarantee_lines(self.algorithm, g, budget)))
+        if self.frozen and not force:
+            return
+        if view is not None:
+            self._set("reason", self.explanation(view))
+            self._fill("private", private_rows(view, self.sort), f"{view.name}{self._span(view)}")
+        else:
+            self._set("reason", "")
+            self._fill("private", [], "no private algorithm selected")
+        where, rows = exact_rows(session, snap, self.sort)
+        self._fill("exact", rows, f"exact, NOT private: {where}")
+
+    def status_line(self, snap) -> str:
+        src = snap.source
+        packets = 0 if src is None else src.ip_packets
+        key = "source" if self.config.counting.key == "src" else "destination"
+        state = snap.error or (f"{snap.state}: {snap.phase}" if snap.phase else snap.state)
+        frozen = " · FROZEN" if self.frozen else ""
+        return (f"{snap.source_label} · {state} · {packets:,} pkts · drops {drops_of(snap).total:,} · "
+                f"per {key} · by {self.sort}{frozen}")
+
+    def explanation(self, view) -> str:
+        parts = [reason_text(view)]
+        thr = threshold_of(view)
+        a = view.algorithm
+        limit = detectable_text(a.status.get("detectable")) if a is not None else ""
+        tail = " · ".join(x for x in (f"τ = {thr:,.0f}" if thr is not None else "", limit) if x)
+        return "\n".join(p for p in (*parts, tail) if p)
+
+    @staticmethod
+    def _span(view) -> str:
+        rel = None if view.algorithm is None else view.algorithm.latest
+        if rel is None:
+            return ""
+        sp = rel.span
+        where = f"{sp.kind} {sp.index}" if sp.kind in ("epoch", "horizon") else sp.kind
+        return f" · {where}, {max(0, sp.end - sp.start):,} pkts"
+
+    def _set(self, widget: str, text: str) -> None:
+        if self.last_text.get(widget) != text:
+            self.last_text[widget] = text
+            self.query_one(f"#{widget}", Static).update(text)
+
+    def _fill(self, table: str, rows: list, title: str) -> None:
+        key = f"{table}-rows"
+        signature = repr((rows, title))
+        if self.last_text.get(key) == signature:
+            return
+        self.last_text[key] = signature
+        t = self.query_one(f"#{table}", DataTable)
+        t.border_title = title
+        t.clear()
+        t.add_rows(rows)
+
+
+def _private(name: str) -> bool:
+    return registry.get(name).private
+
+
+def run_top(spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS) -> TopApp:
+    """Run the terminal view until the user quits; returns the app (its session is closed)."""
+    app = TopApp(spec, config, refresh)
+    try:
+        app.run()
+    finally:
+        app.close_sessions()
+    return app

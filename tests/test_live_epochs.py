@@ -1,0 +1,138 @@
+"""Live time epochs: the public lateness allowance at cell boundaries, drops counted where they
+happen, the exact baseline counting exactly the packets the lanes count, and (on ``lo``, root)
+``dptop capture`` releasing while it runs, one line per release, with wall times."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from dptop.engine.core.clock import MAX_CELLS, TimeGrid
+from dptop.engine.core.keys import KeyBatch, keys_from_addresses
+from dptop.engine.core.settings import Settings
+from dptop.monitor import session as session_module
+from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.explain import drops_of
+from dptop.monitor.result import session_json
+from dptop.monitor.session import AHEAD, LATE, Session
+
+S = 1_000_000_000
+START = 1_700_000_000 * S
+
+
+class Clock:
+    now = START
+
+    def __call__(self):
+        return self.now
+
+
+def batch(stamps_s, address="192.0.2.1"):
+    keys = keys_from_addresses([address] * len(stamps_s))
+    return KeyBatch(keys, np.array([START + round(t * S) for t in stamps_s], np.int64))
+
+
+@pytest.fixture
+def live_session(monkeypatch):
+    """A session on a live 1 s wall-clock grid (no socket): batches go in through its live sink at
+    the moments the fake clock says."""
+    clock = Clock()
+    monkeypatch.setattr(session_module.time, "time_ns", clock)
+    s = Session(RunConfig(("exact", "dpss"), Settings(k=4, epsilon=1.0, epoch_seconds=1.0)))
+    s.spec = SourceSpec("live", iface="lo", lateness=0.5)
+    s.public["time_range"] = (START, None)
+    s.grid = TimeGrid(START, S, MAX_CELLS)
+    s.truth.start()
+    assert s._start_lanes()
+    yield s, clock
+    assert s.close(5.0) == []
+
+
+def deliver(s, clock, at_s, stamps_s, address="192.0.2.1"):
+    clock.now = START + round(at_s * S)
+    s._live_sink(batch(stamps_s, address))
+
+
+def test_lateness_allowance_keeps_boundary_packets_and_drops_later_ones(live_session):
+    s, clock = live_session
+    deliver(s, clock, 0.2, [0.1, 0.2])
+    deliver(s, clock, 1.2, [0.95, 1.1])  # 0.95 is late by 0.25 s < 0.5 s: epoch 0; 1.1 waits for epoch 1
+    deliver(s, clock, 1.45, [0.99, 1.3])
+    deliver(s, clock, 1.6, [0.98, 1.5])  # epoch 0 closed at 1.5 s: 0.98 is a drop
+    deliver(s, clock, 1.7, [5.0])  # ahead of the wall clock: a drop
+    assert s.dropped == {LATE: 1, AHEAD: 1}
+    clock.now = START + round(2.6 * S)
+    s._tick()  # closes epoch 1
+    clock.now = START + round(3.6 * S)
+    s._tick(final=True)
+    for lane in s.lanes.values():
+        lane.runner.finish(10)
+    s.truth.wait_idle()
+    rec = s.truth.rec  # the truth's packets by cell: 0.1 0.2 0.95 0.99 | 1.1 1.3 1.5
+    assert (rec.position_of_cell(1), rec.position_of_cell(2), rec.pos) == (4, 7, 7)
+    releases = s.releases("dpss")
+    assert [r.span.index for r in releases] == [0, 1, 2, 3]  # every cell up to the stop, empty ones too
+    assert [(r.span.t_start, r.span.t_end) for r in releases[:2]] == [(START / S, START / S + 1),
+                                                                      (START / S + 1, START / S + 2)]
+    exact_total = s.exact(None)[0]
+    lane_packets = {name: lane.runner.snapshot().algorithms[0].packets for name, lane in s.lanes.items()}
+    assert exact_total == 7 and lane_packets == {"exact": 7, "dpss": 7}
+    d = drops_of(s.snapshot())
+    assert (d.clock, d.total) == (2, 2)
+
+
+def test_drops_reach_the_json_and_every_view(live_session):
+    s, clock = live_session
+    deliver(s, clock, 0.2, [0.1])
+    deliver(s, clock, 1.9, [0.5, 0.6, 1.8])
+    out = session_json(s, "capture", 10)
+    assert out["dropped"] == {LATE: 2}
+    assert out["drops"] == {"total": 2, "clock": 2, "kernel": 0, "queue": 0, "lanes": 0}
+    assert "drops" in out["non_private"]["fields"]
+    assert drops_of(s.snapshot()).text().startswith("drops 2 (late 2")
+
+
+root = pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root (CAP_NET_RAW)")
+
+
+@pytest.mark.live
+@root
+def test_capture_on_lo_releases_while_running_with_wall_times_and_counts_every_drop(tmp_path):
+    """A paced sender on 127.0.0.x; 2 s epochs over ~9 s: a line per DPSS release while the
+    capture runs, every release with its wall time, drops = sent - counted."""
+    port = 40000 + os.getpid() % 20000
+    out = tmp_path / "out.json"
+    t0 = time.time()
+    cap = subprocess.Popen([sys.executable, "-m", "dptop", "capture", "--iface", "lo", "--bpf",
+                            f"udp dst port {port}", "--duration", "13", "--epoch-seconds", "2", "--k", "4",
+                            "--algorithms", "dpss,lazyhh,exact", "--json", str(out)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # the socket opens once the kernels are loaded (cached: about a second)
+    sender = subprocess.run([sys.executable, "-m", "dptop.capture.paced", "--rate", "2000", "--seconds", "7",
+                             "--share", "127.0.0.2=0.5", "--others", "4", "--port", str(port)],
+                            capture_output=True, text=True, timeout=60)
+    stdout, stderr = cap.communicate(timeout=120)
+    cap.returncode, cap.stdout, cap.stderr = cap.returncode, stdout, stderr
+    sent = json.loads(sender.stdout)
+    assert cap.returncode == 0, cap.stderr
+    lines = [line for line in cap.stdout.splitlines() if " dpss epoch " in line]
+    assert len(lines) >= 3 and any("127.0.0.2" in line for line in lines), cap.stdout
+    result = json.loads(out.read_text())
+    dpss = result["algorithms"]["dpss"]["releases"]
+    assert [r["span"]["index"] for r in dpss] == list(range(len(dpss))) and len(dpss) >= 4
+    for name, a in result["algorithms"].items():
+        for r in a["releases"]:
+            assert r["span"]["t_start"] is not None and t0 - 60 < r["span"]["t_start"] <= r["span"]["t_end"], name
+    for r in dpss:
+        assert abs(r["span"]["t_end"] - r["span"]["t_start"] - 2.0) < 1e-6
+    counted = result["exact"]["total"]
+    assert sent["first"] > result["public"]["time_range"]["start"], "the sender started before the capture"
+    assert result["drops"]["total"] == sent["packets"] - counted
+    assert Counter({a: c for a, c in sent["sent"].items()})["127.0.0.2"] >= \
+        next(r["count"] for r in result["exact"]["top"] if r["address"] == "127.0.0.2")
