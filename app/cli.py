@@ -18,6 +18,7 @@ from pathlib import Path
 from dptop import __version__
 from dptop.engine.core import registry
 from dptop.engine.core.clock import parse_time_range
+from dptop.engine.core.keykinds import KEY_KINDS
 from dptop.engine.core.settings import Settings, parse_param
 from dptop.monitor.config import Counting, RunConfig, SourceSpec, config_errors
 from dptop.resources import DEMO_CAPTURE
@@ -51,8 +52,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gamma", type=float, default=None, help="sliding window heavy-hitter fraction G (items above G*w)")
     p.add_argument("--param", type=_param_arg, action="append", default=[], metavar="NAME=VALUE",
                    help="algorithm-specific option, e.g. --param depth=5 (repeatable)")
-    p.add_argument("--key", choices=("src", "dst"), default="src",
-                   help="count per source (default) or per destination address")
+    p.add_argument("--key", choices=KEY_KINDS, default="src",
+                   help="count per source address (default), destination address, destination port, IP protocol, "
+                        "(source, destination) pair, or source/destination network (IPv4 /24 or /16, IPv6 /48 or /32)")
     p.add_argument("--weight", choices=("packets", "bytes"), default="packets",
                    help="count packets (default) or bytes: a packet counts ceil(length/BYTE_UNIT) units, at most "
                         "BYTE_CAP, and its guarantee is that of BYTE_CAP units by group privacy")

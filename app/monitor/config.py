@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dptop.engine.core import registry
+from dptop.engine.core.keykinds import KEY_KINDS, KeyKind
 from dptop.engine.core.settings import Settings, check_ranges
 
 NON_PRIVATE_FIELDS = ("k", "k_tilde", "extra")
@@ -53,7 +54,8 @@ class SourceSpec:
 
 @dataclass(frozen=True)
 class Counting:
-    """What a packet counts as: its source or destination address (``key``), one unit or
+    """What a packet counts as: its key (``key``, a ``keykinds.KeyKind`` value: source or
+    destination address, port, protocol, pair, network), one unit or
     ⌈length / ``unit``⌉ units of ``unit`` bytes capped at ``cap`` (``weight``). In bytes every
     algorithm sees a packet as up to ``cap`` updates, so the per-packet guarantee is that of
     ``cap`` updates by group privacy (the ledger converts it)."""
@@ -64,8 +66,8 @@ class Counting:
     cap: int = 24
 
     def __post_init__(self):
-        if self.key not in ("src", "dst"):
-            raise ValueError(f"--key ({self.key!r}) must be 'src' or 'dst'")
+        if self.key not in KEY_KINDS:
+            raise ValueError(f"--key ({self.key!r}) must be one of {', '.join(KEY_KINDS)}")
         if self.weight not in ("packets", "bytes"):
             raise ValueError(f"--weight ({self.weight!r}) must be 'packets' or 'bytes'")
         if not (isinstance(self.unit, int) and 1 <= self.unit <= 65536):
@@ -78,11 +80,15 @@ class Counting:
         """Updates one packet may contribute (group privacy factor of the per-packet guarantee)."""
         return self.cap if self.weight == "bytes" else 1
 
+    @property
+    def kind(self) -> KeyKind:
+        return KeyKind(self.key)
+
     def describe(self) -> str:
-        what = "source" if self.key == "src" else "destination"
+        what = self.kind.label
         if self.weight == "packets":
-            return f"packets per {what} address"
-        return (f"bytes per {what} address, counted in units of {self.unit} bytes (a packet counts "
+            return f"packets per {what}"
+        return (f"bytes per {what}, counted in units of {self.unit} bytes (a packet counts "
                 f"⌈length/{self.unit}⌉ units, at most {self.cap}); estimates are shown in bytes")
 
 
