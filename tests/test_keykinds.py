@@ -107,3 +107,27 @@ def test_destinations_in_the_tag_range_are_not_counted(tmp_path):
                        Ether() / IPv6(src="2001:db8::1", dst="ff02::1") / UDP(dport=2)])
     batch, stats = read_capture(path)
     assert len(batch) == 1 and sum(stats.skipped.values()) == 1
+
+
+@pytest.mark.parametrize("kind, top", [("dport", "21"), ("src/24", "24.132.150.0/24")])
+def test_dpsw_searches_the_kinds_own_prefix_tree(capsys, kind, top):
+    """DPSW's hierarchy over ports and networks (a network kind's keys are its last level): the
+    window's heaviest key is found, and ρ is split over every level (its budget use, summed over
+    all levels as every level sees every packet, is that of one address family's)."""
+    from dptop.engine.core import registry
+    from dptop.engine.core.settings import Settings
+    assert main(["replay", str(DEMO_CAPTURE), "--key", kind, "--algorithms", "dpsw,window-exact", "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    exact = out["algorithms"]["window-exact"]["releases"][-1]["items"]
+    private = out["algorithms"]["dpsw"]["releases"][-1]["items"]
+    assert exact[0]["address"] == top and private[0]["address"] == top
+    assert abs(private[0]["estimate"] - exact[0]["estimate"]) < 0.05 * exact[0]["estimate"]
+    dpsw = registry.make("dpsw", Settings(key=kind, window=10_000))
+    by_address = registry.make("dpsw", Settings(window=10_000)).budget_use()
+    assert dpsw.budget_use() == pytest.approx(by_address) and by_address <= 1.0
+    assert KeyKind(kind).label in dpsw.guarantee().unit
+
+
+def test_address_only_algorithms_refuse_other_keys(capsys):
+    assert main(["replay", str(DATA / "zeek_ipv6.pcap"), "--key", "dport", "--algorithms", "exact,hostdp-dst"]) == 2
+    assert "--key src or dst, not dport" in capsys.readouterr().err

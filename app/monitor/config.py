@@ -105,7 +105,7 @@ class RunConfig:
     def settings_for(self, name: str, public: dict | None = None) -> Settings:
         """``name``'s settings with the session's public facts (stream length, time range) and the
         defaults its class picks from them (``Algorithm.with_defaults``)."""
-        s = self.settings.with_(extra={**self.settings.extra, **self.extras.get(name, {})})
+        s = self.settings.with_(extra={**self.settings.extra, **self.extras.get(name, {})}, key=self.counting.key)
         s = s.with_(**public) if public else s
         return registry.get(name).with_defaults(s)
 
@@ -139,9 +139,16 @@ def config_errors(config: RunConfig) -> dict[str, str]:
     except ValueError as exc:
         return {"settings": str(exc)}
     errors = {}
+    kind = config.counting.kind
+    for name in config.names:
+        if registry.get(name).address_keys and not kind.address:
+            errors[name] = (f"{name} reads host addresses (its domain or its protected unit is a host): it runs with "
+                            f"--key src or dst, not {kind.value}")
     s = config.settings
     placeholder = {} if s.epoch_seconds is None else {"time_range": (0, max(1, round(s.epoch_seconds * 1e9)))}
     for name in config.names:
+        if name in errors:
+            continue
         try:
             check_ranges(config.settings_for(name))
             registry.make(name, config.settings_for(name, placeholder))

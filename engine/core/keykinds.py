@@ -72,6 +72,21 @@ class KeyKind(enum.Enum):
         """(IPv4, IPv6) prefix lengths of a network kind."""
         return {"24": (24, 48), "16": (16, 32)}.get(self.value[4:]) if "/" in self.value else None
 
+    def hierarchy(self) -> tuple[tuple[int, int, int, tuple[int, ...]], ...]:
+        """Prefix trees over this kind's keys for a search that expands heavy prefixes (DPSW's
+        hierarchy, spec dpsw-sketch.md §5.2 (b)): ``(hi, lo, base, levels)`` per tree, the fixed
+        words, the length in the 128-bit key space they fix, and the levels to expand. A network
+        kind's tree ends at its own prefix: its keys are the hierarchy's last level."""
+        if self is KeyKind.DPORT:
+            return ((TAG_PORT, 0, 112, (120, 128)),)
+        if self is KeyKind.PROTO:
+            return ((TAG_PROTO, 0, 120, (128,)),)
+        if self is KeyKind.PAIR:
+            return ((TAG_PAIR4, 0, 64, tuple(range(72, 129, 8))), (TAG_PAIR6, 0, 32, tuple(range(48, 129, 16))))
+        v4, v6 = self.prefixes
+        return ((TAG_NET | (96 + v4), IPV4_MAPPED, 96, tuple(range(104, 97 + v4, 8))),
+                (TAG_NET | v6, 0, 64, tuple(range(72, 65 + v6, 8))))
+
     def keys(self, batch: KeyBatch) -> tuple[np.ndarray, np.ndarray | None]:
         """This kind's keys of ``batch``'s packets and, when some packets have none (no port), the
         mask of those that count."""

@@ -67,6 +67,7 @@ class LocalDP(Algorithm):
 
     private = True
     family = "local DP"
+    address_keys = True
     scheme: ClassVar[str] = ""
     parameters: ClassVar[tuple[str, ...]] = COMMON
 

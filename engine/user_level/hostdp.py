@@ -96,6 +96,7 @@ class HostDPDst(Epoched):
     """Servers contacted by the most clients; (ε, δ)-DP per client host per epoch (PAMG + GSHM)."""
 
     name = "hostdp-dst"
+    address_keys = True
     parameters = ("m", "variant")
     item_field = "dst"
     unit = "one client host"
@@ -225,6 +226,7 @@ class HostDPSrc(HostDPDst):
 class ExactClients(Algorithm):
     """Exact distinct clients per destination (non-private; the truth beside hostdp-dst)."""
 
+    address_keys = True
     name = "exact-clients"
     parameters = ("top",)
     item_field = "dst"
