@@ -62,6 +62,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--byte-cap", type=int, default=24, help="units one packet may count at most (default 24)")
     p.add_argument("--top", type=int, default=None, help="length of exact.top (default max(k, 10); 0 = all)")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
+    p.add_argument("--serve", default=None, metavar="[HOST:]PORT",
+                   help="serve the private view while running: /releases (JSON) and /metrics (Prometheus); "
+                        "loopback unless HOST is given (needs the 'feed' extra)")
 
 
 def settings_from_args(args) -> Settings:
@@ -108,7 +111,7 @@ def cmd_replay(args) -> int:
     if time_range and args.epoch_seconds is None:
         raise ValueError("--time-range is the public range of time epochs: give --epoch-seconds too")
     spec = SourceSpec("file", path=str(args.path[0]), speed=args.speed, time_range=time_range, max_gap=args.max_gap)
-    return run("replay", spec, config, args.json_out, config.settings.extra["top"])
+    return run("replay", spec, config, args.json_out, config.settings.extra["top"], args.serve)
 
 
 def cmd_capture(args) -> int:
@@ -116,7 +119,7 @@ def cmd_capture(args) -> int:
 
     config = config_from_args(args)
     spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration)
-    return run("capture", spec, config, args.json_out, config.settings.extra["top"])
+    return run("capture", spec, config, args.json_out, config.settings.extra["top"], args.serve)
 
 
 def _write_json(result: dict, out: str) -> None:
@@ -349,6 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None,
                    help="seed every run's noise (reproducible; default: the OS CSPRNG)")
     p.add_argument("--json", dest="json_out", default=None, metavar="OUT|-", help="write the JSON result to OUT or stdout")
+    p.add_argument("--serve", default=None, metavar="[HOST:]PORT",
+                   help="serve the private view while running: /releases (JSON) and /metrics (Prometheus); "
+                        "loopback unless HOST is given (needs the 'feed' extra)")
     p.set_defaults(func=cmd_audit)
 
     _add_sweep_lazyhh(sub)

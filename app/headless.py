@@ -139,10 +139,18 @@ def stop_on_signals(session: Session):
             signal.signal(s, h)
 
 
-def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int) -> int:
-    """Run a session to its end and report it; returns the exit code."""
+def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int,
+        serve: str | None = None) -> int:
+    """Run a session to its end and report it; returns the exit code. ``serve``: ``[HOST:]PORT``
+    of the private feed (dptop.feed) while it runs."""
     out = JsonOut(json_target)
     session = Session(config)
+    feed = None
+    if serve is not None:
+        from dptop.feed import serve as start_feed
+        feed = start_feed(session, serve)
+        print(f"dptop: serving the private view at http://{feed.host}:{feed.port}/metrics and /releases",
+              file=sys.stderr)
     with stop_on_signals(session) as got:  # until the results are written: a late signal cannot cut them
         try:
             session.open(spec)
@@ -152,6 +160,8 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
             progress.done()
             result = session_json(session, command, top, partial=got["signal"] is not None)
         finally:
+            if feed is not None:
+                feed.close()
             session.close(timeout=5.0)
         rc = 0
         if result.get("error"):

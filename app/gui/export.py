@@ -11,7 +11,7 @@ import json
 import time
 from pathlib import Path
 
-from dptop.monitor.result import export_json as shareable
+from dptop.monitor.private import private_view
 
 CSV_FIELDS = ("algorithm", "release", "span_kind", "span_index", "span_start", "span_end", "t_start", "t_end",
               "threshold", "rank", "address", "estimate", "model", "measure", "epsilon", "delta", "rho",
@@ -29,9 +29,9 @@ def private_releases(releases: dict) -> dict:
 
 
 def export_json(path, session) -> dict:
-    """Write the session's shareable part (``dptop.monitor.result.export_json``: private releases,
+    """Write the session's shareable part (``dptop.monitor.private.private_view``: private releases,
     their guarantees, the ledger) with the export time."""
-    data = {**shareable(session), "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    data = {**private_view(session).to_json(), "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     Path(path).write_text(json.dumps(data, indent=2, default=str) + "\n")
     return data
 

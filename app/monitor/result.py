@@ -96,22 +96,3 @@ def session_json(session: Session, command: str, top: int | None, partial: bool 
     if snap.error:
         out["error"] = snap.error
     return out
-
-
-def export_json(session: Session) -> dict:
-    """What may be shared: the private releases with their guarantees, and the ledger. No exact
-    figure, no non-private algorithm."""
-    snap = session.snapshot()
-    c = session.config.counting
-    scale = c.unit if c.weight == "bytes" else 1
-    algorithms = {}
-    for v in snap.lanes:
-        if v.algorithm is None or not v.algorithm.private:
-            continue
-        rels = [r for r in session.releases(v.name) if r.guarantee is not None]
-        algorithms[v.name] = {"guarantee": None if v.algorithm.guarantee is None else v.algorithm.guarantee.to_json(),
-                              "releases_published": v.algorithm.releases,
-                              "releases_dropped_from_memory": max(0, v.algorithm.releases - len(rels)),
-                              "releases": [release_json(r, scale) for r in rels]}
-    return {"dptop": __version__, "algorithms": algorithms, "budget": snap.budget,
-            "counting": session.config.counting.describe(), "public": public_json(session)}
