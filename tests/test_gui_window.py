@@ -168,7 +168,9 @@ def test_export_writes_the_private_releases_only(qtbot, make_window, tmp_path):
     last = releases[-1]
     assert last is lanes(window)["dpss"].algorithm.latest
     exported = data["algorithms"]["dpss"]
-    assert exported["releases"][-1] == json.loads(json.dumps(last.to_json()))
+    want = json.loads(json.dumps(last.to_json()))
+    want["span"] = {k: v for k, v in want["span"].items() if k not in ("start", "end")}  # packet positions: exact
+    assert exported["releases"][-1] == want
     assert exported["guarantee"]["epsilon"] == last.guarantee.epsilon
     with open(csv_path) as fh:
         rows = [r for r in csv.DictReader(fh) if int(r["release"]) == len(releases) - 1]

@@ -19,12 +19,13 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayo
                                QScrollArea, QToolBar, QWidget)
 
 from dptop.gui.budget import BudgetPanel
+from dptop.gui.drilldown import open_drilldown
 from dptop.gui.export import export_csv, export_json, save_png
 from dptop.gui.help import TIPS, HelpOverlay
 from dptop.gui.panel import AlgorithmPanel
 from dptop.gui.params import ParametersPanel
 from dptop.gui.plots import ThroughputPlot, UtilityPlot
-from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.config import Counting, RunConfig, SourceSpec
 from dptop.monitor.ledger import Ledger
 from dptop.monitor.session import Session
 from dptop.gui.source_panel import SourcePanel
@@ -79,14 +80,16 @@ def preview_ledger(guarantees: dict) -> dict | None:
 
 
 def config_to_json(config: RunConfig) -> str:
-    return json.dumps({"names": list(config.names), "settings": asdict(config.settings), "extras": config.extras})
+    return json.dumps({"names": list(config.names), "settings": asdict(config.settings), "extras": config.extras,
+                       "counting": asdict(config.counting)})
 
 
 def config_from_json(text: str) -> RunConfig:
     d = json.loads(text)
     known = set(registry.names())
     settings = Settings(**{k: v for k, v in d["settings"].items() if k in Settings.__dataclass_fields__})
-    return RunConfig(tuple(n for n in d["names"] if n in known), settings.with_(stream_length=None), d.get("extras", {}))
+    return RunConfig(tuple(n for n in d["names"] if n in known), settings.with_(stream_length=None), d.get("extras", {}),
+                     Counting(**d.get("counting", {})))
 
 
 class MainWindow(QMainWindow):
@@ -104,6 +107,7 @@ class MainWindow(QMainWindow):
         self.old_sessions: list[Session] = []
         self.frozen = False
         self.redraws: deque = deque(maxlen=400)
+        self.drilldowns: list = []
         self._last_throughput = 0.0
         apply_plot_theme(self)
 
@@ -212,6 +216,7 @@ class MainWindow(QMainWindow):
         for name in names:
             if name not in self.panels:
                 self.panels[name] = AlgorithmPanel(name, registry.get(name).private)
+                self.panels[name].drill_requested.connect(lambda n, key, exact: open_drilldown(self, n, key, exact))
                 self.panels[name].set_frozen(self.frozen)
         for i, name in enumerate(names):
             self.grid.addWidget(self.panels[name], i // 2, i % 2)
@@ -258,10 +263,14 @@ class MainWindow(QMainWindow):
             self.session.pause()
 
     def apply_config(self, config: RunConfig) -> None:
+        recount = self.session is not None and config.counting != self.session.config.counting
         self.config = config
         self._layout_panels(config.names)
         restarted = []
-        if self.session is not None:
+        if recount:  # another key or weight: every count starts again, from the source's start
+            self.open_source(self.source_panel.spec())
+            restarted = list(config.names)
+        elif self.session is not None:
             restarted = self.session.apply(config)
         self.tuning.show_limits()
         self.statusBar().showMessage(f"Applied; restarted: {', '.join(restarted) or 'none'}", 5000)
