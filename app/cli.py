@@ -22,6 +22,7 @@ from dptop.capture import synth
 from dptop.capture.live import COUNT, DURATION
 from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.audit.cases import CONFIDENCE, EVENTS, RUNS
+from dptop.engine.core.keykinds import KEY_KINDS
 from dptop.engine.local_dp.pipeline import SCHEMES
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, parse_param
 from dptop.monitor.config import (BYTE_CAP, BYTE_UNIT, LATENESS, LATENESS_SECONDS, LIVE_EPOCH_SECONDS, Counting,
@@ -74,8 +75,9 @@ def _add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
                    help="sliding window heavy-hitter fraction G (items above G*w)")
     p.add_argument("--param", type=_param_arg, action="append", default=[], metavar="NAME=VALUE",
                    help="algorithm-specific option, e.g. --param depth=5 (repeatable)")
-    p.add_argument("--key", choices=("src", "dst"), default="src",
-                   help="count per source (default) or per destination address")
+    p.add_argument("--key", choices=KEY_KINDS, default="src",
+                   help="count per source address (default), destination address, destination port, IP protocol, "
+                        "(source, destination) pair, or source/destination network (IPv4 /24 or /16, IPv6 /48 or /32)")
     p.add_argument("--weight", choices=("packets", "bytes"), default="packets",
                    help="count packets (default) or bytes: a packet counts ceil(length/BYTE_UNIT) units, at most "
                         "BYTE_CAP; private algorithms are calibrated so their guarantee holds per packet")
@@ -93,6 +95,9 @@ def _add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
         p.add_argument("--publish", type=PUBLISH_TARGET, default=None, metavar="OUT",
                        help="write the private view to OUT: the releases with their guarantees, the budget and the "
                             "public facts with their provenance; nothing exact")
+        p.add_argument("--serve", type=serve_arg, default=None, metavar="[HOST:]PORT",
+                       help="serve the private view while running: /releases (JSON) and /metrics (Prometheus); "
+                            "loopback unless HOST is given (needs the 'feed' extra)")
 
 
 def _add_live_options(p: argparse.ArgumentParser) -> None:
@@ -107,6 +112,16 @@ def settings_from_args(args) -> Settings:
                     epoch_packets=args.epoch_packets, epoch_seconds=args.epoch_seconds, horizon=args.horizon,
                     restart=args.restart, window=args.window, gamma=args.gamma,
                     extra={**dict(args.param), **({"clients": args.clients} if args.clients else {})})
+
+
+def serve_arg(text: str) -> str:
+    from dptop.feed import parse_serve
+
+    try:
+        parse_serve(text)
+        return text
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def time_range_arg(text: str) -> tuple[int, int]:
@@ -183,19 +198,21 @@ def cmd_replay(args) -> int:
     if args.spec is None:
         return run_archive(args.path, config, args.cluster, args.json_out, config.settings.extra["top"],
                            args.time_range)
-    return run("replay", args.spec, config, args.json_out, config.settings.extra["top"], args.publish)
+    return run("replay", args.spec, config, args.json_out, config.settings.extra["top"], args.publish,
+               serve=args.serve)
 
 
 def check_capture(args) -> None:
     args.config = config_from_args(args)
-    args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration)
+    args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
+                           lateness=args.lateness)
 
 
 def cmd_capture(args) -> int:
     from dptop.headless import run
 
     return run("capture", args.spec, args.config, args.json_out, args.config.settings.extra["top"], args.publish,
-               lines=not args.quiet)
+               lines=not args.quiet, serve=args.serve)
 
 
 def check_top(args) -> None:
@@ -242,7 +259,7 @@ def _add_top(sub) -> None:
     p.add_argument("--refresh", type=ranged(REFRESH), default=0.5, metavar="S",
                    help="seconds between redraws (default 0.5)")
     _add_run_options(p, json_out=False)
-    p.set_defaults(func=cmd_top, check=check_top, json_out=None, publish=None)
+    p.set_defaults(func=cmd_top, check=check_top, json_out=None, publish=None, serve=None)
 
 
 def cmd_synth(args) -> int:

@@ -116,9 +116,10 @@ def stop_on_signals(first, second=None):
 
 
 def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int,
-        publish: str | None = None, lines: bool = False) -> int:
+        publish: str | None = None, lines: bool = False, serve: str | None = None) -> int:
     """Run a session to its end and report it (and its private view to ``publish``); returns the exit
-    code. ``lines``: print one line per release while it runs (on stderr when the JSON goes to stdout)."""
+    code. ``lines``: print one line per release while it runs (on stderr when the JSON goes to stdout).
+    ``serve``: ``[HOST:]PORT`` of the private feed (dptop.feed) while it runs."""
     check_source(spec, config.settings.epoch_seconds)
     out = JsonOut(json_target)
     try:
@@ -127,6 +128,19 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
         out.close()
         raise
     session = Session(config)
+    feed = None
+    if serve is not None:
+        from dptop.feed import serve as start_feed
+
+        try:
+            feed = start_feed(session, serve)
+        except OSError as exc:
+            out.close()
+            if private_out is not None:
+                private_out.close()
+            raise OutputError(f"cannot serve the private view at {serve}: {exc.strerror or exc}") from None
+        print(f"dptop: serving the private view at http://{feed.host}:{feed.port}/metrics and /releases",
+              file=sys.stderr)
     with stop_on_signals(lambda: session.stop(flush=True), session.stop) as got:  # until the results are written: a late signal cannot cut them
         try:
             session.open(spec)
@@ -145,6 +159,8 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
                 private_out.close()
             raise
         finally:
+            if feed is not None:
+                feed.close()
             session.close(timeout=5.0)
         rc = 0
         if result.get("error"):

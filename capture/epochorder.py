@@ -22,7 +22,7 @@ import numpy as np
 from dptop.capture.pcap import open_capture
 from dptop.engine.core.clock import TimeGrid
 from dptop.engine.core.jit import kernel
-from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.keys import KeyBatch, concat
 
 OUTSIDE = "outside the public time range"
 """Skip reason for packets stamped outside the grid."""
@@ -128,15 +128,6 @@ def _gather(path, positions: np.ndarray, batch_size: int) -> KeyBatch:
                 pieces.append(batch.take(positions[lo:hi] - base))
             base += len(batch)
     return concat(pieces)
-
-
-def concat(batches: list[KeyBatch], epoch: int | None = None) -> KeyBatch:
-    """One batch of ``batches`` in order (optional fields kept where every batch has them)."""
-    def cat(name):
-        arrays = [getattr(b, name) for b in batches]
-        return None if any(a is None for a in arrays) else np.concatenate(arrays)
-
-    return KeyBatch(cat("keys"), cat("ts_ns"), cat("dst"), cat("length"), epoch)
 
 
 def canonical(batches: Iterable[KeyBatch], cell_plan: CellPlan) -> Iterator[KeyBatch]:

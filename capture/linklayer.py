@@ -1,10 +1,11 @@
 """Captured frame -> source and destination keys, in numba (shared by file replay and live capture).
 
 ``frame_addresses(buf, start, end, linktype)`` looks at one captured frame ``buf[start:end]`` and
-returns ``(reason, src_hi, src_lo, dst_hi, dst_lo)``: ``reason == OK`` and the outer IP header's
+returns ``(reason, src_hi, src_lo, dst_hi, dst_lo, flow)``: ``reason == OK`` and the outer IP header's
 source and destination in the ``dptop.engine.core.keys`` encoding (IPv4 ``a.b.c.d`` ->
-``(0, 0xffff_0000_0000 | ipv4)``, IPv6 full 128 bits), or the reason (dptop.capture.wire) the
-frame gives no key. The link layer is walked in two steps: the link type's parser finds where
+``(0, 0xffff_0000_0000 | ipv4)``, IPv6 full 128 bits) and its ``flow`` word (the upper-layer protocol
+and, for TCP, UDP and SCTP, the destination port: ``dptop.engine.core.keys.flow_word``), or the
+reason (dptop.capture.wire) the frame gives no key. The link layer is walked in two steps: the link type's parser finds where
 the network layer starts and what announces it (an ethertype; modules ``link_ether``,
 ``link_wan``, ``link_wifi``, ``link_host`` list the link types and their headers), then
 ``link_ether.ethertype_payload`` follows tags, MPLS, PPPoE and LLC/SNAP to the IP header. PKTAP
@@ -15,8 +16,12 @@ captured and its version nibble matches what announced it; an IPv4 header must a
 length of at least 20 bytes and a total length of 0 (unknown, as with segmentation offload) or
 at least its header length (``BAD_HEADER``; Wireshark does not dissect those either); sources in ff00::/8 are dropped
 (``MULTICAST``: they are not sources, and dptop.engine.core.keys reserves that range for
-sentinels), and so are destinations in ffff:ffff:ffff:ffff::/64 (``RESERVED_DESTINATION``), the
-only part of that range a destination key could collide with a sentinel in.
+sentinels), and so are destinations in ffff::/16 (``RESERVED_DESTINATION``: multicast with the reserved
+flag bit set, never valid), which the engine keeps for sentinels and for keys that are not addresses.
+
+The protocol is IPv4's protocol field, or IPv6's last next header after hop-by-hop, routing,
+destination-options, fragment and AH extension headers. The port is read only from the first
+fragment and only when its two bytes were captured; otherwise the flow word has no port.
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ from dptop.capture.link_wifi import WIFI_LINKTYPES, ppi_inner, wifi_link
 from dptop.capture.wire import (BAD_HEADER, BAD_VERSION, INNER_UNSUPPORTED, MULTICAST, NON_IP, OK, RESERVED_DESTINATION,
                                 TRUNCATED, UNSUPPORTED, u16, u32, word_be)
 from dptop.engine.core.jit import inner, kernel
-from dptop.engine.core.keys import IPV4_MAPPED, KEY_DTYPE, KeyBatch
+from dptop.engine.core.keys import FLOW_PORT, IPV4_MAPPED, KEY_DTYPE, KeyBatch
 
 LINKTYPE_MASK = 0xFFFF
 """The link type is the low 16 bits of pcap's link-type field; bits 26-31 carry the FCS flag and
@@ -38,7 +43,8 @@ length, bits 16-25 are reserved (pcap spec, "LinkType and additional information
 SUPPORTED_LINKTYPES = ETHER_LINKTYPES | WAN_LINKTYPES | WIFI_LINKTYPES | HOST_LINKTYPES
 
 _V4, _Z = np.uint64(IPV4_MAPPED), np.uint64(0)
-_S56, _FF, _ONES = np.uint64(56), np.uint64(0xFF), np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+_S48, _S56, _FF, _FFFF = np.uint64(48), np.uint64(56), np.uint64(0xFF), np.uint64(0xFFFF)
+_NOFLOW = np.int64(0)
 
 
 @inner
@@ -50,30 +56,72 @@ def _v4_lengths_ok(buf, o, end):
 
 
 @inner
+def port_flow(buf, p, end, proto, first_fragment):
+    """The flow word: ``proto`` in bits 16-23 and, for TCP/UDP/SCTP whose header starts at ``p`` in
+    a first fragment with the port captured, the destination port and ``FLOW_PORT``."""
+    if first_fragment and (proto == 6 or proto == 17 or proto == 132) and p + 4 <= end:
+        return (proto << 16) | FLOW_PORT | u16(buf, p + 2, True)
+    return proto << 16
+
+
+@inner
+def v4_flow(buf, o, end):
+    """The flow word of the IPv4 header at ``o`` (its header length already checked)."""
+    return port_flow(buf, o + np.int64(buf[np.uint64(o)] & 0x0F) * 4, end, np.int64(buf[np.uint64(o + 9)]),
+                     (u16(buf, o + 6, True) & 0x1FFF) == 0)
+
+
+@inner
+def v6_flow(buf, o, end):
+    """The flow word of the IPv6 header at ``o``: follows up to eight extension headers."""
+    nh = np.int64(buf[np.uint64(o + 6)])
+    p = o + 40
+    first = True
+    for _ in range(8):
+        if nh == 0 or nh == 43 or nh == 60 or nh == 51:
+            if p + 2 > end:
+                return nh << 16
+            size = np.int64(buf[np.uint64(p + 1)])
+            step = (size + 2) * 4 if nh == 51 else (size + 1) * 8
+            nh = np.int64(buf[np.uint64(p)])
+            p += step
+        elif nh == 44:
+            if p + 8 > end:
+                return nh << 16
+            first = first and (u16(buf, p + 2, True) >> 3) == 0
+            nh = np.int64(buf[np.uint64(p)])
+            p += 8
+        else:
+            break
+    return port_flow(buf, p, end, nh, first)
+
+
+@inner
 def ip_addresses(buf, o, end, version):
     """The IP header at ``o``; ``version`` 4 or 6 is what the link layer announced, 0 = guess."""
     if o >= end:
-        return TRUNCATED, _Z, _Z, _Z, _Z
+        return TRUNCATED, _Z, _Z, _Z, _Z, _NOFLOW
     v = np.int64(buf[o]) >> 4
     if version != 0 and v != version:
-        return BAD_VERSION, _Z, _Z, _Z, _Z
+        return BAD_VERSION, _Z, _Z, _Z, _Z, _NOFLOW
     if v == 4:
         if o + 20 > end:
-            return TRUNCATED, _Z, _Z, _Z, _Z
+            return TRUNCATED, _Z, _Z, _Z, _Z, _NOFLOW
         if not _v4_lengths_ok(buf, o, end):
-            return BAD_HEADER, _Z, _Z, _Z, _Z
-        return OK, _Z, _V4 | np.uint64(u32(buf, o + 12, True)), _Z, _V4 | np.uint64(u32(buf, o + 16, True))
+            return BAD_HEADER, _Z, _Z, _Z, _Z, _NOFLOW
+        return (OK, _Z, _V4 | np.uint64(u32(buf, o + 12, True)), _Z, _V4 | np.uint64(u32(buf, o + 16, True)),
+                v4_flow(buf, o, end))
     if v == 6:
         if o + 40 > end:
-            return TRUNCATED, _Z, _Z, _Z, _Z
+            return TRUNCATED, _Z, _Z, _Z, _Z, _NOFLOW
         src_hi = word_be(buf, o + 8, 8)
         if (src_hi >> _S56) == _FF:
-            return MULTICAST, _Z, _Z, _Z, _Z
+            return MULTICAST, _Z, _Z, _Z, _Z, _NOFLOW
         dst_hi = word_be(buf, o + 24, 8)
-        if dst_hi == _ONES:
-            return RESERVED_DESTINATION, _Z, _Z, _Z, _Z
-        return OK, src_hi, word_be(buf, o + 16, 8), dst_hi, word_be(buf, o + 32, 8)
-    return NON_IP, _Z, _Z, _Z, _Z
+        if (dst_hi >> _S48) == _FFFF:
+            return RESERVED_DESTINATION, _Z, _Z, _Z, _Z, _NOFLOW
+        return OK, src_hi, word_be(buf, o + 16, 8), dst_hi, word_be(buf, o + 32, 8), v6_flow(buf, o, end)
+    return NON_IP, _Z, _Z, _Z, _Z, _NOFLOW
 
 
 @kernel
@@ -105,36 +153,38 @@ def link_payload(buf, start, end, linktype):
 
 @inner
 def frame_addresses(buf, start, end, linktype, ether_only):
-    """``(reason, src_hi, src_lo, dst_hi, dst_lo)`` for the frame ``buf[start:end]``.
+    """``(reason, src_hi, src_lo, dst_hi, dst_lo, flow)`` for the frame ``buf[start:end]``.
 
     ``ether_only`` (a constant where a kernel inlines this twice) says ``linktype`` is 1: that
     copy has no call to ``link_payload``, whose mere presence in a record loop halves its speed."""
     if ether_only or linktype == 1:
         if start + 14 > end:
-            return TRUNCATED, _Z, _Z, _Z, _Z
+            return TRUNCATED, _Z, _Z, _Z, _Z, _NOFLOW
         o = start + 14
         et = u16(buf, start + 12, True)
         if et == 0x0800 and o + 20 <= end and (buf[o] >> 4) == 4 and _v4_lengths_ok(buf, o, end):  # plain IPv4
-            return OK, _Z, _V4 | np.uint64(u32(buf, o + 12, True)), _Z, _V4 | np.uint64(u32(buf, o + 16, True))
+            return (OK, _Z, _V4 | np.uint64(u32(buf, o + 12, True)), _Z, _V4 | np.uint64(u32(buf, o + 16, True)),
+                    v4_flow(buf, o, end))
     else:
         reason, o, et = link_payload(buf, start, end, linktype)
         if reason != OK:
-            return reason, _Z, _Z, _Z, _Z
+            return reason, _Z, _Z, _Z, _Z, _NOFLOW
     reason, o, version = ethertype_payload(buf, o, end, et)
     if reason != OK:
-        return reason, _Z, _Z, _Z, _Z
+        return reason, _Z, _Z, _Z, _Z, _NOFLOW
     return ip_addresses(buf, o, end, version)
 
 
 @inner
-def store(keys, dst, ts, length, n, src_hi, src_lo, dst_hi, dst_lo, t, wire_len):
-    """Write row ``n`` of the outputs."""
+def store(keys, dst, ts, length, n, src_hi, src_lo, dst_hi, dst_lo, flow, t, wire_len):
+    """Write row ``n`` of the outputs (``length`` rows are (wire length, flow word))."""
     keys[n, 0] = src_hi
     keys[n, 1] = src_lo
     dst[n, 0] = dst_hi
     dst[n, 1] = dst_lo
     ts[n] = t
-    length[n] = wire_len
+    length[n, 0] = wire_len
+    length[n, 1] = flow
 
 
 @kernel
@@ -144,10 +194,10 @@ def addresses_of_frames(buf, offsets, lengths, stamps, linktype, keys, dst, ts, 
     adds skip reasons to ``counts`` (live capture's batch parser)."""
     n = 0
     for i in range(len(offsets)):
-        reason, src_hi, src_lo, dst_hi, dst_lo = frame_addresses(buf, offsets[i], offsets[i] + lengths[i],
-                                                                 linktype, False)
+        reason, src_hi, src_lo, dst_hi, dst_lo, flow = frame_addresses(buf, offsets[i], offsets[i] + lengths[i],
+                                                                       linktype, False)
         if reason == OK:
-            store(keys, dst, ts, length, n, src_hi, src_lo, dst_hi, dst_lo, stamps[i], lengths[i])
+            store(keys, dst, ts, length, n, src_hi, src_lo, dst_hi, dst_lo, flow, stamps[i], lengths[i])
             n += 1
         else:
             counts[reason] += 1
@@ -156,13 +206,13 @@ def addresses_of_frames(buf, offsets, lengths, stamps, linktype, keys, dst, ts, 
 
 def output_rows(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Empty outputs of the walks for ``n`` rows: source keys, destination keys, time stamps,
-    wire lengths, as views of one block (one allocation per batch, not four)."""
-    block = np.empty(44 * n, np.uint8)
+    (wire length, flow word) pairs, as views of one block (one allocation per batch, not four)."""
+    block = np.empty(48 * n, np.uint8)
     return (block[:16 * n].view(KEY_DTYPE).reshape(n, 2), block[16 * n:32 * n].view(KEY_DTYPE).reshape(n, 2),
-            block[32 * n:40 * n].view(np.int64), block[40 * n:].view(np.uint32))
+            block[32 * n:40 * n].view(np.int64), block[40 * n:].view(np.uint32).reshape(n, 2))
 
 
 def batch_of(rows, n: int) -> KeyBatch:
     """The first ``n`` rows of ``output_rows`` as a ``KeyBatch``."""
     keys, dst, ts, length = rows
-    return KeyBatch(keys[:n], ts[:n], dst[:n], length[:n])
+    return KeyBatch(keys[:n], ts[:n], dst[:n], length[:n, 0], flow=length[:n, 1])

@@ -28,7 +28,7 @@ from dptop.capture import records as rec
 from dptop.capture.filebytes import GzipBytes, open_bytes
 from dptop.capture.linklayer import LINKTYPE_MASK, SUPPORTED_LINKTYPES, batch_of, output_rows
 from dptop.capture.wire import N_REASONS, REASON_NAMES, UNSUPPORTED
-from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.keys import KeyBatch, concat
 
 MAX_TSOFFSET_S = rec.MAX_TSOFFSET_S
 MAX_WARNINGS = 64
@@ -367,7 +367,7 @@ def read_capture(path, batch_size: int = 1 << 20) -> tuple[KeyBatch, CaptureStat
         stats = reader.stats
     if not parts:
         return batch_of(output_rows(0), 0), stats
-    return KeyBatch(*(np.concatenate([getattr(b, f) for b in parts]) for f in ("keys", "ts_ns", "dst", "length"))), stats
+    return concat(parts), stats
 
 
 def read_keys(path, batch_size: int = 1 << 20) -> tuple[np.ndarray, np.ndarray, CaptureStats]:

@@ -1,7 +1,7 @@
 """Record walks over a capture held in a ``uint8`` buffer (numba; no per-packet Python).
 
 Each walk starts at byte ``pos``, writes source keys, destination keys, ``int64`` nanosecond
-timestamps and ``uint32`` original (wire) lengths into ``keys[n_out:]``, ``dst[n_out:]``,
+timestamps and ``uint32`` (original wire length, flow word) pairs into ``keys[n_out:]``, ``dst[n_out:]``,
 ``ts[n_out:]``, ``length[n_out:]`` until ``n_max`` rows, the end of the buffer, or a block it
 leaves to Python, and returns where it stopped and why:
 
@@ -79,9 +79,9 @@ def _walk_pcap(buf, pos, big, frac_ns, rec_hdr, linktype, keys, dst, ts, length,
             stop = PARTIAL
             break
         records += 1
-        reason, src_hi, src_lo, dst_hi, dst_lo = frame_addresses(buf, start, start + incl, linktype, ether_only)
+        reason, src_hi, src_lo, dst_hi, dst_lo, flow = frame_addresses(buf, start, start + incl, linktype, ether_only)
         if reason == OK:
-            store(keys, dst, ts, length, n_out, src_hi, src_lo, dst_hi, dst_lo,
+            store(keys, dst, ts, length, n_out, src_hi, src_lo, dst_hi, dst_lo, flow,
                   u32(buf, pos, big) * _NS + u32(buf, pos + 4, big) * frac_ns, u32(buf, pos + 12, big))
             n_out += 1
         else:
@@ -246,9 +246,10 @@ def _walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_o
             else:
                 last_ts = t
                 lt = if_link[iface]
-                reason, src_hi, src_lo, dst_hi, dst_lo = frame_addresses(buf, start, start + cap, lt, ether_only)
+                reason, src_hi, src_lo, dst_hi, dst_lo, flow = frame_addresses(buf, start, start + cap, lt,
+                                                                               ether_only)
                 if reason == OK:
-                    store(keys, dst, ts, length, n_out, src_hi, src_lo, dst_hi, dst_lo, t, wire)
+                    store(keys, dst, ts, length, n_out, src_hi, src_lo, dst_hi, dst_lo, flow, t, wire)
                     n_out += 1
                 elif reason == UNSUPPORTED:
                     link_unsup[lt] += 1

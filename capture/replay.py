@@ -104,7 +104,7 @@ class FileReplay(Source):
                 hi = int(ts.max()) if hi is None else max(hi, int(ts.max()))
                 if clock is None:
                     clock = [time.monotonic(), int(ts[0])]
-                if not self._feed(batch if ts is batch.ts_ns else KeyBatch(batch.keys, ts, batch.dst, batch.length),
+                if not self._feed(batch if ts is batch.ts_ns else batch.with_times(ts),
                                   clock):
                     return
             if not self.loop or lo is None or self.stopping:

@@ -58,9 +58,9 @@ def _walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, li
                 packets += 1
                 start = off + u16(ring, off + 24, False)
                 end = start + u32(ring, off + 12, False)
-                reason, src_hi, src_lo, dst_hi, dst_lo = frame_addresses(ring, start, end, linktype, ether_only)
+                reason, src_hi, src_lo, dst_hi, dst_lo, flow = frame_addresses(ring, start, end, linktype, ether_only)
                 if reason == OK:
-                    store(keys, dst, ts, length, n_out, src_hi, src_lo, dst_hi, dst_lo,
+                    store(keys, dst, ts, length, n_out, src_hi, src_lo, dst_hi, dst_lo, flow,
                           u32(ring, off + 4, False) * _NS + u32(ring, off + 8, False), u32(ring, off + 16, False))
                     n_out += 1
                 else:

@@ -33,7 +33,7 @@ REASON_NAMES = {
     UNKNOWN_INTERFACE: "unknown interface",
     NON_DATA_80211: "802.11 frame without data (management, control, null)",
     PROTECTED_80211: "802.11 protected (encrypted) frame",
-    RESERVED_DESTINATION: "destination in ffff:ffff:ffff:ffff::/64 (reserved for the engine's sentinels)",
+    RESERVED_DESTINATION: "destination in ffff::/16 (invalid multicast; reserved for the engine's non-address keys)",
     INNER_UNSUPPORTED: "unsupported link type inside a PKTAP/PPI header",
     BAD_HEADER: "bad IPv4 header length",
 }

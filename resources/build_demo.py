@@ -7,8 +7,8 @@ The demo is a *composed* stream: real packets of public attack captures (real ad
 lengths and order) laid on one timeline of ``DURATION`` seconds by ``PLAN``. Each part takes a
 slice of one capture, repeats it ``copies`` times end to end and re-times it to fill its
 interval, keeping the capture's relative spacing (a capture recorded in one instant is spread
-evenly). Frames keep their link-layer and IP headers only (the monitor reads nothing else) and
-their original wire length. The output is deterministic: gzip without name or time stamp.
+evenly). Frames keep their link-layer and IP headers and the transport's two ports only (the
+monitor reads nothing else) and their original wire length. The output is deterministic: gzip without name or time stamp.
 
 Why repeat: the continual-observation panel (LazyHH) releases a source only once it has sent
 some 15k packets (its suppression threshold at ε = 0.5, spec lazyhh §6.3), and the public
@@ -106,11 +106,12 @@ def read_pcap(path: Path) -> tuple[np.ndarray, list[bytes], np.ndarray]:
 
 
 def headers(frame: bytes) -> bytes:
-    """The frame cut after its IP header (IPv4 with options, IPv6 fixed header); others whole up to 54 bytes."""
+    """The frame cut four bytes after its IP header (IPv4 with options, IPv6 fixed header): the
+    transport's source and destination ports, nothing of the payload; others whole up to 58 bytes."""
     ethertype = frame[12:14]
     if ethertype == b"\x08\x00" and len(frame) > 14:
-        return frame[:14 + 4 * (frame[14] & 0x0F)]
-    return frame[:54]
+        return frame[:14 + 4 * (frame[14] & 0x0F) + 4]
+    return frame[:58]
 
 
 def retime(stamps: np.ndarray, copies: int, start: float, end: float) -> np.ndarray:

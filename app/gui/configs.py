@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
-from dptop.monitor.config import RunConfig
+from dptop.monitor.config import Counting, RunConfig
 from dptop.monitor.ledger import Ledger
 
 PREFERRED = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving")
@@ -45,13 +45,15 @@ def preview_ledger(guarantees: dict) -> dict | None:
 
 
 def config_to_json(config: RunConfig) -> str:
-    return json.dumps({"names": list(config.names), "settings": asdict(config.settings), "extras": config.extras})
+    return json.dumps({"names": list(config.names), "settings": asdict(config.settings), "extras": config.extras,
+                       "counting": asdict(config.counting)})
 
 
 def config_from_json(text: str) -> RunConfig:
     d = json.loads(text)
     known = set(registry.names())
     settings = Settings(**{k: v for k, v in d["settings"].items() if k in Settings.__dataclass_fields__})
-    return RunConfig(tuple(n for n in d["names"] if n in known), settings.with_(stream_length=None), d.get("extras", {}))
+    return RunConfig(tuple(n for n in d["names"] if n in known), settings.with_(stream_length=None), d.get("extras", {}),
+                     Counting(**d.get("counting", {})))
 
 

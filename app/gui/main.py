@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QGridLayout, QLabel, QM
 from dptop.gui.budget import BudgetPanel
 from dptop.gui.configs import (DEMO_SPEED, config_from_json, config_to_json, default_config,  # noqa: F401 (re-exported)
                                demo_config, preview_ledger)
+from dptop.gui.drilldown import open_drilldown
 from dptop.gui.export import export_csv, export_json, save_png
 from dptop.gui.help import TIPS, HelpOverlay
 from dptop.gui.panel import AlgorithmPanel
@@ -63,6 +64,7 @@ class MainWindow(QMainWindow):
         self.frozen = False
         self.source_label: str | None = None  # the source last opened (a sweep belongs to its packets)
         self.redraws: deque = deque(maxlen=400)
+        self.drilldowns: list = []
         self._last_throughput = 0.0
         apply_plot_theme(self)
 
@@ -171,6 +173,7 @@ class MainWindow(QMainWindow):
         for name in names:
             if name not in self.panels:
                 self.panels[name] = AlgorithmPanel(name, registry.get(name).private)
+                self.panels[name].drill_requested.connect(lambda n, key, exact: open_drilldown(self, n, key, exact))
                 self.panels[name].set_frozen(self.frozen)
         for i, name in enumerate(names):
             self.grid.addWidget(self.panels[name], i // 2, i % 2)
@@ -230,10 +233,14 @@ class MainWindow(QMainWindow):
             self.session.pause()
 
     def apply_config(self, config: RunConfig) -> None:
+        recount = self.session is not None and config.counting != self.session.config.counting
         self.config = config
         self._layout_panels(config.names)
         restarted = []
-        if self.session is not None:
+        if recount:  # another key or weight: every count starts again, from the source's start
+            self.open_source(self.source_panel.spec())
+            restarted = list(config.names)
+        elif self.session is not None:
             restarted = self.session.apply(config)
         self.tuning.show_limits()
         self.statusBar().showMessage(f"Applied; restarted: {', '.join(restarted) or 'none'}", 5000)

@@ -11,10 +11,11 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHeaderView, QLabel, QSizePolicy, QSplitter, QTableView,
                                QVBoxLayout)
 
+from dptop.gui.drilldown import ESTIMATE_BRUSH, TRUTH_BRUSH, filter_box
 from dptop.gui.elide import ElidedLabel
 from dptop.gui.help import TIPS
 from dptop.monitor.explain import detectable_text, reason_text, threshold_of
@@ -90,8 +91,8 @@ class BarChart(pg.PlotWidget):
         self.setMouseEnabled(x=False, y=False)
         self.getViewBox().invertY(True)
         self.showGrid(x=True, y=False, alpha=0.2)
-        self.estimates = pg.BarGraphItem(x0=[0], y=[0], height=[0.38], width=[0], brush=pg.mkBrush(52, 120, 220))
-        self.truth = pg.BarGraphItem(x0=[0], y=[0], height=[0.38], width=[0], brush=pg.mkBrush(150, 150, 150, 170))
+        self.estimates = pg.BarGraphItem(x0=[0], y=[0], height=[0.38], width=[0], brush=pg.mkBrush(*ESTIMATE_BRUSH))
+        self.truth = pg.BarGraphItem(x0=[0], y=[0], height=[0.38], width=[0], brush=pg.mkBrush(*TRUTH_BRUSH))
         self.addItem(self.truth)
         self.addItem(self.estimates)
         self.tau = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((220, 60, 60), width=2, style=Qt.PenStyle.DashLine),
@@ -104,7 +105,7 @@ class BarChart(pg.PlotWidget):
         self.legend.addItem(pg.PlotDataItem(pen=self.tau.pen), "threshold τ")
         self.getAxis("left").setStyle(tickTextWidth=26, autoExpandTextSpace=False)
         self.getAxis("left").setWidth(30)
-        self.hideAxis("bottom")  # the numbers are in the table; axis text is the costliest thing to paint
+        self.setLabel("bottom", "count")  # the value axis (the table has the numbers)
         self._ticks, self._tau, self._view = None, None, None
         self.setToolTip("Rows #1.. as in the table. Blue: estimate as released. Grey: true count over the same "
                         "span. Red dashed: threshold τ.")
@@ -138,6 +139,8 @@ class BarChart(pg.PlotWidget):
 
 
 class AlgorithmPanel(QFrame):
+    drill_requested = Signal(str, str, object)  # algorithm, key label, exact count (or None)
+
     def __init__(self, name: str, private: bool, parent=None):
         super().__init__(parent)
         self.name = name
@@ -167,6 +170,8 @@ class AlgorithmPanel(QFrame):
             title = self.model.headerData(col, Qt.Orientation.Horizontal) or ""
             header.resizeSection(col, max(width, metrics.horizontalAdvance(title) + 24))  # room for the sort arrow
         self.table.setMinimumWidth(300)
+        self.table.doubleClicked.connect(self._drill)
+        self.filter = filter_box(self.proxy)
         self.chart = BarChart(private)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
@@ -177,7 +182,7 @@ class AlgorithmPanel(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
         layout.setSpacing(2)
-        for w in (self.title, self.guarantee, self.status, self.reason):
+        for w in (self.title, self.guarantee, self.status, self.reason, self.filter):
             layout.addWidget(w)
         layout.addWidget(split, 1)
         self.setMinimumHeight(260)
@@ -186,6 +191,10 @@ class AlgorithmPanel(QFrame):
         self.texted_at = 0.0
         self.generation = None
         self._g = None  # the guarantee shown in the header
+
+    def _drill(self, index) -> None:
+        row = self.model.rows()[self.proxy.mapToSource(index).row()]
+        self.drill_requested.emit(self.name, row.address, row.true)
 
     def set_frozen(self, frozen: bool) -> None:
         self.model.set_frozen(frozen)

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QListWidget,
                                QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
 
+from dptop.gui.drilldown import CountingPicker
 from dptop.gui.help import TIPS
 from dptop.monitor.config import RunConfig, config_errors
 from dptop.engine.core import registry
@@ -72,6 +73,7 @@ class ParametersPanel(QWidget):
             item.setToolTip((cls.__doc__ or name).strip().splitlines()[0])
             self.algorithms.addItem(item)
         self.algorithms.setMaximumHeight(150)
+        self.counting = CountingPicker(config.counting)
 
         self.epsilon, self.delta, self.k, self.k_tilde = QLineEdit(), QLineEdit(), QLineEdit(), QLineEdit()
         self.epoch_mode, self.epoch_value = QComboBox(), QLineEdit()
@@ -120,6 +122,7 @@ class ParametersPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Algorithms"))
         layout.addWidget(self.algorithms)
+        layout.addWidget(self.counting)
         layout.addLayout(form)
         layout.addWidget(self.error)
         layout.addLayout(buttons)
@@ -137,6 +140,7 @@ class ParametersPanel(QWidget):
         self.extra_for.currentTextChanged.connect(lambda n: self.extra.setText(self._extra_texts.get(n, "")))
         self.epoch_mode.currentIndexChanged.connect(self._changed)
         self.restart.toggled.connect(self._changed)
+        self.counting.changed.connect(self._changed)
         self.algorithms.itemChanged.connect(self._changed)
         self.apply_button.clicked.connect(self.apply)
         self.revert_button.clicked.connect(lambda: self.set_config(self.current))
@@ -160,6 +164,7 @@ class ParametersPanel(QWidget):
         for w, v in ((self.window_w, s.window), (self.gamma, s.gamma), (self.horizon, s.horizon), (self.seed, s.seed)):
             w.setText("" if v is None else f"{v:g}" if isinstance(v, float) else str(v))
         self.restart.setChecked(bool(s.restart))
+        self.counting.set_counting(config.counting)
         self._extras = {n: dict(e) for n, e in config.extras.items()}
         self._extra_texts = {n: format_extra(e) for n, e in config.extras.items()}
         self.extra.setText(self._extra_texts.get(self.extra_for.currentText(), ""))
@@ -200,7 +205,7 @@ class ParametersPanel(QWidget):
                 raise ValueError(f"options for {name}: {exc}") from None
             if extra:
                 extras[name] = extra
-        return RunConfig(self.names(), settings, extras)
+        return RunConfig(self.names(), settings, extras, self.counting.counting())
 
     # ----- validation --------------------------------------------------------------------
     def _changed(self, *_) -> None:

@@ -8,9 +8,10 @@ from dptop.engine.core import registry
 from dptop.capture import synth
 from dptop.capture.live import COUNT, DURATION
 from dptop.capture.replay import MAX_GAP, SPEED
+from dptop.engine.core.keykinds import KEY_KINDS, KeyKind
 from dptop.engine.core.settings import SEED, Range, Settings, check_ranges
 from dptop.engine.privacy.calibration import per_update
-from dptop.engine.privacy.units import KeyKind, Unit
+from dptop.engine.privacy.units import Unit
 
 NON_PRIVATE_FIELDS = ("k", "k_tilde", "extra")
 """The settings fields the non-private baselines read (a change of epsilon does not restart them)."""
@@ -85,7 +86,8 @@ BYTE_CAP = Range("byte-cap", 1, 4096, integer=True)
 
 @dataclass(frozen=True)
 class Counting:
-    """What a packet counts as: its source or destination address (``key``), one unit or
+    """What a packet counts as: its key (``key``, a ``keykinds.KeyKind`` value: source or
+    destination address, port, protocol, pair, network), one unit or
     ⌈length / ``unit``⌉ units of ``unit`` bytes capped at ``cap`` (``weight``). In bytes every
     algorithm sees a packet as up to ``cap`` updates: it runs calibrated per update so that the
     requested guarantee holds per packet by group privacy (engine/privacy/calibration.py)."""
@@ -96,8 +98,8 @@ class Counting:
     cap: int = 24
 
     def __post_init__(self):
-        if self.key not in ("src", "dst"):
-            raise ValueError(f"--key ({self.key!r}) must be 'src' or 'dst'")
+        if self.key not in KEY_KINDS:
+            raise ValueError(f"--key ({self.key!r}) must be one of {', '.join(KEY_KINDS)}")
         if self.weight not in ("packets", "bytes"):
             raise ValueError(f"--weight ({self.weight!r}) must be 'packets' or 'bytes'")
         BYTE_UNIT.check(self.unit)
@@ -108,15 +110,19 @@ class Counting:
         """Updates one packet may contribute (group privacy factor of the per-packet guarantee)."""
         return self.cap if self.weight == "bytes" else 1
 
+    @property
+    def kind(self) -> KeyKind:
+        return KeyKind(self.key)
+
     def counted_unit(self) -> Unit:
         """The typed unit guarantees are stated for (key kind, byte cap)."""
-        return Unit(key=KeyKind.parse(self.key), group=self.group)
+        return Unit(key=self.kind, group=self.group)
 
     def describe(self) -> str:
-        what = KeyKind.parse(self.key).label
+        what = self.kind.label
         if self.weight == "packets":
-            return f"packets per {what} address"
-        return (f"bytes per {what} address, counted in units of {self.unit} bytes (a packet counts "
+            return f"packets per {what}"
+        return (f"bytes per {what}, counted in units of {self.unit} bytes (a packet counts "
                 f"⌈length/{self.unit}⌉ units, at most {self.cap}); estimates are shown in bytes")
 
 
@@ -133,7 +139,7 @@ class RunConfig:
     def settings_for(self, name: str, public: dict | None = None) -> Settings:
         """``name``'s settings with the session's public facts (stream length, time range) and the
         defaults its class picks from them (``Algorithm.with_defaults``)."""
-        s = self.settings.with_(extra={**self.settings.extra, **self.extras.get(name, {})})
+        s = self.settings.with_(extra={**self.settings.extra, **self.extras.get(name, {})}, key=self.counting.key)
         s = s.with_(**public) if public else s
         cls = registry.get(name)
         return cls.with_defaults(per_update(cls, s, self.counting.counted_unit()))
@@ -169,10 +175,17 @@ def config_errors(config: RunConfig, public: dict | None = None) -> dict[str, st
     except ValueError as exc:
         return {"settings": str(exc)}
     errors = {}
+    kind = config.counting.kind
+    for name in config.names:
+        if registry.get(name).address_keys and not kind.address:
+            errors[name] = (f"{name} reads host addresses (its domain or its protected unit is a host): it runs with "
+                            f"--key src or dst, not {kind.value}")
     s = config.settings
     placeholder = {} if s.epoch_seconds is None else {"time_range": (0, max(1, round(s.epoch_seconds * 1e9)))}
     placeholder.update(public or {})
     for name in config.names:
+        if name in errors:
+            continue
         try:
             check_ranges(config.settings_for(name))
             registry.make(name, config.settings_for(name, placeholder))

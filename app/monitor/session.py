@@ -275,24 +275,23 @@ class Session:
 
     # ----- the sink ------------------------------------------------------------------------
     def _counted(self, batch: KeyBatch) -> tuple[KeyBatch, tuple | None]:
-        """``batch`` as the algorithms count it (dptop.monitor.config.Counting): destination keys,
-        and in bytes each packet repeated ⌈length/unit⌉ times, at most ``cap``; plus, in bytes,
-        (keys, true byte counts) for the exact baseline."""
+        """``batch`` as the algorithms count it (dptop.monitor.config.Counting): the key kind's keys
+        (packets without one, such as a port, left out), and in bytes each packet repeated
+        ⌈length/unit⌉ times, at most ``cap``; plus, in bytes, (keys, true byte counts) for the exact baseline."""
         c = self.config.counting
         if c.key == "src" and c.weight == "packets":
             return batch, None
-        keys = batch.keys
-        if c.key == "dst":
-            if batch.dst is None:
-                raise ValueError("--key dst: this source does not provide destination addresses")
-            keys = batch.dst
+        keys, has = c.kind.keys(batch)
+        length = batch.length
+        if has is not None:
+            keys, length, batch = keys[has], None if length is None else length[has], batch.take(has, batch.epoch)
         if c.weight == "packets":
             return KeyBatch(keys, batch.ts_ns, epoch=batch.epoch), None
-        if batch.length is None:
+        if length is None:
             raise ValueError("--weight bytes: this source does not provide packet lengths")
-        units = np.clip(-(-batch.length.astype(np.int64) // c.unit), 1, c.cap)
+        units = np.clip(-(-length.astype(np.int64) // c.unit), 1, c.cap)
         counted = KeyBatch(np.repeat(keys, units, axis=0), np.repeat(batch.ts_ns, units), epoch=batch.epoch)
-        return counted, (keys, batch.length)
+        return counted, (keys, length)
 
     def _sink(self, batch: KeyBatch) -> bool:
         batch, exact = self._counted(batch)

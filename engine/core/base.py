@@ -36,6 +36,9 @@ class Algorithm(ABC):
     parameters: ClassVar[tuple[str, ...] | None] = ()
     """The ``Settings.extra`` options (``--param NAME=VALUE``) this algorithm reads; None if it
     does not declare them (then no option is refused on its behalf)."""
+    address_keys: ClassVar[bool] = False
+    """True for algorithms that read addresses, not keys (host-level sets, local-DP address
+    domains): they run on ``--key src`` or ``dst`` only (``keykinds.KeyKind.address``)."""
 
     def __init__(self, settings: Settings):
         self.settings = settings

@@ -28,6 +28,9 @@ EMPTY_WORD = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 """Both words all ones: the empty-slot sentinel of every hash table (a multicast address)."""
 SENTINEL_HI = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 """``hi`` of reserved non-address keys (``(SENTINEL_HI, j)`` with small ``j`` = dummy key j)."""
+FLOW_PORT = 1 << 24
+"""Bit of a packet's flow word (``KeyBatch.flow``) set when it carries a destination port: bits
+0-15 are the port, bits 16-23 the upper-layer protocol number."""
 
 
 def empty_keys(n: int) -> np.ndarray:
@@ -45,8 +48,12 @@ def encode_address(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address)
 
 
 def decode_key(hi: int, lo: int) -> str:
-    """``(hi, lo)`` -> address string; IPv4-mapped keys print as dotted quads."""
+    """``(hi, lo)`` -> address string; IPv4-mapped keys print as dotted quads; keys that are not
+    addresses (ports, protocols, pairs, networks: dptop.engine.core.keykinds) print as themselves."""
     hi, lo = int(hi), int(lo)
+    if (hi >> 48) == 0xFFFF and hi != 0xFFFF_FFFF_FFFF_FFFF:
+        from dptop.engine.core.keykinds import decode_tagged
+        return decode_tagged(hi, lo)
     if hi == 0 and (lo >> 32) == 0xFFFF:
         return str(ipaddress.IPv4Address(lo & 0xFFFF_FFFF))
     return str(ipaddress.IPv6Address((hi << 64) | lo))
@@ -95,27 +102,30 @@ def hash_key(hi, lo, seed):
 class KeyBatch:
     """What capture hands the engine, in arrival order: ``keys`` ``(n, 2) uint64`` (the packet
     source), packet times ``ts_ns`` (``int64`` ns since the Unix epoch) and, where the source
-    knows them, ``dst`` ``(n, 2) uint64`` (the packet destination) and ``length`` (``uint32``
-    bytes on the wire, the record's original length). Read-only once built: the runner gives the
+    knows them, ``dst`` ``(n, 2) uint64`` (the packet destination), ``length`` (``uint32``
+    bytes on the wire, the record's original length) and ``flow`` (``uint32``: protocol and
+    destination port, see ``FLOW_PORT``). Read-only once built: the runner gives the
     same batch to every algorithm thread. Algorithms read ``keys``; the monitor decides what
-    ``keys`` holds (source or destination, packets or byte units) before they see the batch.
+    ``keys`` holds (a ``keykinds.KeyKind`` of the packet, packets or byte units) before they see the batch.
 
     ``epoch`` is set when the stream runs on a public ``TimeGrid`` (engine/core/clock.py): every
     packet of the batch lies in that cell, batches arrive in cell order, and an empty batch with
     a larger ``epoch`` is the public clock's tick that closes the cells before it."""
 
-    __slots__ = ("keys", "ts_ns", "dst", "length", "epoch")
+    __slots__ = ("keys", "ts_ns", "dst", "length", "epoch", "flow")
+    OPTIONAL = ("dst", "length", "flow")
 
     def __init__(self, keys: np.ndarray, ts_ns: np.ndarray | None = None, dst: np.ndarray | None = None,
-                 length: np.ndarray | None = None, epoch: int | None = None):
+                 length: np.ndarray | None = None, epoch: int | None = None, flow: np.ndarray | None = None):
         keys = _frozen(keys, KEY_DTYPE).reshape(-1, 2)
         n = len(keys)
         self.keys = keys
         self.ts_ns = np.zeros(n, dtype=np.int64) if ts_ns is None else _frozen(ts_ns, np.int64)
         self.dst = None if dst is None else _frozen(dst, KEY_DTYPE).reshape(-1, 2)
         self.length = None if length is None else _frozen(length, np.uint32)
+        self.flow = None if flow is None else _frozen(flow, np.uint32)
         self.epoch = epoch
-        for name in ("ts_ns", "dst", "length"):
+        for name in ("ts_ns", "dst", "length", "flow"):
             arr = getattr(self, name)
             if arr is not None and len(arr) != n:
                 raise ValueError(f"{name} has {len(arr)} entries but keys has {n}")
@@ -124,20 +134,31 @@ class KeyBatch:
         return len(self.keys)
 
     def slice(self, start: int, stop: int) -> "KeyBatch":
-        return KeyBatch(self.keys[start:stop], self.ts_ns[start:stop],
-                        None if self.dst is None else self.dst[start:stop],
-                        None if self.length is None else self.length[start:stop], self.epoch)
+        return self.take(slice(start, stop), self.epoch)
 
     def take(self, index: np.ndarray, epoch: int | None = None) -> "KeyBatch":
-        """The packets at ``index`` (positions or a mask), in that order, tagged with ``epoch``."""
-        return KeyBatch(self.keys[index], self.ts_ns[index], None if self.dst is None else self.dst[index],
-                        None if self.length is None else self.length[index], epoch)
+        """The packets at ``index`` (positions, a mask or a slice), in that order, tagged with ``epoch``."""
+        return KeyBatch(self.keys[index], self.ts_ns[index], epoch=epoch,
+                        **{f: None if getattr(self, f) is None else getattr(self, f)[index] for f in self.OPTIONAL})
+
+    def with_times(self, ts_ns: np.ndarray) -> "KeyBatch":
+        """The same packets stamped ``ts_ns``."""
+        return KeyBatch(self.keys, ts_ns, self.dst, self.length, self.epoch, self.flow)
+
+
+def concat(batches: list[KeyBatch], epoch: int | None = None) -> KeyBatch:
+    """One batch of ``batches`` in order (optional fields kept where every batch has them)."""
+    def cat(name):
+        arrays = [getattr(b, name) for b in batches]
+        return None if any(a is None for a in arrays) else np.concatenate(arrays)
+
+    return KeyBatch(cat("keys"), cat("ts_ns"), epoch=epoch, **{f: cat(f) for f in KeyBatch.OPTIONAL})
 
 
 def tick(epoch: int) -> KeyBatch:
     """The public clock's tick: an empty batch (every optional field present) naming ``epoch``."""
     return KeyBatch(np.zeros((0, 2), KEY_DTYPE), np.zeros(0, np.int64), np.zeros((0, 2), KEY_DTYPE),
-                    np.zeros(0, np.uint32), epoch)
+                    np.zeros(0, np.uint32), epoch, np.zeros(0, np.uint32))
 
 
 def _frozen(arr, dtype) -> np.ndarray:

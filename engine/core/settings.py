@@ -30,6 +30,9 @@ class Settings:
     time_range: tuple[int, int | None] | None = None
     """Public time range ``(start_ns, end_ns)`` of the session's time epochs; ``end_ns`` None for
     an open-ended live capture (engine/core/clock.py)."""
+    key: str = "src"
+    """The key kind the stream's keys are (``dptop.engine.core.keykinds.KeyKind`` value): read by
+    algorithms whose structure depends on it (DPSW's prefix hierarchy, host-level searches)."""
     extra: dict = field(default_factory=dict)
     """Algorithm-specific options, keyed by option name (e.g. ``{"depth": 5}``)."""
     unit: object = None

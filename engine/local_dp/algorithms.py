@@ -69,6 +69,7 @@ class LocalDP(Algorithm):
 
     private = True
     family = "local DP"
+    address_keys = True
     scheme: ClassVar[str] = ""
     parameters: ClassVar[tuple[str, ...]] = COMMON
 

@@ -75,7 +75,7 @@ class Guarantee:
                 "rho": self.rho, "neighbouring": self.neighbouring, "unit": self.unit.label(), "scope": self.scope,
                 "noise": self.noise, "notes": list(self.notes), "text": self.describe(), "private": self.private,
                 "relation": self.relation.name.lower(), "unit_kind": self.unit.kind.value,
-                "key": self.unit.key.option, "byte_cap": self.unit.group,
+                "key": self.unit.key.value, "byte_cap": self.unit.group,
                 "public_facts": [f.to_json() for f in self.facts]}
 
     # --- conversions ----------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """What a guarantee protects: the unit, the neighbouring relation, and conversions between units.
 
-* ``KeyKind``: what a packet is counted under (its source or destination address); wording takes
-  the kind's ``label``, so a new key kind needs no new sentence.
+* ``KeyKind`` (``engine.core.keykinds``): what a packet is counted under; wording takes the
+  kind's ``label``, so a new key kind needs no new sentence.
 * ``Relation``: add/remove one unit, or substitution of the counted key of one unit.
 * ``Unit``: one packet (optionally with its byte weight capped at G updates), one protected host
   with all its packets in one epoch, or one local-DP report.
@@ -15,24 +15,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from dptop.engine.core.keykinds import KeyKind
 from dptop.engine.privacy.measures import Measure, PureDP, group
-
-
-class KeyKind(enum.Enum):
-    """The address a packet is counted under (``--key``)."""
-
-    SRC = ("src", "source")
-    DST = ("dst", "destination")
-
-    def __init__(self, option: str, label: str):
-        self.option, self.label = option, label
-
-    @classmethod
-    def parse(cls, option: str) -> "KeyKind":
-        for kind in cls:
-            if kind.option == option:
-                return kind
-        raise ValueError(f"key ({option!r}) must be one of {', '.join(k.option for k in cls)}")
 
 
 class Relation(enum.Enum):

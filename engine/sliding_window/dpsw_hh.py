@@ -5,7 +5,10 @@ Three ways to pick the labels, all post-processing of frozen sketches and public
 
 * ``hierarchy`` (default, §5.2 (b)): one DPSW channel per prefix level — IPv4 /8, /16, /24, /32
   (``extra['levels']``) and IPv6 /8 ... /64 in 8-bit steps (``extra['ipv6_levels']``, ``off`` to
-  disable), IPv6 reported at its last level (a /64 by default). Every channel shares the position
+  disable), IPv6 reported at its last level (a /64 by default). Keys that are not addresses
+  (ports, protocols, pairs, networks: ``Settings.key``) take their kind's trees instead
+  (``KeyKind.hierarchy``; a network kind's own keys are the last level), every level a channel of
+  its own with ρ split over all of them (one family). Every channel shares the position
   counter; each family's levels split ρ equally (sequential composition), and with the shared
   counter each family may use the full ρ (§5.2 "Mixed IPv4/IPv6" [derived]). Top-down search
   ``HH_TREE``: expand only prefixes whose estimate clears ``threshold − κ_ℓ``.
@@ -44,6 +47,7 @@ from dptop.engine.privacy.facts import Provenance, PublicFact
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ZCDP, zcdp_epsilon
 from dptop.engine.privacy.units import Relation
+from dptop.engine.core.keykinds import KeyKind
 from dptop.engine.core.keys import IPV4_MAPPED, encode_address
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_WINDOW, Release, ReleasedItem, Span
@@ -153,6 +157,7 @@ class DPSWHeavyHitters(Algorithm):
         self.gamma = float(gamma)
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
         self.rho = rho_from_epsilon_delta(self.epsilon, self.delta)
+        self.kind = KeyKind(settings.key)
         if "substream_length" in x and "substreams" in x:
             raise ValueError("give either substreams or substream_length, not both")
         if "substream_length" in x:
@@ -214,12 +219,22 @@ class DPSWHeavyHitters(Algorithm):
     # ---- structure
     def _channels(self):
         if self.mode != "hierarchy":
-            self.groups = {"all": [0]}
+            self.groups, self.roots = {"all": [0]}, {"all": (0, 0, 0)}
             return [Channel(self.rho, FAMILY_ANY, 128)]
-        chans, self.groups = [], {}
+        chans, self.groups, self.roots = [], {}, {}
+        if not self.kind.address:  # one family: every channel sees every key, ρ split over all
+            trees = self.kind.hierarchy()
+            total = sum(len(levels) for *_, levels in trees)
+            for i, (hi, lo, base, levels) in enumerate(trees):
+                self.groups[f"t{i}"] = list(range(len(chans), len(chans) + len(levels)))
+                self.roots[f"t{i}"] = (hi, lo, base)
+                chans += [Channel(self.rho / total, FAMILY_ANY, p) for p in levels]
+            return chans
         for fam, levels, base in ((FAMILY_V4, self.levels4, 96), (FAMILY_V6, self.levels6, 0)):
             if levels:
-                self.groups["v4" if fam == FAMILY_V4 else "v6"] = list(range(len(chans), len(chans) + len(levels)))
+                g = "v4" if fam == FAMILY_V4 else "v6"
+                self.groups[g] = list(range(len(chans), len(chans) + len(levels)))
+                self.roots[g] = (0, IPV4_MAPPED if fam == FAMILY_V4 else 0, base)
                 chans += [Channel(self.rho / len(levels), fam, base + p) for p in levels]
         return chans
 
@@ -284,10 +299,14 @@ class DPSWHeavyHitters(Algorithm):
         if self.mode != "hierarchy":
             return self._est(keys, 0, plans["all"])
         out = np.full(len(keys), np.nan)
-        v4 = (keys[:, 0] == 0) & ((keys[:, 1] >> np.uint64(32)) == np.uint64(0xFFFF))
-        for g, sel in (("v4", v4), ("v6", ~v4)):
-            if g in self.groups and sel.any():
+        left = np.ones(len(keys), bool)
+        for g, (hi, lo, base) in self.roots.items():  # each key to the first tree whose root it is under
+            mask = ((1 << 128) - 1) ^ ((1 << (128 - base)) - 1)
+            sel = left & ((keys[:, 0] & np.uint64(mask >> 64)) == np.uint64(hi)) & (
+                (keys[:, 1] & np.uint64(mask & _MASK64)) == np.uint64(lo))
+            if sel.any():
                 out[sel] = self._est(keys[sel], self.groups[g][-1], plans[g])
+            left &= ~sel
         return out
 
     def _factor(self, plan) -> float:
@@ -335,11 +354,11 @@ class DPSWHeavyHitters(Algorithm):
     def _tree(self, group: str, chans: list[int], plan, thr: float) -> list[ReleasedItem]:
         """HH_TREE of §5.2 (b): level ℓ keeps prefixes with estimate >= thr − κ_ℓ (κ_H = 0), at most
         ``max_nodes`` of them (largest estimates), and expands their children at level ℓ+1."""
-        base = 96 if group == "v4" else 0
+        hi, lo, base = self.roots[group]
         prefixes = [self.sketch.channels[c].prefix for c in chans]  # in the 128-bit key space
         frontier = _children_offsets(base, prefixes[0]).copy()
-        if group == "v4":
-            frontier[:, 1] |= np.uint64(IPV4_MAPPED)
+        frontier[:, 0] |= np.uint64(hi)
+        frontier[:, 1] |= np.uint64(lo)
         for i, c in enumerate(chans):
             est = self._est(frontier, c, plan)
             last = i == len(chans) - 1
@@ -352,7 +371,7 @@ class DPSWHeavyHitters(Algorithm):
             idx = np.nonzero(est >= thr - margin)[0]
             idx = idx[np.lexsort((frontier[idx, 1], frontier[idx, 0], -est[idx]))][: self.max_nodes]
             if last:
-                pre = None if prefixes[-1] == 128 else prefixes[-1]
+                pre = None if prefixes[-1] == 128 or not self.kind.address else prefixes[-1]
                 return [ReleasedItem(int(frontier[j, 0]), int(frontier[j, 1]), float(est[j]), pre) for j in idx]
             kids = _children_offsets(prefixes[i], prefixes[i + 1])
             frontier = (frontier[idx, None, :] | kids[None, :, :]).reshape(-1, 2)
@@ -363,7 +382,8 @@ class DPSWHeavyHitters(Algorithm):
         """max over positions of the ρ spent on one event, as a share of ρ (must be <= 1, §3.4)."""
         g = self.geometry
         worst = 0.0
-        for chans in self.groups.values():
+        families = list(self.groups.values()) if self.kind.address else [sum(self.groups.values(), [])]
+        for chans in families:
             cost = sum(position_costs(g.I, g.Ip, budgets(self.sketch.channels[c].rho, g.alpha, g.m)) for c in chans)
             worst = max(worst, float(np.max(cost)))
         return worst / self.rho
@@ -378,7 +398,12 @@ class DPSWHeavyHitters(Algorithm):
             "queries read only frozen sketches: unlimited queries are post-processing",
             "count-based window: not DP under adding/removing packets; packet counts and timing are public",
         ]
-        if self.mode == "hierarchy":
+        if self.mode == "hierarchy" and not self.kind.address:
+            levels = [len(t[3]) for t in self.kind.hierarchy()]
+            notes.append(f"keys: {self.kind.label}; prefix trees of {' and '.join(map(str, levels))} levels, "
+                         f"one DPSW per level with rho/{sum(levels)} (sequential composition: every level sees "
+                         "every packet)")
+        elif self.mode == "hierarchy":
             if self.levels4:
                 notes.append(f"IPv4: prefix levels /{', /'.join(map(str, self.levels4))}, one DPSW each with "
                              f"rho/{len(self.levels4)} (sequential composition)")

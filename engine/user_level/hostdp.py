@@ -100,6 +100,7 @@ class HostDPDst(Epoched):
     """Servers contacted by the most clients; (ε, δ)-DP per client host per epoch (PAMG + GSHM)."""
 
     name = "hostdp-dst"
+    address_keys = True
     parameters = ("m", "variant", "clients")
     item_field = "dst"
     unit = Unit(UnitKind.HOST, host="the packets one host sends in the epoch")
@@ -253,6 +254,7 @@ class HostDPSrc(HostDPDst):
 class ExactClients(Algorithm):
     """Exact distinct clients per destination (non-private; the truth beside hostdp-dst)."""
 
+    address_keys = True
     name = "exact-clients"
     parameters = ("top",)
     item_field = "dst"
