@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRegularExpression, Qt, Signal
+from PySide6.QtCore import QRegularExpression, Signal
 from PySide6.QtWidgets import (QComboBox, QDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout,
                                QWidget)
 
@@ -77,13 +77,26 @@ def filter_box(proxy, column: int = 1) -> QLineEdit:
 
 
 def bar_legend(plot) -> None:
-    """The legend and value axis of a panel's bar chart (blue estimate, grey exact count, τ)."""
-    legend = plot.addLegend(offset=(-4, 4), labelTextSize="7pt", colCount=3)
-    for brush, name in ((ESTIMATE_BRUSH, "private estimate"), (TRUTH_BRUSH, "exact count")):
-        legend.addItem(pg.BarGraphItem(x0=[0], y=[0], height=[0], width=[0], brush=pg.mkBrush(*brush)), name)
-    legend.addItem(pg.PlotDataItem(pen=pg.mkPen((220, 60, 60), width=2, style=Qt.PenStyle.DashLine)), "threshold τ")
+    """The value axis of a panel's bar chart, its title the legend (blue estimate, grey exact
+    count, red dashed τ): a legend box would cover the bars of a chart this small."""
+    def swatch(rgb, text):
+        return f"<span style='color:rgb{tuple(rgb[:3])}'>■</span> {text}"
     plot.showAxis("bottom")
-    plot.setLabel("bottom", "count")
+    axis = plot.getAxis("bottom")
+    axis.setTickDensity(0.4)
+    axis.setStyle(maxTextLevel=0)
+    axis.setLabel(f"{swatch(ESTIMATE_BRUSH, 'estimate')} {swatch(TRUTH_BRUSH, 'exact')} "
+                  f"<span style='color:rgb(220, 60, 60)'>┆</span> τ")
+
+
+KEY_TITLES = {"src": "Source", "dst": "Destination", "dport": "Port", "proto": "Protocol", "pair": "Source → dest.",
+              "src/24": "Source net", "src/16": "Source net", "dst/24": "Dest. net", "dst/16": "Dest. net"}
+
+
+def key_title(settings) -> str:
+    """The key column's title for a lane's settings ("Source", "Port", ...; the kind's label in full
+    is the column's tooltip and in the guarantee)."""
+    return KEY_TITLES[KeyKind(getattr(settings, "key", "src")).value]
 
 
 @dataclass(frozen=True)
