@@ -48,4 +48,4 @@ def test_cli_and_gui_share_the_monitor_session():
 
     assert "dptop.monitor.session" in imports(ROOT / "app" / "headless.py")
     assert "dptop.monitor.session" in imports(ROOT / "app" / "gui" / "main.py")
-    assert "dptop.monitor.result" in imports(ROOT / "app" / "gui" / "export.py")
+    assert "dptop.monitor.private" in imports(ROOT / "app" / "gui" / "export.py")  # the one private-view builder
