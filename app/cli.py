@@ -448,7 +448,7 @@ def cmd_gui(args) -> int:
         return cmd_replay(prepare(["replay", str(path or DEMO_CAPTURE)]))
     from dptop.gui.launch import run_gui
 
-    return run_gui(path)
+    return run_gui(path, getattr(args, "serve", None))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -534,6 +534,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gui", help="open the monitor window")
     p.add_argument("path", nargs="?", default=None, help="capture to replay (default: none, pick in the window)")
+    p.add_argument("--serve", type=serve_arg, default=None, metavar="[HOST:]PORT",
+                   help="serve the private view of the window's session: /releases and /metrics (loopback by default)")
     p.set_defaults(func=cmd_gui)
 
     p = sub.add_parser("demo", help="open the monitor window replaying the bundled capture")

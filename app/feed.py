@@ -86,7 +86,8 @@ class _Collector:
         self.view = view
 
     def collect(self):
-        return metric_families(self.view())
+        view = self.view()
+        return () if view is None else metric_families(view)
 
 
 class Feed:
@@ -124,19 +125,18 @@ class Feed:
     def answer(self, request) -> None:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
         path = request.path.split("?", 1)[0]
+        code, ctype = 200, "text/plain"
+        if path == "/metrics":
+            body, ctype = generate_latest(self.registry), CONTENT_TYPE_LATEST
+        elif path == "/releases":
+            view = self.view()
+            body, ctype = (json.dumps(view, default=str).encode(), "application/json") if view else \
+                (b"no session is running\n", ctype)
+            code = 200 if view else 503
+        else:
+            code, body = 404, b"dptop private feed: /releases (JSON), /metrics (Prometheus)\n"
         try:
-            if path == "/metrics":
-                body, ctype = generate_latest(self.registry), CONTENT_TYPE_LATEST
-            elif path == "/releases":
-                body, ctype = json.dumps(self.view(), default=str).encode(), "application/json"
-            else:
-                body, ctype = b"dptop private feed: /releases (JSON), /metrics (Prometheus)\n", "text/plain"
-                request.send_response(404)
-                request.send_header("Content-Type", ctype)
-                request.end_headers()
-                request.wfile.write(body)
-                return
-            request.send_response(200)
+            request.send_response(code)
             request.send_header("Content-Type", ctype)
             request.send_header("Content-Length", str(len(body)))
             request.end_headers()
@@ -151,5 +151,11 @@ class Feed:
 
 def serve(session, where: str) -> Feed:
     """Start the feed of ``session``'s private view at ``where`` (``[HOST:]PORT``)."""
+    return serve_current(lambda: session, where)
+
+
+def serve_current(current, where: str) -> Feed:
+    """The feed of whichever session ``current()`` returns (the window's, which Start replaces);
+    answers 503 while there is none."""
     host, port = parse_serve(where)
-    return Feed(lambda: publish_json(session, "serve"), host, port).start()
+    return Feed(lambda: None if current() is None else publish_json(current(), "serve"), host, port).start()

@@ -76,7 +76,7 @@ def scapy_counts(path, kind: str) -> Counter:
 
 @functools.lru_cache(maxsize=None)
 def _all_counts(path: str) -> dict:
-    from dptop.engine.core.keykinds import PROTOCOL_NAMES
+    from dptop.engine.core.keys import PROTOCOL_NAMES
     out = {kind: Counter() for kind in ("dport", "proto", "pair", "src/24")}
     for pkt in PcapReader(path) if not path.endswith(".gz") else rdpcap(path):
         ip = _outer_ip(pkt)

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -156,4 +157,21 @@ def test_a_real_prometheus_reads_the_series_back(finished_session, tmp_path):
     finally:
         prom.terminate()
         prom.wait(timeout=30)
+        feed.close()
+
+
+def test_the_window_feed_follows_its_current_session(finished_session):
+    """``dptop gui --serve``: the feed serves whichever session the window runs, 503 while none."""
+    from dptop.feed import serve_current
+    current = {"session": None}
+    feed = serve_current(lambda: current["session"], f"127.0.0.1:{free_port()}")
+    try:
+        with pytest.raises(urllib.error.HTTPError) as err:
+            get(f"http://127.0.0.1:{feed.port}/releases")
+        assert err.value.code == 503
+        assert "dptop_private_estimate" not in get(f"http://127.0.0.1:{feed.port}/metrics").decode()
+        current["session"] = finished_session
+        assert json.loads(get(f"http://127.0.0.1:{feed.port}/releases"))["key"]["kind"] == "src/24"
+        assert "dptop_private_estimate{" in get(f"http://127.0.0.1:{feed.port}/metrics").decode()
+    finally:
         feed.close()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRegularExpression, Qt, Signal
+from PySide6.QtCore import QRegularExpression, Signal
 from PySide6.QtWidgets import (QComboBox, QDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout,
                                QWidget)
 
@@ -74,6 +74,16 @@ def filter_box(proxy, column: int = 1) -> QLineEdit:
 
     box.textChanged.connect(apply)
     return box
+
+
+KEY_TITLES = {"src": "Source", "dst": "Destination", "dport": "Port", "proto": "Protocol", "pair": "Source → dest.",
+              "src/24": "Source net", "src/16": "Source net", "dst/24": "Dest. net", "dst/16": "Dest. net"}
+
+
+def key_title(settings) -> str:
+    """The key column's title for a lane's settings ("Source", "Port", ...; the kind's label in full
+    is the column's tooltip and in the guarantee)."""
+    return KEY_TITLES[KeyKind(getattr(settings, "key", "src")).value]
 
 
 @dataclass(frozen=True)

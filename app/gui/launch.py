@@ -36,8 +36,9 @@ def screenshot(out: str, path: str = str(DEMO_CAPTURE), seconds: float = 8.0, si
         return app.exec()
 
 
-def run_gui(path: str | None = None) -> int:
-    """Open the window; replay ``path`` if given (the bundled demo capture at 10x)."""
+def run_gui(path: str | None = None, serve: str | None = None) -> int:
+    """Open the window; replay ``path`` if given (the bundled demo capture at 10x); ``serve``:
+    the private feed of the window's current session (dptop.feed) at ``[HOST:]PORT``."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("dptop")
     app.setOrganizationName("dptop")
@@ -46,6 +47,10 @@ def run_gui(path: str | None = None) -> int:
     import signal
 
     signal.signal(signal.SIGINT, lambda *_: window.close())  # Ctrl+C in the terminal closes cleanly
+    if serve is not None:
+        from dptop.feed import serve_current
+
+        window.feed = serve_current(lambda: window.session, serve)
     window.show()
     if path:
         window.open_file(path, speed=DEMO_SPEED if demo else None)

@@ -107,6 +107,13 @@ class ReleaseTableModel(_RowsModel):
         self.private = private
         self.frozen = False
         self._pending: list[Row] | None = None
+        self.key_title = "Source"
+
+    def set_key_title(self, title: str) -> None:
+        """The key column's title (the key kind: "Source", "Destination port", ...)."""
+        if title != self.key_title:
+            self.key_title = title
+            self.headerDataChanged.emit(Qt.Orientation.Horizontal, 1, 1)
 
     # ----- feeding -----------------------------------------------------------------------
     def set_rows(self, rows: list[Row]) -> bool:
@@ -135,7 +142,7 @@ class ReleaseTableModel(_RowsModel):
     def header(self, section: int) -> str:
         if section == 2:
             return "DP estimate" if self.private else "Estimate"
-        return self.HEADERS[section]
+        return self.key_title if section == 1 else self.HEADERS[section]
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):

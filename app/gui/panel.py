@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHeaderView, QLabel, QSizePolicy, QSplitter, QTableView,
                                QVBoxLayout)
 
-from dptop.gui.drilldown import ESTIMATE_BRUSH, TRUTH_BRUSH, filter_box
+from dptop.gui.drilldown import ESTIMATE_BRUSH, TRUTH_BRUSH, filter_box, key_title
 from dptop.gui.elide import ElidedLabel
 from dptop.gui.help import TIPS
 from dptop.monitor.explain import detectable_text, reason_text, threshold_of
@@ -238,6 +238,7 @@ class AlgorithmPanel(QFrame):
         self._shown = key
         self.redrawn_at = time.monotonic()
         rows = rows_of(key[0], key[1])
+        self.model.set_key_title(key_title(view.settings))
         self.model.set_rows(rows)
         threshold = key[0].threshold if key[0] is not None and key[0].threshold is not None else threshold_of(view)
         self.chart.show_rows(rows, threshold)

@@ -122,7 +122,10 @@ class TuningPanel(QWidget):
         notes = [f"{v:g}: {lim['note']}" for v, lim in sorted(points, key=lambda p: p[1] is None or
                                                                p[1].get("count") is not None)
                  if lim and lim.get("note")]  # a refused value's reason first
-        self.limit_note.setText(text + (f" — {notes[0]}" if notes else ""))
+        rising = len(shown) > 1 and shown[-1][1] > shown[0][1] + 1e-9
+        why = next((lim["why"] for lim in limits if lim.get("why")), None) if rising else None
+        self.limit_note.setText(text + (f" — {notes[0]}" if notes else "")
+                                + (f". It rises with {self.parameter.currentText()}: {why}" if why else ""))
 
     def start(self) -> bool:
         """Start a sweep on the recorded packets (the copy is taken here; the work runs on a thread)."""

@@ -46,6 +46,8 @@ def reason_text(view) -> str:
                 "before any source can pass the threshold.")
     if empty and st.get("note"):
         return str(st["note"])
+    if empty and isinstance(st.get("detectable"), dict) and st["detectable"].get("note"):
+        return str(st["detectable"]["note"])
     if rel is None:
         if a.private and a.family == "single-release":
             return f"Waiting for epoch {st.get('epoch', 0)} to close ({st.get('epoch_mode', '')} epochs)."

@@ -28,14 +28,10 @@ import os
 
 import numpy as np
 
-from dptop.engine.core.keys import FLOW_PORT, IPV4_MAPPED, KEY_DTYPE, KeyBatch, decode_key
+from dptop.engine.core.keys import (FLOW_PORT, IPV4_MAPPED, KEY_DTYPE, PAIR_NAMES, TAG_NET,
+                                    TAG_PAIR4, TAG_PAIR6, TAG_PORT, TAG_PROTO, KeyBatch, decode_key)
 
-_TAG = 0xFFFF << 48
-TAG_PORT, TAG_PROTO, TAG_PAIR4, TAG_PAIR6, TAG_NET = (_TAG | t << 32 for t in range(1, 6))
-PAIR_NAMES: dict[tuple[int, int], str] = {}
-"""Labels of the hashed (IPv6) pair keys seen in this process."""
 _PAIR_SEED = np.uint64(int.from_bytes(os.urandom(8), "little"))
-_LOW32 = 0xFFFF_FFFF
 _U = np.uint64
 
 
@@ -152,7 +148,7 @@ def pair_keys(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     out = np.empty_like(src)
     both4 = is_v4(src) & is_v4(dst)
     out[:, 0] = _U(TAG_PAIR4)
-    out[:, 1] = ((src[:, 1] & _U(_LOW32)) << _U(32)) | (dst[:, 1] & _U(_LOW32))
+    out[:, 1] = ((src[:, 1] & _U(0xFFFF_FFFF)) << _U(32)) | (dst[:, 1] & _U(0xFFFF_FFFF))
     if not both4.all():
         six = ~both4
         a = _mix(src[six, 0] ^ _PAIR_SEED)
@@ -160,33 +156,10 @@ def pair_keys(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         a = _mix(a ^ dst[six, 0])
         h = _mix(a ^ dst[six, 1])
         g = _mix(h ^ _PAIR_SEED)
-        out[six, 0] = _U(TAG_PAIR6) | (g & _U(_LOW32))
+        out[six, 0] = _U(TAG_PAIR6) | (g & _U(0xFFFF_FFFF))
         out[six, 1] = h
         rows = np.concatenate([out[six], src[six], dst[six]], axis=1)
         for r in np.unique(rows, axis=0).tolist():
             if (r[0], r[1]) not in PAIR_NAMES:
                 PAIR_NAMES[(r[0], r[1])] = f"{decode_key(r[2], r[3])} → {decode_key(r[4], r[5])}"
     return out
-
-
-def decode_tagged(hi: int, lo: int) -> str:
-    """The label of a key that is not an address (``keys.decode_key`` calls this for ``ffff::/16``)."""
-    tag = hi & ~_LOW32
-    if tag == TAG_PORT:
-        return str(lo)
-    if tag == TAG_PROTO:
-        return PROTOCOL_NAMES.get(lo, str(lo))
-    if tag == TAG_PAIR4:
-        return f"{decode_key(0, IPV4_MAPPED | lo >> 32)} → {decode_key(0, IPV4_MAPPED | lo & _LOW32)}"
-    if tag == TAG_PAIR6:
-        return PAIR_NAMES.get((hi, lo), f"pair {hi & _LOW32:08x}{lo:016x}")
-    if tag == TAG_NET:
-        length = hi & 0xFF
-        return f"{decode_key(0, lo)}/{length - 96}" if length >= 96 else f"{decode_key(lo, 0)}/{length}"
-    return f"key {hi:016x}{lo:016x}"
-
-
-PROTOCOL_NAMES = {1: "1 (ICMP)", 2: "2 (IGMP)", 4: "4 (IPIP)", 6: "6 (TCP)", 17: "17 (UDP)", 41: "41 (IPv6)",
-                  47: "47 (GRE)", 50: "50 (ESP)", 51: "51 (AH)", 58: "58 (ICMPv6)", 89: "89 (OSPF)",
-                  103: "103 (PIM)", 112: "112 (VRRP)", 132: "132 (SCTP)"}
-"""IANA protocol numbers shown with their names (the number always leads, so labels sort and parse)."""

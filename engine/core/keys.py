@@ -52,11 +52,41 @@ def decode_key(hi: int, lo: int) -> str:
     addresses (ports, protocols, pairs, networks: dptop.engine.core.keykinds) print as themselves."""
     hi, lo = int(hi), int(lo)
     if (hi >> 48) == 0xFFFF and hi != 0xFFFF_FFFF_FFFF_FFFF:
-        from dptop.engine.core.keykinds import decode_tagged
         return decode_tagged(hi, lo)
     if hi == 0 and (lo >> 32) == 0xFFFF:
         return str(ipaddress.IPv4Address(lo & 0xFFFF_FFFF))
     return str(ipaddress.IPv6Address((hi << 64) | lo))
+
+
+_TAG = 0xFFFF << 48
+TAG_PORT, TAG_PROTO, TAG_PAIR4, TAG_PAIR6, TAG_NET = (_TAG | t << 32 for t in range(1, 6))
+"""Tags of the keys that are not addresses (``hi`` in ffff::/16; dptop.engine.core.keykinds)."""
+PAIR_NAMES: dict[tuple[int, int], str] = {}
+"""Labels of the hashed (IPv6) pair keys seen in this process."""
+_LOW32 = 0xFFFF_FFFF
+
+
+def decode_tagged(hi: int, lo: int) -> str:
+    """The label of a key that is not an address (``keys.decode_key`` calls this for ``ffff::/16``)."""
+    tag = hi & ~_LOW32
+    if tag == TAG_PORT:
+        return str(lo)
+    if tag == TAG_PROTO:
+        return PROTOCOL_NAMES.get(lo, str(lo))
+    if tag == TAG_PAIR4:
+        return f"{decode_key(0, IPV4_MAPPED | lo >> 32)} → {decode_key(0, IPV4_MAPPED | lo & _LOW32)}"
+    if tag == TAG_PAIR6:
+        return PAIR_NAMES.get((hi, lo), f"pair {hi & _LOW32:08x}{lo:016x}")
+    if tag == TAG_NET:
+        length = hi & 0xFF
+        return f"{decode_key(0, lo)}/{length - 96}" if length >= 96 else f"{decode_key(lo, 0)}/{length}"
+    return f"key {hi:016x}{lo:016x}"
+
+
+PROTOCOL_NAMES = {1: "1 (ICMP)", 2: "2 (IGMP)", 4: "4 (IPIP)", 6: "6 (TCP)", 17: "17 (UDP)", 41: "41 (IPv6)",
+                  47: "47 (GRE)", 50: "50 (ESP)", 51: "51 (AH)", 58: "58 (ICMPv6)", 89: "89 (OSPF)",
+                  103: "103 (PIM)", 112: "112 (VRRP)", 132: "132 (SCTP)"}
+"""IANA protocol numbers shown with their names (the number always leads, so labels sort and parse)."""
 
 
 def keys_from_addresses(addresses) -> np.ndarray:

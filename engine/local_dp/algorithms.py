@@ -300,6 +300,43 @@ class _DomainScheme(LocalDP):
         m = grr_mechanism(epsilon, domain_size)
         return float(math.sqrt(grr_variance(reports, 0, m.p, m.q)))
 
+    def detectable(self) -> dict | None:
+        """About the reports a source needs among the ``n`` reports of the run (R per window times
+        the windows, at most the packets; from the public length and time range of a replay, else
+        one window) to clear τ w.p. 0.9: GRR's zero-item σ times √(2 ln(d/α)) (τ's Gaussian form)
+        plus 1.2816 σ; from the parameters alone."""
+        n, over = self.reports_expected()
+        if n is None:
+            return {"count": None, "share": None, "error": None, "over": over,
+                    "note": "every packet is reported and the stream length is not public"}
+        sigma = self.grr_error(n, self.epsilon, self.domain.size)
+        z = math.sqrt(2 * math.log(max(self.domain.size, 2) / self.alpha)) if self.alpha < 1 else 0.0
+        count = math.ceil(sigma * (z + 1.2816))
+        limit = {"count": count, "share": count / n, "error": sigma, "over": over}
+        if count > n:
+            limit["note"] = (f"nothing can be released: at ε = {self.epsilon:.3g} per report (the window budget "
+                             f"split over {self.reports_cap or 'every'} reports) a source needs about {count:,} "
+                             f"of {over} over {self.domain.describe()}; raise --epsilon, lower --param reports "
+                             f"or take a smaller domain")
+        return limit
+
+    def reports_expected(self) -> tuple[int | None, str]:
+        """(reports the collector will receive, in words) from public facts: the replay's length,
+        its windows (time range or packet epochs) and the cap R."""
+        length, cap = self.settings.stream_length, self.reports_cap
+        windows = None
+        if self.window_packets is not None and length:
+            windows = -(-length // self.window_packets)
+        elif self.settings.time_range is not None and self.settings.time_range[1] is not None:
+            start, end = self.settings.time_range
+            windows = int((end - start) // round(self.window_seconds * 1e9)) + 1
+        if cap is None:
+            return length, f"the {length:,} reports of the run" if length else "the run"
+        n = cap * (windows or 1)
+        n = min(n, length) if length else n
+        return n, (f"the {n:,} reports of the run ({windows:,} windows of at most {cap:,})" if windows
+                   else f"a window of {n:,} reports")
+
     def status(self) -> dict:
         sent = self._engine.pipelines[0].collector.reports
         return {**super().status(), "domain": self.domain.describe(),

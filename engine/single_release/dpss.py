@@ -94,6 +94,18 @@ class DPSpaceSaving(Epoched):
         count = math.ceil(self.threshold(n + math.ceil(q_n)) + q_a) + 1
         return count, n / self.k_tilde + 1.0 / self.eps_a
 
+    def detectable(self):
+        """``Epoched.detectable`` plus ``why``: which term of τ sets the limit (a limit that rises
+        with ε reads as a bug without it)."""
+        limit = super().detectable()
+        if not limit or limit.get("count") is None:
+            return limit
+        n = round(limit["count"] / limit["share"])
+        lead = "ñ/k − γ" if n / self.k - self.gamma >= n / self.k_tilde + 1 + self.gamma else "ñ/k~ + 1 + γ"
+        return {**limit, "why": (f"τ = max(ñ/k − γ, ñ/k~ + 1 + γ), here {lead} leads: a source must hold about "
+                                 f"1/k = {1 / self.k:.2%} of the epoch (the top-k rule), less the noise margin "
+                                 f"γ = {self.gamma:.3g}; a larger ε shrinks γ, so the limit rises toward n/k")}
+
     def _new_state(self):
         return make_state(self.k_tilde)
 
