@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dptop import __version__
 from dptop.engine.privacy.facts import Provenance, PublicFact
-from dptop.monitor.session import FILE_BULK, FILE_SPAN, Session
+from dptop.monitor.session import FILE_SPAN, Session
 
 SCHEMA_VERSION = 1
 PARAMETERS = ("k", "k_tilde", "epsilon", "delta", "seed", "epoch_packets", "epoch_seconds", "horizon", "restart",
@@ -37,7 +37,7 @@ def public_facts(session: Session) -> tuple[PublicFact, ...]:
     src = session.public_source
     if src == "declared":
         return (PublicFact("time_range", value, Provenance.DECLARED, "the grid of the time epochs"),)
-    if src in (FILE_SPAN, FILE_BULK):
+    if src == FILE_SPAN:
         return (PublicFact("time_range", value, Provenance.ASSUMED,
                            f"the grid of the time epochs, from {src}; NOT covered: one packet stamped before the "
                            f"first or after the last moves the grid (declare --time-range to cover it)"),)

@@ -36,9 +36,9 @@ REPLAY_BATCH = 1 << 16
 """Replay batch size: large, so the per-batch Python work of the threads stays small; slow
 algorithms get it in chunks (``Lane.chunks``)."""
 
-FILE_SPAN = "the file's first and last packet stamps"
-FILE_BULK = ("the file's stamps around their median (stamps farther than half the grid's limit are dropped as "
-             "corrupt, counted under source.skipped)")
+FILE_SPAN = ("the file's first and last packet stamps (stamps so far off that the span would pass the grid's "
+             "limit are dropped as corrupt and counted; the range is then the stamps around their median)")
+"""One wording whether or not a stamp was dropped: the words must not tell which happened."""
 LATE = "stamped in an epoch the clock had closed"
 AHEAD = "stamped ahead of the capture clock"
 
@@ -183,7 +183,6 @@ class Session:
         cell = max(1, round(epoch_seconds * 1e9))
         if (span[1] + 1 - span[0] + cell - 1) // cell > MAX_CELLS:
             span = epochorder.bulk_range(path, cell, MAX_CELLS)
-            self.public_source = FILE_BULK
         return span[0], span[1] + 1
 
     def _replay_grid(self) -> TimeGrid | None:
