@@ -143,6 +143,10 @@ def stop_on_signals(session: Session):
 def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int,
         publish: str | None = None) -> int:
     """Run a session to its end and report it (and its private view to ``publish``); returns the exit code."""
+    if publish and not os.access(os.path.dirname(os.path.abspath(publish)), os.W_OK):
+        print(f"dptop: error: cannot write the private view to {publish}: its folder is missing or not writable",
+              file=sys.stderr)
+        return 1
     out = JsonOut(json_target)
     session = Session(config)
     with stop_on_signals(session) as got:  # until the results are written: a late signal cannot cut them

@@ -158,3 +158,11 @@ def test_a_tuned_parameter_is_recorded_as_chosen_from_the_packets(tmp_path):
     assert (fact["name"], fact["value"], fact["provenance"]) == ("epsilon", 0.25, "chosen_from_data")
     assert any("NOT covered" in n for n in view["budget"]["notes"])
     assert fact in view["algorithms"]["dpss"]["guarantee"]["public_facts"]
+
+
+def test_unwritable_publish_target_is_one_line_before_the_run(tmp_path, capsys):
+    capture = write(tmp_path / "a.pcap", base_packets()[:100])
+    assert main(["replay", capture, "--algorithms", "dpss", "--publish", str(tmp_path / "missing" / "v.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"dptop: error: cannot write the private view to {tmp_path / 'missing' / 'v.json'}: its folder "
+                   "is missing or not writable"]
