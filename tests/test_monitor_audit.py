@@ -32,9 +32,10 @@ def test_broken_product_paths_are_caught(name):
     assert result.violation, result.summary()
 
 
-@pytest.mark.parametrize("name", ["product-bytes", "product-dst", "product-hostdp-clients"])
+@pytest.mark.parametrize("name", ["product-bytes", "product-dst", "product-epochs-file-span", "product-hostdp-clients"])
 def test_default_paths_keep_their_claims(name):
-    """Bytes, destinations, declared clients: the real paths show no violation on their pairs."""
+    """Bytes, destinations, time epochs on the file's span, declared clients: the real paths show
+    no violation on their pairs."""
     result = run_target(ALL_TARGETS[name](), runs=20, seed=3)
     assert not result.violation, result.summary()
 

@@ -26,12 +26,13 @@ SERVERS = [f"198.51.100.{i}" for i in range(1, 9)]
 
 
 def base_packets() -> list[tuple[int, str, str, int]]:
-    """(ts ns, src, dst, payload bytes): 5 heavy sources with shares 5:4:3:2:1 (gaps far above the
-    noise, so their order is the same in every run), clients to a few popular servers, 10 s."""
-    share = [0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4]
+    """(ts ns, src, dst, payload bytes) over 10 s: three heavy sources with 5/6 of the packets in
+    shares 5:3:2 (42 %, 25 %, 17 %: far above every threshold, so what is released and its order
+    are the same in every run), and 60 clients with 1/6 (0.3 % each: far below) to 8 servers."""
+    share = [0, 0, 0, 0, 0, 1, 1, 1, 2, 2]
     out = []
     for i in range(3000):
-        src = HEAVY[share[(i // 3) % 15]] if i % 3 else CLIENTS[i % 60]
+        src = CLIENTS[i % 60] if i % 6 == 0 else HEAVY[share[i % 10]]
         dst = SERVERS[(i // 60) % 8] if src in CLIENTS else "192.0.2.200"
         out.append((T0 + 500_000_000 + i * 3_000_000, src, dst, 40 + (i * 37) % 900))
     return out
@@ -157,3 +158,11 @@ def test_a_tuned_parameter_is_recorded_as_chosen_from_the_packets(tmp_path):
     assert (fact["name"], fact["value"], fact["provenance"]) == ("epsilon", 0.25, "chosen_from_data")
     assert any("NOT covered" in n for n in view["budget"]["notes"])
     assert fact in view["algorithms"]["dpss"]["guarantee"]["public_facts"]
+
+
+def test_unwritable_publish_target_is_one_line_before_the_run(tmp_path, capsys):
+    capture = write(tmp_path / "a.pcap", base_packets()[:100])
+    assert main(["replay", capture, "--algorithms", "dpss", "--publish", str(tmp_path / "missing" / "v.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"dptop: error: cannot write the private view to {tmp_path / 'missing' / 'v.json'}: its folder "
+                   "is missing or not writable"]

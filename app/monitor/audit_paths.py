@@ -8,6 +8,10 @@ a hostile review found misstated, each with a broken variant the audit must repo
   mode), so one packet moves a count by 24 units under a per-packet claim.
 * ``product-dst``: dpss counting destinations; pairs: one packet's destination changed, one
   packet added.
+* ``product-epochs-file-span``: the product path's time epochs without a declared range: the
+  grid is the file's span, an assumed public fact named in every release (NOT covered: a packet
+  before the first or after the last stamp moves it, which ``product-epochs-data-grid`` shows);
+  pairs that keep the first and last stamps, the stamp a year ahead included (dropped as corrupt).
 * ``product-hostdp-clients``: hostdp-dst with declared clients; pair: one client with 400 servers
   and their replies added within one epoch (one client host, all its packets in the epoch).
   Broken ``product-hostdp-senders``: without the declaration a packet belongs to its sender, so
@@ -23,8 +27,8 @@ from dptop.capture.synth import write_pcap
 from dptop.engine.audit.streams import Pair
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
-from dptop.monitor.audit import HEAVY, SECOND, T0, ProductTarget, base_stream
-from dptop.monitor.config import Counting
+from dptop.monitor.audit import HEAVY, SECOND, T0, ProductTarget, base_stream, neighbour_files
+from dptop.monitor.config import Counting, SourceSpec
 
 SERVER = 0xC0A8_0001  # write_pcap's default destination
 CLIENT_NET, BUSY = "172.16.0.0/24", 0xAC10_0063  # 172.16.0.99
@@ -92,6 +96,18 @@ class DestinationTarget(ProductTarget):
                                                 dst=np.insert(dst, at, HEAVY[0])), x, "add/remove one packet")]
 
 
+class FileSpanTarget(ProductTarget):
+    name = "product-epochs-file-span"
+    description = ("the product path's time epochs without a declared range (the file's span, named as an assumed "
+                   "public fact): dpss + dpmg, 1 s epochs; pairs that keep the first and last stamps")
+
+    def pairs(self):
+        return [p for p in neighbour_files(Path(self._dir.name)) if p.name != "first packet removed"]
+
+    def spec(self, path) -> SourceSpec:
+        return SourceSpec("file", path=str(path))
+
+
 class ClientsTarget(ProductTarget):
     name = "product-hostdp-clients"
     description = ("the product path with declared client hosts: hostdp-dst, 1 s epochs of a declared 4 s range, "
@@ -134,5 +150,5 @@ class SendersTarget(ClientsTarget):
     clients = None
 
 
-PATH_TARGETS = {t.name: t for t in (BytesTarget, UncalibratedBytesTarget, DestinationTarget, ClientsTarget,
-                                    SendersTarget)}
+PATH_TARGETS = {t.name: t for t in (BytesTarget, UncalibratedBytesTarget, DestinationTarget, FileSpanTarget,
+                                    ClientsTarget, SendersTarget)}

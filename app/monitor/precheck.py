@@ -8,9 +8,9 @@ from dptop.capture.pcap import open_capture
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.monitor.config import SourceSpec
 
-FILE_SPAN = "the file's first and last packet stamps"
-FILE_BULK = ("the file's stamps around their median (stamps farther than half the grid's limit are dropped as "
-             "corrupt, counted under source.skipped)")
+FILE_SPAN = ("the file's first and last packet stamps (stamps so far off that the span would pass the grid's "
+             "limit are dropped as corrupt and counted; the range is then the stamps around their median)")
+"""One wording whether or not a stamp was dropped: the words must not tell which happened."""
 
 
 def public_time_range(path, declared: tuple[int, int] | None, epoch_seconds: float) -> tuple[tuple[int, int], str]:
@@ -24,10 +24,9 @@ def public_time_range(path, declared: tuple[int, int] | None, epoch_seconds: flo
     if span is None:
         return (0, 1), FILE_SPAN
     cell = max(1, round(epoch_seconds * 1e9))
-    source = FILE_SPAN
     if (span[1] + 1 - span[0] + cell - 1) // cell > MAX_CELLS:
-        span, source = epochorder.bulk_range(path, cell, MAX_CELLS), FILE_BULK
-    return (span[0], span[1] + 1), source
+        span = epochorder.bulk_range(path, cell, MAX_CELLS)
+    return (span[0], span[1] + 1), FILE_SPAN
 
 
 def check_source(spec: SourceSpec, epoch_seconds: float | None) -> None:

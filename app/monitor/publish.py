@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dptop import __version__
 from dptop.engine.privacy.facts import Provenance, PublicFact
-from dptop.monitor.precheck import FILE_BULK, FILE_SPAN
+from dptop.monitor.precheck import FILE_SPAN
 from dptop.monitor.session import Session
 from dptop.output import JsonOut
 
@@ -34,7 +34,7 @@ def public_facts(session: Session) -> tuple[PublicFact, ...]:
     src = session.public_source
     if src == "declared":
         return (PublicFact("time_range", value, Provenance.DECLARED, "the grid of the time epochs"),)
-    if src in (FILE_SPAN, FILE_BULK):
+    if src == FILE_SPAN:
         return (PublicFact("time_range", value, Provenance.ASSUMED,
                            f"the grid of the time epochs, from {src}; NOT covered: one packet stamped before the "
                            f"first or after the last moves the grid (declare --time-range to cover it)"),)

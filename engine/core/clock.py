@@ -114,3 +114,32 @@ def parse_time_range(text: str) -> tuple[int, int]:
     if end <= start:
         raise ValueError(f"--time-range end ({b.strip()}) must be after its start ({a.strip()})")
     return start, end
+
+
+class CellOrdered:
+    """Mixin of a consumer of a public grid fed in cell order (single-release epochs, local-DP
+    windows): ``grid``, the open cell ``_index``, ``_joined`` (has the session's clock named a cell)
+    and ``dropped`` (packets of closed cells or outside the range). Subclasses provide ``_close()``
+    (publish the open cell and move ``_index`` on) and ``_fill(keys)`` (add keys to it)."""
+
+    def _consume_timed(self, batch, out: list) -> None:
+        """A tagged batch is one cell (an empty one a tick); an untagged one is cut into runs of
+        equal cell by the packets' own stamps."""
+        if batch.epoch is not None:
+            if not self._joined:  # an instance started mid-session (Apply) joins at the clock's cell
+                self._index, self._joined = max(0, batch.epoch), True
+            self._to_cell(batch.epoch, batch.keys, out)
+            return
+        self._joined = True
+        for cell, a, b in self.grid.runs(batch.ts_ns):
+            self._to_cell(cell, batch.keys[a:b], out)
+
+    def _to_cell(self, cell: int, keys, out: list) -> None:
+        if cell < self._index or cell >= self.grid.cells:  # closed, or outside the range (-1)
+            self.dropped += len(keys)
+            return
+        while self._index < cell:
+            out.append(self._close())  # the open cell, then any empty ones before ``cell``
+        if len(keys):
+            self._fill(keys)
+

@@ -29,6 +29,7 @@ import numpy as np
 
 from dptop.engine.core import registry
 from dptop.engine.core.base import Algorithm
+from dptop.engine.core.clock import CellOrdered
 from dptop.engine.core.keys import IPV4_MAPPED, KeyBatch
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, ReleasedItem, Span
@@ -64,7 +65,7 @@ def check_names(extra: dict) -> None:
             raise ValueError(f"unknown --param {name!r} (local-DP options: {', '.join(LocalDP.all_parameters())})")
 
 
-class LocalDP(Algorithm):
+class LocalDP(CellOrdered, Algorithm):
     """Base of the local-DP algorithms: options, agent sampling per window, releases."""
 
     private = True
@@ -139,8 +140,8 @@ class LocalDP(Algorithm):
 
     def consume(self, batch: KeyBatch) -> list[Release]:
         out: list[Release] = []
-        if self.grid is not None:
-            self._consume_grid(batch, out)
+        if self.grid is not None:  # windows are the cells of the public grid (CellOrdered)
+            self._consume_timed(batch, out)
             return out
         if len(batch) == 0:  # a tick without a public grid: reporting windows follow the packets
             return out
@@ -165,27 +166,13 @@ class LocalDP(Algorithm):
             self._feed(batch.keys[a:b])
         return out
 
-    def _consume_grid(self, batch: KeyBatch, out: list) -> None:
-        """Windows are the cells of the public grid (as ``Epoched._consume_timed``): a tagged batch
-        is one cell (an empty one a tick that closes the cells before it)."""
-        if batch.epoch is not None:
-            if not self._joined:  # started mid-session (Apply): joins at the clock's cell
-                self._index, self._joined = max(0, batch.epoch), True
-            self._to_cell(batch.epoch, batch.keys, out)
-            return
-        self._joined = True
-        for cell, a, b in self.grid.runs(batch.ts_ns):
-            self._to_cell(cell, batch.keys[a:b], out)
+    def _close(self) -> Release:
+        """The open grid cell's window (``CellOrdered``)."""
+        self._index += 1
+        return self._close_window()
 
-    def _to_cell(self, cell: int, keys: np.ndarray, out: list) -> None:
-        if cell < self._index or cell >= self.grid.cells:  # closed, or outside the range (-1)
-            self.dropped += len(keys)
-            return
-        while self._index < cell:
-            out.append(self._close_window())
-            self._index += 1
-        if len(keys):
-            self._feed(keys)
+    def _fill(self, keys: np.ndarray) -> None:
+        self._feed(keys)
 
     def _feed(self, keys: np.ndarray) -> None:
         self.update(keys)
@@ -225,8 +212,7 @@ class LocalDP(Algorithm):
         if self.grid is not None:  # every cell left in a bounded range; nothing more in an open one
             out = []
             while self._bounded and self._index < self.grid.cells:
-                out.append(self._close_window())
-                self._index += 1
+                out.append(self._close())
             return out
         if self._in_window or self._last is None:
             return [self._close_window()]

@@ -40,7 +40,7 @@ from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ApproxDP, PureDP
 from dptop.engine.privacy.units import Relation, in_relation
 from dptop.engine.core.base import Algorithm
-from dptop.engine.core.clock import MAX_CELLS, TimeGrid
+from dptop.engine.core.clock import MAX_CELLS, CellOrdered, TimeGrid
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.privacy.noise import NoiseSource
 from dptop.engine.core.release import MODEL_SINGLE, Release, Span
@@ -78,7 +78,7 @@ class _Epoch:
         self.packets = 0
 
 
-class Epoched(Algorithm):
+class Epoched(CellOrdered, Algorithm):
     """Base class of the single-release private algorithms: one fresh instance per epoch."""
 
     private = True
@@ -276,24 +276,7 @@ class Epoched(Algorithm):
             if self._epoch.packets == self.epoch_packets:
                 out.append(self._close())
 
-    def _consume_timed(self, batch: KeyBatch, out: list) -> None:
-        """Cell-ordered input: a tagged batch is one cell (an empty one a tick); an untagged one is
-        cut into runs of equal cell by the packets' own stamps."""
-        if batch.epoch is not None:
-            if not self._joined:  # an instance started mid-session (Apply) joins at the clock's cell
-                self._index, self._joined = max(0, batch.epoch), True
-            self._to_cell(batch.epoch, batch.keys, out)
-            return
-        self._joined = True
-        for cell, a, b in self.grid.runs(batch.ts_ns):
-            self._to_cell(cell, batch.keys[a:b], out)
-
-    def _to_cell(self, cell: int, keys: np.ndarray, out: list) -> None:
-        if cell < self._index or cell >= self.grid.cells:  # closed, or outside the range (-1)
-            self.dropped += len(keys)
-            return
-        while self._index < cell:
-            out.append(self._close())  # the open epoch, then any empty ones before ``cell``
+    def _fill(self, keys: np.ndarray) -> None:
         self.update(keys)
 
 
