@@ -232,7 +232,8 @@ def run_archive(paths, config: RunConfig, cluster: str | None, json_target: str 
     stop = threading.Event()
     try:
         with quiet_dask(), stop_on_signals(stop.set) as got:
-            merged = replay_archive(paths, config.names, settings, cluster, grid=grid, stop=stop)
+            merged = replay_archive(paths, config.names, settings, cluster, grid=grid, stop=stop,
+                                    progress=lambda text: print(f"dptop: {text}", file=sys.stderr, flush=True))
     except BaseException:
         out.close()
         raise
