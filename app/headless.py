@@ -174,6 +174,9 @@ def print_table(result: dict, file=None) -> None:
     partial = "" if not result.get("partial") else \
         f" (partial: {len(missing)} capture file(s) not covered)" if missing else " (partial: interrupted)"
     print(f"{where}: {src['packets']} packets, {src['ip_packets']} with an IP source{partial}", file=file)
+    if "agents" in result:  # several capture points: which the figures below cover
+        print(f"  covered: {', '.join(a['path'] for a in result['agents']) or 'none'}"
+              + (f"; NOT covered: {', '.join(m['path'] for m in missing)}" if missing else ""), file=file)
     for reason, n in result.get("dropped", {}).items():
         print(f"  dropped by the public clock: {n} {reason}", file=file)
     print("exact top (non-private):", ", ".join(f"{r['address']} {r['count']}" for r in result["exact"]["top"][:10]),
