@@ -99,7 +99,10 @@ def cmd_collect(args) -> int:
                 print(f"{name} epoch {rel.span.index} {_coverage(rel.status)} {items}")
     if [g for g in gone if g not in absent]:  # one line per cause: those never joined were named above
         print(f"dptop: error: not covered (lost, failed or never joined): {', '.join(gone)}", file=sys.stderr)
-    return 1 if gone else 0
+    if not result.agents:  # an empty result is no network, not a quiet one
+        print("dptop: error: no capture point joined the scheduler (name those expected with --expect)",
+              file=sys.stderr)
+    return 1 if gone or not result.agents else 0
 
 
 def _coverage(status: dict) -> str:
