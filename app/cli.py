@@ -23,11 +23,10 @@ from dptop.capture.live import COUNT, DURATION
 from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.audit.cases import CONFIDENCE, EVENTS, RUNS
 from dptop.engine.core.keykinds import KEY_KINDS
-from dptop.engine.local_dp.pipeline import SCHEMES
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, parse_param
 from dptop.monitor.config import (BYTE_CAP, BYTE_UNIT, LATENESS, LATENESS_SECONDS, LIVE_EPOCH_SECONDS, Counting,
                                   RunConfig, SourceSpec, config_errors)
-from dptop.options import Parser, names_arg, nonempty, ranged, ranged_list
+from dptop.options import Parser, json_target, names_arg, nonempty, ranged
 from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
 
@@ -44,7 +43,6 @@ def _param_arg(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-JSON_TARGET = nonempty("--json (a file name, or - for stdout)")
 PUBLISH_TARGET = nonempty("--publish (a file name, or - for stdout)")
 REFRESH = Range("refresh", 0.05, 3600.0)
 SOAK_MINUTES = Range("soak-minutes", 0.1, 24 * 60.0)
@@ -90,7 +88,7 @@ def _add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
     p.add_argument("--top", type=ranged(replace(EXTRA_RANGES["top"], name="top")), default=None,
                    help="length of exact.top (default max(k, 10); 0 = all)")
     if json_out:
-        p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-",
+        p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
                        help="write the JSON result to OUT or stdout")
         p.add_argument("--publish", type=PUBLISH_TARGET, default=None, metavar="OUT",
                        help="write the private view to OUT: the releases with their guarantees, the budget and the "
@@ -368,73 +366,6 @@ def cmd_audit(args) -> int:
     return 0
 
 
-# --- LazyHH sweep ----------------------------------------------------------------------------------
-SWEEP_LENGTH = Range("length", 1, 1 << 30, integer=True)
-"""Packets (or reports) of a sweep's synthetic stream."""
-SWEEP_RUNS = Range("runs", 1, 1000, integer=True)
-RATIO = Range("k~/k", 1, 1 << 10, integer=True)
-
-def cmd_sweep_lazyhh(args) -> int:
-    """Recall/precision of LazyHH over ε × k~/k on a Zipf 1.1 stream (dptop.engine.bench.continual.sweep)."""
-    from dptop.engine.bench.continual import sweep
-
-    eps, ratios = args.epsilons, args.ratios
-    quiet = args.json_out == "-"
-    show = None if quiet else (lambda r: print(
-        f"eps={r['epsilon']:<5g} k~/k={r['k_tilde_over_k']} (k~={r['k_tilde']}): recall {r['recall']} "
-        f"precision {r['precision']} ({r['released']} released / {r['true_hh']} true, τ={r['threshold']}) "
-        f"{r['note']}", flush=True))
-    rows = sweep(length=args.length, k=args.k, epsilons=eps, ratios=ratios, delta=args.delta, progress=show)
-    if args.json_out:
-        write_json({"sweep": "lazyhh", "length": args.length, "k": args.k, "delta": args.delta, "rows": rows},
-                    args.json_out)
-    return 0
-
-
-def _add_sweep_lazyhh(sub) -> None:
-    p = sub.add_parser("sweep-lazyhh", help="LazyHH recall/precision over epsilon x k~/k (Zipf 1.1)")
-    p.add_argument("--length", type=ranged(SWEEP_LENGTH), default=1 << 24, help="stream length = horizon (default 2^24)")
-    p.add_argument("--k", type=ranged(RANGES["k"]), default=128)
-    p.add_argument("--delta", type=ranged(RANGES["delta"]), default=1e-3)
-    p.add_argument("--epsilons", type=ranged_list(RANGES["epsilon"]), default="0.1,0.2,0.32,0.5,0.9")
-    p.add_argument("--ratios", type=ranged_list(RATIO), default="1,2,4,8",
-                   help="k~/k values; 1 runs k~ = k + 1 (k~ > k is required)")
-    p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-")
-    p.set_defaults(func=cmd_sweep_lazyhh)
-
-
-# --- local-DP sweep -------------------------------------------------------------------------------
-def cmd_sweep_ldp(args) -> int:
-    """NDCG, precision, recall and AAE of the local-DP schemes against ε (dptop.engine.local_dp.sweep)."""
-    from dptop.engine.local_dp.sweep import sweep
-
-    quiet = args.json_out == "-"
-    show = None if quiet else (lambda r: print(
-        f"{r['scheme']:4s} eps={r['epsilon']:<5g} ndcg {r['ndcg']:.3f} precision {r['precision']:.3f} "
-        f"recall {r['recall']:.3f} aae {r['aae']:.0f} (k~={r['heavy']}, {r['runs']} runs)", flush=True))
-    rows = sweep(schemes=args.schemes.split(","), epsilons=args.epsilons,
-                 data=args.data, d=args.domain, n=args.length, k=args.k, runs=args.runs, seed=args.seed,
-                 progress=show)
-    if args.json_out:
-        write_json({"sweep": "ldp", "data": args.data, "rows": rows}, args.json_out)
-    return 0
-
-
-def _add_sweep_ldp(sub) -> None:
-    p = sub.add_parser("sweep-ldp", help="local-DP schemes: NDCG/precision/recall against epsilon")
-    p.add_argument("--schemes", type=names_arg("--schemes", SCHEMES), default="bgr,dsr,bdr,cnr")
-    p.add_argument("--epsilons", type=ranged_list(RANGES["epsilon"]), default="0.5,1,2,4,8")
-    p.add_argument("--data", choices=("zipf", "normal", "exponential"), default="zipf",
-                   help="zipf (1.5), normal or exponential")
-    p.add_argument("--domain", type=ranged(synth.DOMAIN), default=1000, help="domain size d (default 1000)")
-    p.add_argument("--length", type=ranged(SWEEP_LENGTH), default=1 << 20, help="reports per run (default 2^20)")
-    p.add_argument("--k", type=ranged(RANGES["k"]), default=10)
-    p.add_argument("--runs", type=ranged(SWEEP_RUNS), default=3)
-    p.add_argument("--seed", type=ranged(SEED), default=1, help="seed streams and randomizers (NOT private)")
-    p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-")
-    p.set_defaults(func=cmd_sweep_ldp)
-
-
 def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or \
         os.environ.get("QT_QPA_PLATFORM") in ("offscreen", "minimal", "vnc")
@@ -502,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "target is 60)")
     p.add_argument("--anchors", type=nonempty("--anchors"), default=None, metavar="DIR",
                    help="folder with the authors' C++ timing drivers: time them side by side (see dptop.engine.bench.anchors)")
-    p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-")
+    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("audit", help="empirical privacy audit of a release mechanism on neighbouring streams")
@@ -514,13 +445,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--events", type=ranged(EVENTS), default=3, help="events tested per neighbour pair (default 3)")
     p.add_argument("--seed", type=ranged(SEED), default=None,
                    help="seed every run's noise (reproducible; default: the OS CSPRNG)")
-    p.add_argument("--json", dest="json_out", type=JSON_TARGET, default=None, metavar="OUT|-",
+    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
                    help="write the JSON result to OUT or stdout")
     p.set_defaults(func=cmd_audit, check=check_audit)
 
     _add_top(sub)
-    _add_sweep_lazyhh(sub)
-    _add_sweep_ldp(sub)
+    from dptop.sweeps import add_subcommands as add_sweeps
+
+    add_sweeps(sub)
 
     from dptop.cluster.cli import add_subcommands
 

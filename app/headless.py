@@ -216,6 +216,9 @@ def print_table(result: dict, file=None) -> None:
     partial = "" if not result.get("partial") else \
         f" (partial: {len(missing)} capture file(s) not covered)" if missing else " (partial: interrupted)"
     print(f"{where}: {src['packets']} packets, {src['ip_packets']} with an IP source{partial}", file=file)
+    if "agents" in result:  # several capture points: which the figures below cover
+        print(f"  covered: {', '.join(a['path'] for a in result['agents']) or 'none'}"
+              + (f"; NOT covered: {', '.join(m['path'] for m in missing)}" if missing else ""), file=file)
     for reason, n in result.get("dropped", {}).items():
         print(f"  dropped by the public clock: {n} {reason}", file=file)
     if result.get("drops", {}).get("total"):
@@ -278,7 +281,8 @@ def run_archive(paths, config: RunConfig, cluster: str | None, json_target: str 
     stop = threading.Event()
     try:
         with quiet_dask(), stop_on_signals(stop.set) as got:
-            merged = replay_archive(paths, config.names, settings, cluster, grid=grid, stop=stop)
+            merged = replay_archive(paths, config.names, settings, cluster, grid=grid, stop=stop,
+                                    progress=lambda text: print(f"dptop: {text}", file=sys.stderr, flush=True))
     except BaseException:
         out.close()
         raise

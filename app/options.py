@@ -42,6 +42,13 @@ def ranged_list(rule: Range):
     return parse
 
 
+def json_target(text: str) -> str:
+    """argparse ``type=`` of every ``--json OUT|-``: a file name, or - for stdout; never empty."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("--json must name a file, or - for stdout")
+    return text
+
+
 def names_arg(what: str, known):
     """argparse ``type=`` for a comma-separated, non-empty list of names out of ``known``."""
     def parse(text: str):

@@ -76,5 +76,7 @@ def test_two_agents_merge_and_a_killed_agent_is_lost_within_5_s():
     states = {a.name: a.state for a in result.agents}
     assert states == {"tap-a": "finished", "tap-b": "lost"}
     assert {it.address: it.estimate for it in result.exact.top(None)} == expected
+    (exact,) = result.releases["exact"]  # tap-b's counts are there until it was lost, not claimed as covered
+    assert (exact.status["agents"], exact.status["agents_partial"]) == (["tap-a"], ["tap-b"])
     cells = [r.span.index for r in result.releases["dpmg"]]
     assert cells == list(range(len(cells)))  # every grid cell from the collector's start, in order

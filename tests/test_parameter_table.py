@@ -122,3 +122,21 @@ def test_replay_runs_at_both_ends_of_every_range(option, tmp_path, capsys):
         assert rc in (0, 2) and "Traceback" not in err and "internal error" not in err, (argv, rc, err)
         assert rc == 0 or err.count("dptop: error:") == 1, err
         print(f"replay {option} {text}: exit {rc} {err.strip().splitlines()[-1] if rc else ''}")
+
+
+def test_a_range_names_the_parameter_the_value_and_the_rule():
+    from dptop.engine.core.settings import Range
+
+    k = Range("k", 1, 8, integer=True)
+    assert k.check(3) == 3 and k.check(4.0) == 4 and k.parse("8") == 8
+    for bad, message in ((0, r"k \(0\) must be in \[1, 8\]"), (2.5, r"k \(2.5\) must be an integer in \[1, 8\]"),
+                         (True, r"k \(True\) must be an integer"), ("3", r"k \('3'\) must be an integer")):
+        with pytest.raises(ValueError, match=message):
+            k.check(bad)
+    gamma = Range("gamma", 0.0, 1.0, open_low=True, open_high=True)
+    for bad in (0.0, 1.0, float("nan"), float("inf"), -1e-300):
+        with pytest.raises(ValueError, match=r"gamma \(.*\) must be in \(0.0, 1.0\)"):
+            gamma.check(bad)
+    with pytest.raises(ValueError, match=r"gamma \('x'\) must be a number in \(0.0, 1.0\)"):
+        gamma.parse("x")
+    assert gamma.check(1e-300) == 1e-300

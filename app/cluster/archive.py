@@ -189,18 +189,21 @@ def check_archive(paths, algorithm_names, settings: Settings, cluster=None, grid
 
 
 def replay_archive(paths, algorithm_names, settings: Settings, cluster=None,
-                   grid: TimeGrid | None = None, stop: threading.Event | None = None) -> ArchiveResult:
+                   grid: TimeGrid | None = None, stop: threading.Event | None = None, progress=None) -> ArchiveResult:
     """Replay capture files as capture points of one network and release their merge once.
 
     ``cluster``: None, "local:N", "tcp://HOST:PORT" or a ``distributed.Client``
     (``dptop.cluster.connect``). ``grid``: the public time grid when ``settings.epoch_seconds``
     is set (each packet goes to the cell of its own time stamp). Files that cannot be read are
-    ``missing``; ``stop`` ends the run early with what was read (module docstring)."""
+    ``missing``; ``stop`` ends the run early with what was read (module docstring); ``progress``
+    (a callable) hears when the workers are up and the files go out."""
     paths = [str(p) for p in paths]
     plan = check_archive(paths, algorithm_names, settings, cluster, grid)
     stop = stop or threading.Event()
     t0 = time.perf_counter()
     with connect(cluster) as client:
+        if progress is not None:
+            progress(f"reading {len(paths)} capture file(s) on {describe(cluster)}")
         delivered = _run_tasks(client, paths, plan, stop)
     shipments = [delivered[p] for p in paths if isinstance(delivered[p], Shipment)]
     missing = tuple(delivered[p] for p in paths if isinstance(delivered[p], MissingPoint))

@@ -14,7 +14,7 @@ import time
 from dptop.capture.live import DURATION
 from dptop.cluster.connect import local_workers
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, check_ranges, parse_param
-from dptop.options import Parser, nonempty, ranged, ranged_list
+from dptop.options import Parser, json_target, nonempty, ranged, ranged_list
 from dptop.output import write_json
 
 LIVE_DEFAULT = ("exact", "dpmg", "misragries")
@@ -99,7 +99,10 @@ def cmd_collect(args) -> int:
                 print(f"{name} epoch {rel.span.index} {_coverage(rel.status)} {items}")
     if [g for g in gone if g not in absent]:  # one line per cause: those never joined were named above
         print(f"dptop: error: not covered (lost, failed or never joined): {', '.join(gone)}", file=sys.stderr)
-    return 1 if gone else 0
+    if not result.agents:  # an empty result is no network, not a quiet one
+        print("dptop: error: no capture point joined the scheduler (name those expected with --expect)",
+              file=sys.stderr)
+    return 1 if gone or not result.agents else 0
 
 
 def _coverage(status: dict) -> str:
@@ -154,7 +157,7 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--expect-timeout", type=ranged(EXPECT_TIMEOUT), default=60.0, metavar="S",
                    help="how long to wait for the expected agents (default 60)")
     p.add_argument("--top", type=ranged(replace(EXTRA_RANGES["top"], name="top")), default=10)
-    p.add_argument("--json", dest="json_out", type=nonempty("--json (a file name, or - for stdout)"), default=None,
+    p.add_argument("--json", dest="json_out", type=json_target, default=None,
                    metavar="OUT|-")
     p.set_defaults(func=cmd_collect, check=check_collect)
 
@@ -163,7 +166,7 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--workers", type=ranged_list(local_workers()), default="1,2,4")
     p.add_argument("--files", type=ranged(BENCH_FILES), default=8)
     p.add_argument("--packets", type=ranged(BENCH_PACKETS), default=None, help="packets per file (default 2^22, quick 2^18)")
-    p.add_argument("--json", dest="json_out", type=nonempty("--json (a file name)"), default=None, metavar="OUT")
+    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT")
     p.set_defaults(func=cmd_cluster_bench)
 
 

@@ -68,10 +68,10 @@ TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGHUP)
 
 @contextlib.contextmanager
 def _terminal_signals_ignored():
-    """Worker processes started meanwhile ignore Ctrl-C and hang-ups (the disposition survives
-    their exec, and Python then installs no KeyboardInterrupt handler): the main process alone
-    handles them, stops the tasks and gathers what they read, instead of every worker dying with
-    a traceback."""
+    """Worker processes started meanwhile ignore Ctrl-C and hang-ups (an ignored disposition
+    survives their exec, and Python then installs no KeyboardInterrupt handler): the main process
+    alone handles them, stops the tasks and gathers what they read, instead of every worker dying
+    with a traceback. The price: a Ctrl-C while the workers start (a few seconds) is not seen."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
