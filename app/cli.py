@@ -82,7 +82,7 @@ def _add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
     p.add_argument("--byte-unit", type=ranged(BYTE_UNIT), default=64,
                    help="bytes per counted unit with --weight bytes (default 64)")
     p.add_argument("--byte-cap", type=ranged(BYTE_CAP), default=24, help="units one packet may count at most (default 24)")
-    p.add_argument("--clients", default=None, metavar="PREFIXES",
+    p.add_argument("--clients", type=clients_arg, default=None, metavar="PREFIXES",
                    help="hostdp-dst: the protected client hosts (e.g. 10.0.0.0/8,2001:db8::/32); each packet belongs "
                         "to its client end in both directions (default: the packets one host sends)")
     p.add_argument("--top", type=ranged(replace(EXTRA_RANGES["top"], name="top")), default=None,
@@ -110,6 +110,18 @@ def settings_from_args(args) -> Settings:
                     epoch_packets=args.epoch_packets, epoch_seconds=args.epoch_seconds, horizon=args.horizon,
                     restart=args.restart, window=args.window, gamma=args.gamma,
                     extra={**dict(args.param), **({"clients": args.clients} if args.clients else {})})
+
+
+def clients_arg(text: str) -> str:
+    from dptop.engine.user_level.clients import ClientPrefixes
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("--clients must name address prefixes, e.g. 10.0.0.0/8,2001:db8::/32")
+    try:
+        ClientPrefixes.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--{exc}") from None
+    return text
 
 
 def serve_arg(text: str) -> str:
@@ -227,12 +239,12 @@ def check_top(args) -> None:
         args.spec = SourceSpec("file", path=str(args.path), speed=args.speed, time_range=args.time_range,
                                max_gap=args.max_gap)
         check_source(args.spec, args.config.settings.epoch_seconds)
-    if not sys.stdout.isatty():
-        raise ValueError("dptop top needs a terminal (use replay or capture for a table or --json)")
 
 
 def cmd_top(args) -> int:
     """The terminal view (dptop.top) on an interface or a capture file."""
+    if not sys.stdout.isatty():
+        raise ValueError("dptop top needs a terminal (use replay or capture for a table or --json)")
     from dptop.top import run_top
 
     run_top(args.spec, args.config, args.refresh)

@@ -171,7 +171,7 @@ def test_the_window_feed_follows_its_current_session(finished_session):
         assert err.value.code == 503
         assert "dptop_private_estimate" not in get(f"http://127.0.0.1:{feed.port}/metrics").decode()
         current["session"] = finished_session
-        assert json.loads(get(f"http://127.0.0.1:{feed.port}/releases"))["key"]["kind"] == "src/24"
+        assert json.loads(get(f"http://127.0.0.1:{feed.port}/releases"))["counting"]["key"] == "src/24"
         assert "dptop_private_estimate{" in get(f"http://127.0.0.1:{feed.port}/metrics").decode()
     finally:
         feed.close()

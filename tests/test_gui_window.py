@@ -295,7 +295,7 @@ def test_one_ledger_for_the_cli_the_budget_panel_and_the_export(qtbot, make_wind
             "--json", "-"]
     assert main(argv) == 0
     cli = json.loads(capsys.readouterr().out)["budget"]
-    assert cli["epsilon"] == pytest.approx(2.0) and cli["neighbouring"] == "substitution of one packet's source"
+    assert cli["epsilon"] == pytest.approx(2.0) and cli["neighbouring"] == "substitution of one packet's source address"
 
     window = make_window(names=("dpss", "lazyhh", "dpsw"), epoch_seconds=None, restart=False)
     replay(qtbot, window)

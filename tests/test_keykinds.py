@@ -125,7 +125,7 @@ def test_dpsw_searches_the_kinds_own_prefix_tree(capsys, kind, top):
     dpsw = registry.make("dpsw", Settings(key=kind, window=10_000))
     by_address = registry.make("dpsw", Settings(window=10_000)).budget_use()
     assert dpsw.budget_use() == pytest.approx(by_address) and by_address <= 1.0
-    assert KeyKind(kind).label in dpsw.guarantee().unit
+    assert KeyKind(kind).label in dpsw.guarantee().neighbouring
 
 
 def test_address_only_algorithms_refuse_other_keys(capsys):

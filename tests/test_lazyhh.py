@@ -199,7 +199,7 @@ def test_guarantee_reports_delta_tilde_and_substitution():
     alg = registry.make("lazyhh", Settings(k=4, epsilon=0.5, delta=1e-3, horizon=1000))
     g = alg.guarantee()
     assert g.delta == pytest.approx(delta_tilde(0.5, 1e-3)) and g.epsilon == 0.5  # P10: δ~, not δ
-    assert g.neighbouring == "substitution of one packet's source" and g.model == "continual observation"
+    assert g.neighbouring == "substitution of one packet's source address" and g.model == "continual observation"
     assert "os.urandom" in g.noise
     seeded = registry.make("lazyhh", Settings(k=4, epsilon=0.5, delta=1e-3, horizon=1000, seed=1))
     assert "NOT private" in seeded.guarantee().noise

@@ -185,7 +185,7 @@ def test_algorithms_release_only_user_labels(name):
     assert len(rels) == 1 and rels[0].items == ()
     assert "query=" in rels[0].status["note"] and rels[0].status["packets_seen"] == 600
     g = alg.guarantee()
-    assert g.neighbouring == "substitution of one packet's source" and g.model == "continual observation"
+    assert g.neighbouring == "substitution of one packet's source address" and g.model == "continual observation"
     assert "NOT private" not in g.noise
     labels = "10.0.0.1,192.0.2.7"
     alg = registry.make(name, s.with_(seed=3, extra={**s.extra, "query": labels}))

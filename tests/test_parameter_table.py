@@ -18,13 +18,14 @@ CAPTURE = str(DNS_CAPTURE)
 ABSURD = ("0", "-1", "nan", "inf", "-inf", "1e308", "1e-300", "", "x")
 BASE = {  # the least each subcommand needs besides the option under test
     "replay": [CAPTURE],
+    "top": [CAPTURE],
     "capture": ["--iface", "lo"],
     "synth": ["--pcap", "/tmp/never-written.pcap"],
     "audit": ["--mechanism", "dpss"],
     "agent": ["--iface", "lo", "--scheduler", "tcp://127.0.0.1:1"],
     "collect": ["--scheduler", "tcp://127.0.0.1:1"],
 }
-EMPTY_ALLOWED = {("capture", "--bpf"), ("agent", "--bpf")}
+EMPTY_ALLOWED = {("capture", "--bpf"), ("agent", "--bpf"), ("top", "--bpf")}
 """An empty BPF filter is no filter (as in tcpdump)."""
 
 

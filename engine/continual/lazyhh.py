@@ -36,7 +36,7 @@ from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ApproxDP
-from dptop.engine.privacy.units import Relation
+from dptop.engine.privacy.units import Relation, counted_unit
 
 E = math.e
 
@@ -450,7 +450,7 @@ class LazyHH(ContinualAlgorithm):
                 "Only substitution of one packet's key is protected, not packet presence (spec §1.2).",
                 "Thm 3's proof treats the common candidate set as fixed (spec §6.7 caveat).",
             ),
-        ).counted(self.settings.unit)
+        ).counted(counted_unit(self.settings))
 
     def status(self) -> dict:
         """Public facts: horizon, packets seen, τ at the current t and when τ1 = t/k takes over.

@@ -34,7 +34,7 @@ from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ApproxDP
-from dptop.engine.privacy.units import Relation
+from dptop.engine.privacy.units import Relation, counted_unit
 
 MAX_SKETCH_BYTES = 1 << 30
 _U32 = np.uint64(32)
@@ -364,7 +364,7 @@ class _SketchAlgorithm(ContinualAlgorithm):
                 "no labels are taken from the traffic (spec §5.4, P15).",
                 "Only substitution of one packet's key is protected, not packet presence (spec §1.2).",
             ),
-        ).counted(self.settings.unit)
+        ).counted(counted_unit(self.settings))
 
     def status(self) -> dict:
         sk = self.instance

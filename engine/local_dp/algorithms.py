@@ -35,6 +35,7 @@ from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, ReleasedItem, Span
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.core.settings import check_positive_int
+from dptop.engine.privacy.units import counted_unit
 from dptop.engine.local_dp.accounting import (local_guarantee, parse_reports, report_epsilon, window_epsilon,
                                               window_options, window_text, DEFAULT_REPORTS)
 from dptop.engine.single_release.epochs import time_grid
@@ -230,7 +231,7 @@ class LocalDP(CellOrdered, Algorithm):
         window = window_text(self.window_packets, self.window_seconds)
         entropy = self._engine.pipelines[0].agent.buffer.entropy
         return local_guarantee(self.epsilon, self.reports_cap, window, entropy.label, entropy.seeded, self.notes(),
-                               self.settings.unit)
+                               counted_unit(self.settings))
 
     def status(self) -> dict:
         pipes = self._engine.pipelines

@@ -67,6 +67,12 @@ class Unit:
 PACKET = Unit()
 
 
+def counted_unit(settings) -> Unit:
+    """What one packet counts as for ``settings`` (``engine.core.settings.Settings``): the unit the
+    monitor set (key kind and byte cap), else one packet by the settings' key kind."""
+    return settings.unit if settings.unit is not None else Unit(key=KeyKind(settings.key))
+
+
 def in_relation(cost: Measure, relation: Relation, target: Relation) -> Measure:
     """``cost`` under ``relation`` restated for ``target``: substitution is one removal plus one
     addition (a group of 2); add/remove is not implied by substitution (None)."""

@@ -38,7 +38,7 @@ import numpy as np
 from dptop.engine.privacy.composition import Budget, Cost
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ApproxDP, PureDP
-from dptop.engine.privacy.units import Relation, in_relation
+from dptop.engine.privacy.units import Relation, counted_unit, in_relation
 from dptop.engine.core.base import Algorithm
 from dptop.engine.core.clock import MAX_CELLS, CellOrdered, TimeGrid
 from dptop.engine.core.keys import KeyBatch
@@ -218,7 +218,7 @@ class Epoched(CellOrdered, Algorithm):
             cost, relation = in_relation(cost, relation, Relation.SUBSTITUTE), Relation.SUBSTITUTE
             notes.append(COUNT_EPOCH_NOTE)
         return Guarantee(MODEL_SINGLE, cost, relation, scope=self._scope(span), noise=self.noise.label,
-                         seeded=self.noise.seeded, notes=tuple(notes)).counted(self.settings.unit)
+                         seeded=self.noise.seeded, notes=tuple(notes)).counted(counted_unit(self.settings))
 
     # --- epoch bookkeeping ---------------------------------------------------------------------
     def _scope(self, span: Span | None) -> str:

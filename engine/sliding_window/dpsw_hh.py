@@ -46,7 +46,7 @@ from dptop.engine.sliding_window.geometry import (ESTIMATORS, PLANS, Geometry, b
 from dptop.engine.privacy.facts import Provenance, PublicFact
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ZCDP, zcdp_epsilon
-from dptop.engine.privacy.units import Relation
+from dptop.engine.privacy.units import Relation, counted_unit
 from dptop.engine.core.keykinds import KeyKind
 from dptop.engine.core.keys import IPV4_MAPPED, encode_address
 from dptop.engine.core.registry import register
@@ -421,7 +421,7 @@ class DPSWHeavyHitters(Algorithm):
         seeded = self.settings.seed is not None
         return Guarantee(MODEL_WINDOW, ZCDP(self.rho, self.delta), Relation.SUBSTITUTE, scope=f"last {self.window} packets",
                          noise=NOISE_SEEDED if seeded else NOISE_OS, seeded=seeded,
-                         notes=tuple(notes), facts=self._facts()).counted(self.settings.unit)
+                         notes=tuple(notes), facts=self._facts()).counted(counted_unit(self.settings))
 
     def _facts(self) -> tuple[PublicFact, ...]:
         """A replay's packet count when it chose the window (``with_defaults``): public under substitution."""
