@@ -9,10 +9,11 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-# Optional system libraries: libpcap compiles BPF filters for live capture; the xcb libraries let
+# Optional system packages: libpcap compiles BPF filters for live capture; tmux runs the terminal view's
+# test; the xcb libraries let
 # Qt open a window under Xvfb. Installed when this runs as root on Debian/Ubuntu; otherwise the
 # features that need them say so (and their tests skip).
-DEBS := libpcap0.8 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 libxkbcommon-x11-0 xvfb
+DEBS := libpcap0.8 tmux libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 libxkbcommon-x11-0 xvfb
 system-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  missing=$$(for d in $(DEBS); do dpkg -s $$d >/dev/null 2>&1 || echo $$d; done); \

@@ -247,7 +247,7 @@ def cmd_top(args) -> int:
         raise ValueError("dptop top needs a terminal (use replay or capture for a table or --json)")
     from dptop.top import run_top
 
-    run_top(args.spec, args.config, args.refresh)
+    run_top(args.spec, args.config, args.refresh, args.serve)
     return 0
 
 
@@ -268,8 +268,10 @@ def _add_top(sub) -> None:
                    help="file: public range of the time epochs")
     p.add_argument("--refresh", type=ranged(REFRESH), default=0.5, metavar="S",
                    help="seconds between redraws (default 0.5)")
+    p.add_argument("--serve", type=serve_arg, default=None, metavar="[HOST:]PORT",
+                   help="serve the private view while running: /releases (JSON) and /metrics (Prometheus)")
     _add_run_options(p, json_out=False)
-    p.set_defaults(func=cmd_top, check=check_top, json_out=None, publish=None, serve=None)
+    p.set_defaults(func=cmd_top, check=check_top, json_out=None, publish=None)
 
 
 def cmd_synth(args) -> int:

@@ -123,7 +123,7 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
     check_source(spec, config.settings.epoch_seconds)
     out = JsonOut(json_target)
     try:
-        private_out = JsonOut(publish) if publish else None
+        private_out = JsonOut(publish, "the private view") if publish else None
     except OutputError:
         out.close()
         raise

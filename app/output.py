@@ -26,7 +26,8 @@ def dump(result) -> str:
 
 
 class JsonOut:
-    def __init__(self, target: str | None):
+    def __init__(self, target: str | None, what: str = "the JSON"):
+        self.what = what  # how messages name this output ("the JSON", "the private view")
         self.target, self.tmp, self.fh, self.closed = target, None, None, False
         self.stream = target == "-" or (target is not None and os.path.exists(target) and not os.path.isfile(target))
         if target is None or target == "-":
@@ -37,7 +38,7 @@ class JsonOut:
                 write_all(self.fh, b"\n")
             except OSError as exc:
                 self.close()
-                raise OutputError(f"cannot write the JSON to {target}: {exc.strerror or exc}") from None
+                raise OutputError(f"cannot write {what} to {target}: {exc.strerror or exc}") from None
             return
         folder = Path(target).resolve().parent
         try:
@@ -55,7 +56,7 @@ class JsonOut:
             self.fh.flush()
         except OSError as exc:
             self.close()
-            raise OutputError(f"cannot write the JSON to {target}: {exc.strerror or exc}") from None
+            raise OutputError(f"cannot write {what} to {target}: {exc.strerror or exc}") from None
 
     def write(self, result) -> None:
         """Write ``result`` whole (rename into place) or raise ``OutputError`` leaving the target as it was."""
@@ -63,7 +64,7 @@ class JsonOut:
             return
         if self.stream:
             try:
-                write_stream(dump(result), self.target, self.fh)
+                write_stream(dump(result), self.target, self.fh, self.what)
             finally:
                 self.close()
             return
@@ -78,7 +79,7 @@ class JsonOut:
             os.replace(self.tmp, self.target)
             self.tmp = None
         except OSError as exc:
-            raise OutputError(f"cannot write the JSON to {self.target}: {exc.strerror or exc}; "
+            raise OutputError(f"cannot write {self.what} to {self.target}: {exc.strerror or exc}; "
                               f"{'the previous file is unchanged' if os.path.exists(self.target) else 'nothing written'}"
                               ) from None
         finally:
@@ -101,7 +102,7 @@ class JsonOut:
             self.tmp = None
 
 
-def write_stream(text: str, target: str, fh=None) -> None:
+def write_stream(text: str, target: str, fh=None, what: str = "the JSON") -> None:
     """``text`` to stdout (``-``) or to ``fh``, the open ``target`` that is not a regular file."""
     try:
         if fh is None:
@@ -110,10 +111,10 @@ def write_stream(text: str, target: str, fh=None) -> None:
         write_all(fh, text.encode())
     except BrokenPipeError:
         silence_stdout()
-        raise OutputError(f"cannot write the JSON to {'stdout' if target == '-' else target}: "
+        raise OutputError(f"cannot write {what} to {'stdout' if target == '-' else target}: "
                           f"the reader closed the pipe") from None
     except OSError as exc:
-        raise OutputError(f"cannot write the JSON to {target}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {what} to {target}: {exc.strerror or exc}") from None
 
 
 def write_all(stream, data: bytes) -> None:

@@ -4,9 +4,10 @@ The same ``dptop.monitor.session.Session`` as the window and the CLI, polled on 
 line (source, state, packets, rate, drops), the selected private panel's guarantee and the
 session's budget, the private release beside the exact (non-private) baseline, and the same
 explanation as the window where a panel is empty (dptop.monitor.explain). Keys: ``a``/``z``
-next/previous private algorithm, ``s`` sort (private estimate or address), ``k`` count per source
-or destination (restarts the session: a new key is a new stream), space freezes the tables, ``q``
-quits. Fits an 80x24 terminal (ssh, tmux).
+next/previous private algorithm, ``s`` sort (private estimate or address), ``k`` the next key kind
+(source, destination, port, protocol, pair, networks: restarts the session, a new key is a new
+stream), space freezes the tables, ``q`` quits. Fits an 80x24 terminal (ssh, tmux). With
+``serve`` the private feed (dptop.feed) serves whichever session the view runs.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Static
 
 from dptop.engine.core import registry
+from dptop.engine.core.keykinds import KeyKind
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.explain import detectable_text, drops_of, reason_text, threshold_of
@@ -87,12 +89,18 @@ class TopApp(App):
     #reason { height: auto; max-height: 4; color: $warning; }
     """
     BINDINGS = [("a", "algorithm(1)", "next alg"), ("z", "algorithm(-1)", "prev alg"), ("s", "sort", "sort"),
-                ("k", "key", "src/dst"), ("space", "freeze", "freeze"), ("q", "quit", "quit")]
+                ("k", "key", "key"), ("space", "freeze", "freeze"), ("q", "quit", "quit")]
 
-    def __init__(self, spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS):
+    def __init__(self, spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS,
+                 serve: str | None = None):
         super().__init__()
         limit_arenas()
         self.spec, self.config, self.refresh_seconds = spec, config, refresh
+        self.feed = None
+        if serve is not None:
+            from dptop.feed import serve_current
+
+            self.feed = serve_current(lambda: self.session, serve)
         self.session: Session | None = None
         self.old: list[Session] = []
         self.private_names = [n for n in config.names if _private(n)]
@@ -112,8 +120,8 @@ class TopApp(App):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#private", DataTable).add_columns("private source", "estimate", "exact")
-        self.query_one("#exact", DataTable).add_columns("exact source", "count")
+        self.query_one("#private", DataTable).add_columns("private key", "estimate", "exact")
+        self.query_one("#exact", DataTable).add_columns("exact key", "count")
         self.open_session()
         self.set_interval(self.refresh_seconds, self.refresh_view)
         self.refresh_view()
@@ -143,9 +151,17 @@ class TopApp(App):
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
         self.refresh_view(force=True)
 
+    def key_kinds(self) -> list[KeyKind]:
+        """The kinds every configured algorithm runs on (host-level ones read addresses only)."""
+        address_only = any(registry.get(n).address_keys for n in self.config.names)
+        return [k for k in KeyKind if k.address or not address_only]
+
     def action_key(self) -> None:
         counting = self.config.counting
-        self.config = replace(self.config, counting=replace(counting, key="dst" if counting.key == "src" else "src"))
+        kinds = self.key_kinds()
+        now = counting.kind if counting.kind in kinds else kinds[-1]
+        after = kinds[(kinds.index(now) + 1) % len(kinds)]
+        self.config = replace(self.config, counting=replace(counting, key=after.value))
         self.open_session()
         self.refresh_view(force=True)
 
@@ -182,7 +198,7 @@ class TopApp(App):
     def status_line(self, snap) -> str:
         src = snap.source
         packets = 0 if src is None else src.ip_packets
-        key = "source" if self.config.counting.key == "src" else "destination"
+        key = self.config.counting.kind.label
         state = snap.error or (f"{snap.state}: {snap.phase}" if snap.phase else snap.state)
         frozen = " · FROZEN" if self.frozen else ""
         return (f"{snap.source_label} · {state} · {packets:,} pkts · drops {drops_of(snap).total:,} · "
@@ -226,11 +242,13 @@ def _private(name: str) -> bool:
     return registry.get(name).private
 
 
-def run_top(spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS) -> TopApp:
+def run_top(spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS, serve: str | None = None) -> TopApp:
     """Run the terminal view until the user quits; returns the app (its session is closed)."""
-    app = TopApp(spec, config, refresh)
+    app = TopApp(spec, config, refresh, serve)
     try:
         app.run()
     finally:
         app.close_sessions()
+        if app.feed is not None:
+            app.feed.close()
     return app

@@ -164,5 +164,5 @@ def test_unwritable_publish_target_is_one_line_before_the_run(tmp_path, capsys):
     capture = write(tmp_path / "a.pcap", base_packets()[:100])
     assert main(["replay", capture, "--algorithms", "dpss", "--publish", str(tmp_path / "missing" / "v.json")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"dptop: error: cannot write the private view to {tmp_path / 'missing' / 'v.json'}: its folder "
-                   "is missing or not writable"]
+    assert err == [f"dptop: error: cannot write the private view to {tmp_path / 'missing' / 'v.json'}: "
+                   "No such file or directory"]

@@ -77,6 +77,9 @@ def test_pilot_panels_keys_and_80x24():
                 await pilot.press("k")
                 assert await until(pilot, lambda: "per destination" in text(app, "status"))
                 assert app.session.config.counting.key == "dst" and app.old == []  # the old session was closed
+                await pilot.press("k")
+                assert await until(pilot, lambda: "per destination port" in text(app, "status"))
+                assert app.session.config.counting.key == "dport"
                 region = app.screen.size
                 assert (region.width, region.height) == (80, 24)
                 for widget in ("#status", "#guarantee", "#private", "#exact", "#reason"):

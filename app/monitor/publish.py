@@ -87,7 +87,7 @@ def publish_json(session: Session, command: str) -> dict:
 
 def write_whole(path: str, result: dict) -> None:
     """Write ``result`` as JSON to ``path`` whole or not at all (``dptop.output.JsonOut``)."""
-    JsonOut(path).write(result)
+    JsonOut(path, "the private view").write(result)
 
 
 _NUM = {"type": ["number", "null"]}
