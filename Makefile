@@ -10,8 +10,8 @@ STAMP := $(VENV)/.installed
 venv: $(STAMP)
 
 # Optional system packages: libpcap compiles BPF filters for live capture; tmux runs the terminal
-# view's test; the xcb libraries let Qt open a window under Xvfb. Installed when this runs as root on Debian/Ubuntu; otherwise the
-# features that need them say so (and their tests skip).
+# view's test; the xcb libraries let Qt open a window under Xvfb. Installed when this runs as root on
+# Debian/Ubuntu; otherwise the features that need them say so (and their tests skip).
 DEBS := libpcap0.8 tmux libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 libxkbcommon-x11-0 xvfb
 system-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
