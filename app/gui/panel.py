@@ -30,7 +30,7 @@ def guarantee_lines(g) -> list:
     first = [(", ".join(g.numbers(" = ")), True), (f" · {g.measure} · {g.model}", False)]
     if g.seeded:
         first += [(" · ", False), ("seeded: NOT private", True)]
-    return [first, [(f"protects: {g.neighbouring} (unit: {g.unit})", False)], [(g.scope, False)]]
+    return [first, [(f"protects: {g.neighbouring} (unit: {g.unit.label()})", False)], [(g.scope, False)]]
 
 
 def status_text(view, truth) -> str:
@@ -99,7 +99,8 @@ class BarChart(pg.PlotWidget):
                                    label="τ", labelOpts={"position": 0.05, "color": (220, 60, 60)})
         self.addItem(self.tau)
         self.tau.hide()
-        self.legend = self.addLegend(offset=(-4, 4), labelTextSize="7pt", verSpacing=-6)
+        # bottom right, over the shortest bars (rank 1 is at the top), on a veil that keeps them visible
+        self.legend = self.addLegend(offset=(-4, -4), labelTextSize="7pt", verSpacing=-6, brush=(255, 255, 255, 210))
         self.legend.addItem(self.estimates, "private estimate" if private else "estimate")
         self.legend.addItem(self.truth, "exact count")
         self.legend.addItem(pg.PlotDataItem(pen=self.tau.pen), "threshold τ")
