@@ -9,7 +9,6 @@ Nothing here imports Qt except the ``gui``/``demo`` commands, lazily.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import os
 import sys
 import time
@@ -17,165 +16,23 @@ from pathlib import Path
 
 from dptop import __version__
 from dptop.engine.core import registry
-from dptop.engine.core.clock import parse_time_range
 from dptop.capture import synth
 from dptop.capture.live import COUNT, DURATION
 from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.audit.cases import CONFIDENCE, EVENTS, RUNS
-from dptop.engine.core.keykinds import KEY_KINDS
-from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, parse_param
-from dptop.monitor.config import (BYTE_CAP, BYTE_UNIT, LATENESS, LATENESS_SECONDS, LIVE_EPOCH_SECONDS, Counting,
-                                  RunConfig, SourceSpec, config_errors)
+from dptop.engine.core.settings import SEED, Range, Settings
+from dptop.monitor.config import SourceSpec, config_errors
 from dptop.options import Parser, json_target, names_arg, nonempty, ranged
 from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
+from dptop.runargs import (add_live_options, add_run_options, cluster_arg, config_from_args, serve_arg,
+                            time_range_arg)
 
+REFRESH = Range("refresh", 0.05, 3600.0)
+SOAK_MINUTES = Range("soak-minutes", 0.1, 24 * 60.0)
 BENCH_NAMES = ("algorithms", "single-release", "continual", "sliding-window", "local-dp", "anchors", "capture",
                "replay", "soak")
 """What ``dptop bench --only`` names (dptop.engine.bench.suite.EXTRA_BENCHES by their last part)."""
-DEFAULT_ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries", "countmin")
-
-
-def _param_arg(text: str) -> tuple[str, object]:
-    try:
-        return parse_param(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-PUBLISH_TARGET = nonempty("--publish (a file name, or - for stdout)")
-REFRESH = Range("refresh", 0.05, 3600.0)
-SOAK_MINUTES = Range("soak-minutes", 0.1, 24 * 60.0)
-
-
-def _add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
-    p.add_argument("--algorithms", default=None,
-                   help="comma-separated names (default: the private trio and the baselines available); "
-                        "'dptop list' shows them")
-    p.add_argument("--k", type=ranged(RANGES["k"]), default=16,
-                   help="heavy hitters: report items above n/k (default 16)")
-    p.add_argument("--k-tilde", type=ranged(RANGES["k_tilde"]), default=None,
-                   help="tracked counters/candidates k~ (default per algorithm)")
-    p.add_argument("--epsilon", type=ranged(RANGES["epsilon"]), default=0.5,
-                   help="privacy budget epsilon per packet and algorithm (default 0.5; continual observation needs < 1)")
-    p.add_argument("--delta", type=ranged(RANGES["delta"]), default=1e-6, help="privacy budget delta (default 1e-6)")
-    p.add_argument("--seed", type=ranged(SEED), default=None,
-                   help="seed the noise for a reproducible run (the output is then NOT private)")
-    p.add_argument("--epoch-packets", type=ranged(RANGES["epoch_packets"]), default=None,
-                   help="single-release epochs of N packets")
-    p.add_argument("--epoch-seconds", type=ranged(RANGES["epoch_seconds"]), default=None,
-                   help="single-release epochs of S seconds of packet time")
-    p.add_argument("--horizon", type=ranged(RANGES["horizon"]), default=None,
-                   help="continual observation horizon T_max in packets")
-    p.add_argument("--restart", action="store_true", help="continual observation: fresh instance every horizon")
-    p.add_argument("--window", type=ranged(RANGES["window"]), default=None, help="sliding window w in packets")
-    p.add_argument("--gamma", type=ranged(RANGES["gamma"]), default=None,
-                   help="sliding window heavy-hitter fraction G (items above G*w)")
-    p.add_argument("--param", type=_param_arg, action="append", default=[], metavar="NAME=VALUE",
-                   help="algorithm-specific option, e.g. --param depth=5 (repeatable)")
-    p.add_argument("--key", choices=KEY_KINDS, default="src",
-                   help="count per source address (default), destination address, destination port, IP protocol, "
-                        "(source, destination) pair, or source/destination network (IPv4 /24 or /16, IPv6 /48 or /32)")
-    p.add_argument("--weight", choices=("packets", "bytes"), default="packets",
-                   help="count packets (default) or bytes: a packet counts ceil(length/BYTE_UNIT) units, at most "
-                        "BYTE_CAP; private algorithms are calibrated so their guarantee holds per packet")
-    p.add_argument("--byte-unit", type=ranged(BYTE_UNIT), default=64,
-                   help="bytes per counted unit with --weight bytes (default 64)")
-    p.add_argument("--byte-cap", type=ranged(BYTE_CAP), default=24, help="units one packet may count at most (default 24)")
-    p.add_argument("--clients", type=clients_arg, default=None, metavar="PREFIXES",
-                   help="hostdp-dst: the protected client hosts (e.g. 10.0.0.0/8,2001:db8::/32); each packet belongs "
-                        "to its client end in both directions (default: the packets one host sends)")
-    p.add_argument("--top", type=ranged(replace(EXTRA_RANGES["top"], name="top")), default=None,
-                   help="length of exact.top (default max(k, 10); 0 = all)")
-    if json_out:
-        p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
-                       help="write the JSON result to OUT or stdout")
-        p.add_argument("--publish", type=PUBLISH_TARGET, default=None, metavar="OUT",
-                       help="write the private view to OUT: the releases with their guarantees, the budget and the "
-                            "public facts with their provenance; nothing exact")
-        p.add_argument("--serve", type=serve_arg, default=None, metavar="[HOST:]PORT",
-                       help="serve the private view while running: /releases (JSON) and /metrics (Prometheus); "
-                            "loopback unless HOST is given (needs the 'feed' extra)")
-
-
-def _add_live_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lateness", type=ranged(LATENESS), default=LATENESS_SECONDS, metavar="S",
-                   help=f"live time epochs: a packet delivered up to S seconds after its epoch ended still counts "
-                        f"in it; later ones are counted drops (default {LATENESS_SECONDS:g}); single-release "
-                        f"epochs default to {LIVE_EPOCH_SECONDS:g} s of wall clock on a live interface")
-
-
-def settings_from_args(args) -> Settings:
-    return Settings(k=args.k, k_tilde=args.k_tilde, epsilon=args.epsilon, delta=args.delta, seed=args.seed,
-                    epoch_packets=args.epoch_packets, epoch_seconds=args.epoch_seconds, horizon=args.horizon,
-                    restart=args.restart, window=args.window, gamma=args.gamma,
-                    extra={**dict(args.param), **({"clients": args.clients} if args.clients else {})})
-
-
-def clients_arg(text: str) -> str:
-    from dptop.engine.user_level.clients import ClientPrefixes
-
-    if not text.strip():
-        raise argparse.ArgumentTypeError("--clients must name address prefixes, e.g. 10.0.0.0/8,2001:db8::/32")
-    try:
-        ClientPrefixes.parse(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"--{exc}") from None
-    return text
-
-
-def serve_arg(text: str) -> str:
-    from dptop.feed import parse_serve
-
-    try:
-        parse_serve(text)
-        return text
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def time_range_arg(text: str) -> tuple[int, int]:
-    try:
-        return parse_time_range(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def cluster_arg(text: str) -> str:
-    from dptop.cluster.connect import check_cluster
-
-    try:
-        return check_cluster(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def algorithm_names(spec: str | None) -> list[str]:
-    known = registry.names()
-    if spec is None:
-        return [n for n in DEFAULT_ALGORITHMS if n in known]
-    names = [n.strip() for n in spec.split(",") if n.strip()]
-    if not names:
-        raise ValueError("--algorithms names no algorithm")
-    for n in names:
-        try:
-            registry.get(n)
-        except ValueError as exc:  # names the list of known ones
-            raise ValueError(f"--algorithms: {exc}") from None
-    return list(dict.fromkeys(names))
-
-
-def config_from_args(args) -> RunConfig:
-    names = algorithm_names(args.algorithms)
-    settings = settings_from_args(args)
-    top = args.top if args.top is not None else settings.extra.get("top", max(args.k, 10))
-    counting = Counting(args.key, args.weight, args.byte_unit, args.byte_cap)
-    config = RunConfig(tuple(names), settings.with_(extra={**settings.extra, "top": top}), counting=counting)
-    for name, error in config_errors(config).items():
-        raise ValueError(error if name == "settings" else f"{name}: {error}")
-    return config
-
-
 def check_replay(args) -> None:
     """Everything ``replay`` checks before it starts (``args.config``, ``args.spec``): the
     algorithms and their parameters, and the capture and its time grid (one file) or the archive
@@ -259,7 +116,7 @@ def _add_top(sub) -> None:
     stop = p.add_mutually_exclusive_group()
     stop.add_argument("--duration", type=ranged(DURATION), default=None, help="live: stop after S seconds")
     stop.add_argument("--count", type=ranged(COUNT), default=None, help="live: stop after N IP packets")
-    _add_live_options(p)
+    add_live_options(p)
     p.add_argument("--speed", type=ranged(SPEED), default=1.0,
                    help="file: follow packet timestamps at this speed (default 1, real time)")
     p.add_argument("--max-gap", type=ranged(MAX_GAP), default=5.0, metavar="S",
@@ -270,7 +127,7 @@ def _add_top(sub) -> None:
                    help="seconds between redraws (default 0.5)")
     p.add_argument("--serve", type=serve_arg, default=None, metavar="[HOST:]PORT",
                    help="serve the private view while running: /releases (JSON) and /metrics (Prometheus)")
-    _add_run_options(p, json_out=False)
+    add_run_options(p, json_out=False)
     p.set_defaults(func=cmd_top, check=check_top, json_out=None, publish=None)
 
 
@@ -414,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-range", type=time_range_arg, default=None, metavar="START:END",
                    help="public range of the time epochs, Unix seconds START:END or ISO 8601 START/END "
                         "(default: the file's first to last packet stamp, then stated as public)")
-    _add_run_options(p)
+    add_run_options(p)
     p.set_defaults(func=cmd_replay, check=check_replay)
 
     p = sub.add_parser("capture", help="run the algorithms on live traffic (needs root or CAP_NET_RAW)")
@@ -423,9 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     stop = p.add_mutually_exclusive_group()
     stop.add_argument("--duration", type=ranged(DURATION), default=None, help="stop after S seconds")
     stop.add_argument("--count", type=ranged(COUNT), default=None, help="stop after N IP packets")
-    _add_live_options(p)
+    add_live_options(p)
     p.add_argument("--quiet", action="store_true", help="no line per release while the capture runs")
-    _add_run_options(p)
+    add_run_options(p)
     p.set_defaults(func=cmd_capture, check=check_capture)
 
     p = sub.add_parser("synth", help="write a synthetic Zipf capture (a real pcap file)")
