@@ -3,7 +3,7 @@
 ``replay_archive(paths, names, settings, cluster)`` sends one task per file to Dask workers (or runs
 them one after the other in this process when ``cluster`` is None: same results); each task opens
 its file with ``dptop.capture.pcap.open_capture``, feeds a ``CapturePoint`` and ships back only the
-summaries (``Shipment``), whose pickled size is recorded as the bytes shipped. The collector (this
+summaries (``Shipment``, as bytes of dptop.cluster.wire, whose size is recorded as the bytes shipped). The collector (this
 process) merges them in file order and releases once: the merged exact counts, one merged release
 list per algorithm (one release per epoch for the private ones) and per-file packet counts.
 
@@ -15,7 +15,6 @@ report says ``cut_short``); a task that ships nothing within ``STOP_TIMEOUT_S`` 
 """
 from __future__ import annotations
 
-import pickle
 import threading
 import time
 import uuid
@@ -27,6 +26,7 @@ from dptop.cluster.connect import check_cluster, connect, describe
 from dptop.cluster.merger import MergedResult, Merger
 from dptop.cluster.plan import Plan, TimeGrid, new_master
 from dptop.cluster.point import CapturePoint
+from dptop.cluster.wire import WireError, decode, encode
 from dptop.engine.core.settings import Settings
 
 BATCH = 1 << 16
@@ -84,11 +84,12 @@ class MissingPoint:
 
 @dataclass(frozen=True)
 class Shipment:
-    """What one capture point sends: its report, whole-stream summaries and per-epoch summaries."""
+    """What one capture point sends: its report, whole-stream summaries and per-epoch summaries
+    (each a dptop.cluster.wire payload)."""
 
     report: AgentReport
-    whole: dict
-    epochs: dict
+    whole: bytes
+    epochs: dict[int, bytes]
 
 
 def summarize_file(path: str, plan: Plan, stop=None) -> Shipment | MissingPoint:
@@ -112,9 +113,10 @@ def summarize_file(path: str, plan: Plan, stop=None) -> Shipment | MissingPoint:
             stats = reader.stats
     except (CaptureError, OSError, MemoryError) as exc:
         return MissingPoint(str(path), str(exc) or type(exc).__name__)
-    epochs = {e: point.take_epoch(e) for e in point.open_epochs()}
-    whole = point.take_whole()
-    size, epoch_size = (len(pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)) for x in ((whole, epochs), epochs))
+    epochs = {e: encode(point.take_epoch(e)) for e in point.open_epochs()}
+    whole = encode(point.take_whole())
+    epoch_size = sum(map(len, epochs.values()))
+    size = len(whole) + epoch_size
     report = AgentReport(str(path), stats.packets, stats.ip_packets, dict(stats.skipped), tuple(stats.warnings),
                          point.counters.outside_grid, len(epochs), size, epoch_size, time.perf_counter() - t0,
                          time.thread_time() - c0, cut)
@@ -205,20 +207,40 @@ def replay_archive(paths, algorithm_names, settings: Settings, cluster=None,
         if progress is not None:
             progress(f"reading {len(paths)} capture file(s) on {describe(cluster)}")
         delivered = _run_tasks(client, paths, plan, stop)
-    shipments = [delivered[p] for p in paths if isinstance(delivered[p], Shipment)]
-    missing = tuple(delivered[p] for p in paths if isinstance(delivered[p], MissingPoint))
-    covered = [s.report.name for s in shipments]
+    received = {p: _receive(p, delivered[p], plan) for p in paths}
+    covered = [p for p in paths if not isinstance(received[p], MissingPoint)]
+    missing = tuple(received[p] for p in paths if p not in covered)
+    shipments = [delivered[p] for p in covered]
     merger = Merger(plan, paths)
-    for ship in shipments:
-        merger.add_whole(ship.report.name, ship.whole)
-        for epoch, summaries in ship.epochs.items():
-            merger.add_epoch(ship.report.name, epoch, summaries)
+    for path in covered:
+        whole, epochs = received[path]
+        merger.add_whole(path, whole)
+        for epoch, summaries in epochs.items():
+            merger.add_epoch(path, epoch, summaries)
     merger.release_whole()
     for epoch in _epochs_to_release(plan, merger.pending_epochs()):
         merger.release_epoch(epoch, covered=covered, missing=[m.name for m in missing])
     return ArchiveResult(tuple(s.report for s in shipments), merger.exact(), dict(merger.releases), plan,
                          describe(cluster), time.perf_counter() - t0, missing,
                          any(s.report.cut_short for s in shipments))
+
+
+def _receive(path: str, delivered, plan: Plan):
+    """(whole, epochs) decoded from a ``Shipment``, or the ``MissingPoint`` of what is wrong with it."""
+    if isinstance(delivered, MissingPoint):
+        return delivered
+    try:
+        if not isinstance(delivered, Shipment) or not isinstance(delivered.epochs, dict):
+            raise WireError(f"not a shipment of summaries ({type(delivered).__name__})")
+        whole = decode(delivered.whole)
+        epochs = {e: decode(b) for e, b in delivered.epochs.items() if type(e) is int and e >= 0}
+        if len(epochs) != len(delivered.epochs) or "exact" not in whole \
+                or not set(whole) <= plan.whole \
+                or not all(set(s) <= set(plan.private) for s in epochs.values()):
+            raise WireError("summaries of algorithms or epochs this run does not take")
+    except WireError as exc:
+        return MissingPoint(path, f"its summaries were rejected, nothing of them merged: {exc}")
+    return whole, epochs
 
 
 def _epochs_to_release(plan: Plan, delivered: list[int]) -> list[int]:

@@ -14,7 +14,6 @@ Unix epoch, from the cell the collector starts in; without it the whole run is o
 """
 from __future__ import annotations
 
-import pickle
 import queue
 import threading
 import time
@@ -24,6 +23,7 @@ from dataclasses import dataclass, replace
 from dptop.cluster.live import AGENT_RESOURCE, GRACE_S, lease_variable, run_capture_point, stop_event, topic
 from dptop.cluster.merger import MergedResult, Merger
 from dptop.cluster.plan import Plan, TimeGrid, new_master
+from dptop.cluster.wire import WireError, decode
 from dptop.engine.baselines.merge import CountSummary
 from dptop.engine.core.clock import MAX_CELLS
 
@@ -88,6 +88,7 @@ class Collector:
         self._agents: dict[str, AgentStatus] = {}
         self._futures: dict[str, object] = {}
         self._merger = Merger(self.plan, [])
+        self._rejected: set[str] = set()
         self._next_cell = 0
         self._stopping = threading.Event()  # the collector thread ends
         self._closing = threading.Event()  # no new agents: the run is stopping
@@ -208,27 +209,55 @@ class Collector:
                 return
             self._handle(msg)
 
-    def _handle(self, msg: dict) -> None:
-        name = msg["agent"]
+    def _handle(self, msg) -> None:
+        """One message of the run's topic. Summaries arrive as bytes of dptop.cluster.wire; a
+        message that is not well formed fails its agent with one line and merges nothing from it."""
+        name = msg.get("agent") if isinstance(msg, dict) else None
+        if not isinstance(name, str):
+            return  # not a capture point's message
         a = self._agents.get(name) or AgentStatus(name, "")
-        now = time.monotonic()
+        if name in self._rejected:
+            return
+        try:
+            a = self._apply(name, a, msg)
+        except (WireError, KeyError, TypeError, ValueError) as exc:
+            why = str(exc) if isinstance(exc, WireError) else f"malformed {msg.get('kind')!r} message ({exc!r})"
+            self._rejected.add(name)
+            a = replace(a, state="failed", error=f"rejected, nothing of it merged: {why}")
+        self._agents[name] = replace(a, seen=time.monotonic())
+
+    def _apply(self, name: str, a: AgentStatus, msg: dict) -> AgentStatus:
         kind = msg["kind"]
         if kind == "beat":
-            dt = now - a.seen if a.state == "running" else 0.0
+            (exact,) = self._summaries(msg["exact"], {"exact"}, need={"exact"}).values()
+            dt = time.monotonic() - a.seen if a.state == "running" else 0.0
             rate = (msg["packets"] - a.packets) / dt if dt > 0 else a.packets_per_second
             a = replace(a, iface=msg["iface"], state="running", packets=msg["packets"], ip_packets=msg["ip_packets"],
                         packets_per_second=rate, kernel_drops=msg["kernel_drops"], queue_drops=msg["queue_drops"],
                         late=msg["late"], first_cell=msg["first_cell"], error=msg["error"])
-            self._merger.add_exact(name, pickle.loads(msg["exact"]))
+            self._merger.add_exact(name, exact)
         elif kind == "epoch":
+            summaries = self._summaries(msg["summaries"], set(self.plan.private))
             if msg["epoch"] >= self._next_cell or self.plan.grid is None:
-                self._merger.add_epoch(name, msg["epoch"], pickle.loads(msg["summaries"]))
+                self._merger.add_epoch(name, msg["epoch"], summaries)
         elif kind == "done":
-            self._merger.add_whole(name, pickle.loads(msg["whole"]))
+            whole = self._summaries(msg["whole"], self.plan.whole, need={"exact"})
             a = replace(a, state="finished", packets=msg["packets"], ip_packets=msg["ip_packets"],
                         kernel_drops=msg["kernel_drops"], late=msg["late"], last_cell=msg["last_cell"],
                         packets_per_second=0.0)
-        self._agents[name] = replace(a, seen=now)
+            self._merger.add_whole(name, whole)
+        else:
+            raise ValueError(f"unknown kind {kind!r}")
+        return a
+
+    @staticmethod
+    def _summaries(payload, allowed: set, need: set = frozenset()) -> dict:
+        """The decoded summaries of ``payload``: only the ``allowed`` algorithms, the ``need`` ones present."""
+        summaries = decode(payload)
+        if not set(need) <= set(summaries) <= allowed:
+            raise WireError(f"summaries of {', '.join(sorted(summaries)) or 'nothing'}; this run takes "
+                            f"{', '.join(sorted(allowed)) or 'none'}" + (f" and needs {', '.join(sorted(need))}" if need else ""))
+        return summaries
 
     def _mark_lost(self) -> None:
         now = time.monotonic()

@@ -4,7 +4,7 @@
 after the capture point and carrying the resource ``dptop-agent`` and an ``AgentPlugin`` that holds
 its interface. A collector pins ``run_capture_point`` to that worker (``workers=[address]``,
 ``resources={"dptop-agent": 1}``); the task captures with ``dptop.capture.live.LiveCapture`` into a
-``CapturePoint`` and ships, as scheduler events on the run's topic (msgpack dicts, summaries pickled):
+``CapturePoint`` and ships, as scheduler events on the run's topic (msgpack dicts, summaries as bytes of dptop.cluster.wire):
 
 * ``beat`` every ``HEARTBEAT_S``: packet counters, drops and the exact-count delta since the last one;
 * ``epoch`` when a time epoch's cell is over (plus ``GRACE_S`` for packets still in flight), and for
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import pickle
 import socket
 import threading
 import time
@@ -29,6 +28,7 @@ from distributed import Event, Variable, WorkerPlugin, get_worker, secede
 from dptop.capture.live import LiveCapture
 from dptop.cluster.plan import Plan
 from dptop.cluster.point import CapturePoint
+from dptop.cluster.wire import encode
 
 AGENT_RESOURCE = "dptop-agent"
 PLUGIN = "dptop-agent"
@@ -122,11 +122,11 @@ def run_capture_point(plan: Plan, run: str) -> dict:
             _ship(worker, run, "beat", iface=plugin.iface, first_cell=first_cell, packets=st.packets,
                   ip_packets=st.ip_packets, kernel_drops=st.kernel_drops, queue_drops=st.queue_drops,
                   late=point.counters.late, outside_grid=point.counters.outside_grid,
-                  error=st.error, exact=pickle.dumps(delta))
+                  error=st.error, exact=encode({"exact": delta}))
             while grid is not None and time.time_ns() >= grid.start_ns + (next_cell + 1) * grid.epoch_ns + GRACE_S * 1e9:
                 with lock:
                     summaries = point.take_epoch(next_cell)
-                _ship(worker, run, "epoch", epoch=next_cell, summaries=pickle.dumps(summaries))
+                _ship(worker, run, "epoch", epoch=next_cell, summaries=encode(summaries))
                 next_cell += 1
             time.sleep(HEARTBEAT_S)
     finally:
@@ -135,10 +135,10 @@ def run_capture_point(plan: Plan, run: str) -> dict:
     last = 0 if grid is None else max(next_cell, min(_cell_now(grid), grid.cells - 1))
     with lock:  # the open (partial) cells, or the whole-stream epoch
         for epoch in range(0 if grid is None else next_cell, last + 1):
-            _ship(worker, run, "epoch", epoch=epoch, summaries=pickle.dumps(point.take_epoch(epoch)))
+            _ship(worker, run, "epoch", epoch=epoch, summaries=encode(point.take_epoch(epoch)))
         whole = point.take_whole()
     st = capture.stats()
     final = {"packets": st.packets, "ip_packets": st.ip_packets, "kernel_drops": st.kernel_drops,
              "late": point.counters.late, "last_cell": last}
-    _ship(worker, run, "done", whole=pickle.dumps(whole), **final)
+    _ship(worker, run, "done", whole=encode(whole), **final)
     return final

@@ -90,6 +90,11 @@ class Plan:
     def private(self) -> tuple[str, ...]:
         return tuple(n for n in self.names if n in PRIVATE)
 
+    @property
+    def whole(self) -> frozenset:
+        """The names of the whole-stream summaries a capture point ships (``whole_summarizers``)."""
+        return frozenset({"exact", *self.names}) - set(self.private)
+
     def release_algorithm(self, name: str):
         """The collector's releasing instance of private algorithm ``name``."""
         return MergedDPMG(self.settings) if name == "dpmg" else MergedEEHH(self.settings, self.agents)

@@ -1,0 +1,129 @@
+"""The wire format of the summaries a capture point ships to the collector.
+
+A payload is msgpack of one map: ``format`` (``"dptop-summaries"``), ``version`` (``VERSION``) and
+``summaries``, a map from algorithm name to one summary: its ``type`` (``count``, ``mg``, ``ss``,
+``sketch``), its integer fields and its numpy arrays, each as ``dtype`` (a little-endian numpy
+dtype string), ``shape`` and raw ``data``. Nothing in a payload is ever executed: ``decode``
+reads plain msgpack (no extension types), checks the format and version, that every algorithm
+name carries the summary type that name has, every field's presence and type, every array's dtype,
+dimensions and byte length, and that the arrays of one summary agree; anything else is one
+``WireError`` naming what is wrong. The summaries are those of dptop.engine.baselines.merge.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+
+import msgpack
+import numpy as np
+
+from dptop.engine.baselines.merge import CountSummary, MGSummary, SketchSummary, SSSummary
+
+FORMAT = "dptop-summaries"
+VERSION = 1
+KEYS = ("<u8", (None, 2))
+COUNTS = ("<i8", (None,))
+SCHEMA = {
+    "count": (CountSummary, {"keys": KEYS, "counts": COUNTS}),
+    "mg": (MGSummary, {"keys": KEYS, "counts": COUNTS}),
+    "ss": (SSSummary, {"keys": KEYS, "counts": COUNTS}),
+    "sketch": (SketchSummary, {"cells": ("<i8", (None, None)), "seeds": ("<u8", None),
+                               "candidates": KEYS}),
+}
+"""Per summary type: its class and, per array field, its dtype and shape (None: any length; a
+shape of None: one or two dimensions). The class's other fields are non-negative integers."""
+TYPE_OF = {cls: tag for tag, (cls, _) in SCHEMA.items()}
+SUMMARY_TYPE = {"exact": "count", "misragries": "mg", "dpmg": "mg", "spacesaving": "ss",
+                "countmin": "sketch", "eehh-cms": "sketch"}
+"""The summary type every mergeable algorithm ships."""
+
+
+class WireError(ValueError):
+    """A payload that is not a valid summaries payload of this version."""
+
+
+def encode(summaries: dict) -> bytes:
+    """``summaries`` (algorithm name -> summary) as one payload."""
+    out = {}
+    for name, summary in summaries.items():
+        tag = TYPE_OF[type(summary)]
+        arrays = SCHEMA[tag][1]
+        item = {"type": tag}
+        for f in fields(summary):
+            value = getattr(summary, f.name)
+            if f.name in arrays:
+                a = np.ascontiguousarray(value, dtype=np.dtype(arrays[f.name][0]))
+                item[f.name] = {"dtype": a.dtype.str, "shape": list(a.shape), "data": a.tobytes()}
+            else:
+                item[f.name] = int(value)
+        out[name] = item
+    return msgpack.packb({"format": FORMAT, "version": VERSION, "summaries": out}, use_bin_type=True)
+
+
+def decode(data) -> dict:
+    """The summaries of a payload ``encode`` wrote, or ``WireError``."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise WireError(f"summaries must arrive as bytes, not {type(data).__name__}")
+    try:
+        doc = msgpack.unpackb(bytes(data), raw=False, strict_map_key=True, ext_hook=_no_extension)
+    except WireError:
+        raise
+    except Exception as exc:  # msgpack's errors for every kind of malformed input
+        raise WireError(f"not a {FORMAT} payload (not msgpack: {type(exc).__name__})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise WireError(f"not a {FORMAT} payload (no format field)")
+    if doc.get("version") != VERSION:
+        raise WireError(f"{FORMAT} version {doc.get('version')!r} is not supported (this collector reads {VERSION})")
+    summaries = doc.get("summaries")
+    if not isinstance(summaries, dict) or set(doc) != {"format", "version", "summaries"}:
+        raise WireError(f"{FORMAT}: the payload holds exactly format, version and summaries")
+    return {name: _summary(name, item) for name, item in summaries.items()}
+
+
+def _no_extension(code, data):
+    raise WireError(f"not a {FORMAT} payload (msgpack extension type {code})")
+
+
+def _summary(name, item):
+    if name not in SUMMARY_TYPE:
+        raise WireError(f"{FORMAT}: unknown algorithm {str(name)[:40]!r}")
+    tag = SUMMARY_TYPE[name]
+    if not isinstance(item, dict) or item.get("type") != tag:
+        raise WireError(f"{FORMAT}: {name} must be a {tag} summary")
+    cls, arrays = SCHEMA[tag]
+    names = [f.name for f in fields(cls)]
+    if set(item) != {"type", *names}:
+        raise WireError(f"{FORMAT}: {name}'s {tag} summary has fields {', '.join(names)}")
+    values = {}
+    for field in names:
+        if field in arrays:
+            values[field] = _array(f"{name}.{field}", item[field], *arrays[field])
+        elif type(item[field]) is not int or item[field] < 0:
+            raise WireError(f"{FORMAT}: {name}.{field} must be a non-negative integer")
+        else:
+            values[field] = item[field]
+    rows = {len(values[f]) for f in ("keys", "counts") if f in values}
+    if len(rows) > 1:
+        raise WireError(f"{FORMAT}: {name}'s keys and counts differ in length")
+    return cls(**values)
+
+
+def _array(where: str, item, dtype: str, shape) -> np.ndarray:
+    if not isinstance(item, dict) or set(item) != {"dtype", "shape", "data"}:
+        raise WireError(f"{FORMAT}: {where} must be an array (dtype, shape, data)")
+    got, dims, data = item["dtype"], item["shape"], item["data"]
+    if got != dtype:
+        raise WireError(f"{FORMAT}: {where} has dtype {str(got)[:20]!r}, expected {dtype!r}")
+    if (not isinstance(dims, list) or not all(type(d) is int and d >= 0 for d in dims)
+            or (len(dims) not in (1, 2) if shape is None else len(dims) != len(shape))
+            or any(want is not None and d != want for d, want in zip(dims, shape or ()))):
+        raise WireError(f"{FORMAT}: {where} has shape {str(dims)[:40]}, expected {_shape_text(shape)}")
+    itemsize = np.dtype(dtype).itemsize
+    if not isinstance(data, bytes) or len(data) != int(np.prod(dims, dtype=object)) * itemsize:
+        raise WireError(f"{FORMAT}: {where}'s data does not hold shape {dims} of {dtype}")
+    return np.frombuffer(data, dtype=dtype).reshape(dims).astype(dtype[1:], copy=True)
+
+
+def _shape_text(shape) -> str:
+    if shape is None:
+        return "one or two dimensions"
+    return "(" + ", ".join("n" if d is None else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
