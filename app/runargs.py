@@ -12,6 +12,7 @@ from dptop.engine.core.keykinds import KEY_KINDS
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Settings, parse_param
 from dptop.monitor.config import (BYTE_CAP, BYTE_UNIT, LATENESS, LATENESS_SECONDS, LIVE_EPOCH_SECONDS, Counting,
                                   RunConfig, config_errors)
+from dptop.monitor.footprints import ENV, MemoryLimit, parse_size
 from dptop.options import json_target, nonempty, ranged
 
 DEFAULT_ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries", "countmin")
@@ -66,6 +67,9 @@ def add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
                         "to its client end in both directions (default: the packets one host sends)")
     p.add_argument("--top", type=ranged(replace(EXTRA_RANGES["top"], name="top")), default=None,
                    help="length of exact.top (default max(k, 10); 0 = all)")
+    p.add_argument("--memory-limit", type=memory_limit_arg, default=None, metavar="SIZE",
+                   help=f"refuse a run whose algorithms' state would take more than SIZE (e.g. 8G, 512M; default "
+                        f"{ENV}, else a quarter of the machine's memory)")
     if json_out:
         p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
                        help="write the JSON result to OUT or stdout")
@@ -89,6 +93,13 @@ def settings_from_args(args) -> Settings:
                     epoch_packets=args.epoch_packets, epoch_seconds=args.epoch_seconds, horizon=args.horizon,
                     restart=args.restart, window=args.window, gamma=args.gamma,
                     extra={**dict(args.param), **({"clients": args.clients} if args.clients else {})})
+
+
+def memory_limit_arg(text: str) -> MemoryLimit:
+    try:
+        return MemoryLimit(parse_size(text), "--memory-limit")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def clients_arg(text: str) -> str:
@@ -149,7 +160,8 @@ def config_from_args(args) -> RunConfig:
     settings = settings_from_args(args)
     top = args.top if args.top is not None else settings.extra.get("top", max(args.k, 10))
     counting = Counting(args.key, args.weight, args.byte_unit, args.byte_cap)
-    config = RunConfig(tuple(names), settings.with_(extra={**settings.extra, "top": top}), counting=counting)
+    config = RunConfig(tuple(names), settings.with_(extra={**settings.extra, "top": top}), counting=counting,
+                       memory_limit=args.memory_limit)
     for name, error in config_errors(config).items():
         raise ValueError(error if name == "settings" else f"{name}: {error}")
     return config

@@ -12,6 +12,7 @@ from dptop.engine.core.keykinds import KEY_KINDS, KeyKind
 from dptop.engine.core.settings import SEED, Range, Settings, check_ranges
 from dptop.engine.privacy.calibration import per_update
 from dptop.engine.privacy.units import Unit
+from dptop.monitor.footprints import MemoryLimit, default_limit, memory_error
 
 NON_PRIVATE_FIELDS = ("k", "k_tilde", "extra")
 """The settings fields the non-private baselines read (a change of epsilon does not restart them)."""
@@ -128,13 +129,14 @@ class Counting:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """The enabled algorithms, the shared settings, per-algorithm ``extra`` options and what a
-    packet counts as."""
+    """The enabled algorithms, the shared settings, per-algorithm ``extra`` options, what a
+    packet counts as and the memory their state may take (None: ``footprints.default_limit``)."""
 
     names: tuple[str, ...]
     settings: Settings = field(default_factory=Settings)
     extras: dict = field(default_factory=dict)
     counting: Counting = field(default_factory=Counting)
+    memory_limit: MemoryLimit | None = None
 
     def settings_for(self, name: str, public: dict | None = None) -> Settings:
         """``name``'s settings with the session's public facts (stream length, time range) and the
@@ -166,9 +168,10 @@ def check_params(names, extra: dict) -> None:
 
 def config_errors(config: RunConfig, public: dict | None = None) -> dict[str, str]:
     """Every reason ``config`` cannot run, by algorithm name ("settings" for the shared ones): the
-    documented ranges first (before anything allocates), then each constructor's own checks, so
-    the CLI and the GUI refuse the same things with the same words. ``public``: facts known before
-    the run (a replay's ``stream_length``), against which e.g. an explicit t_max is checked."""
+    documented ranges first, then the memory the algorithms' state would take (both before
+    anything allocates), then each constructor's own checks, so the CLI and the GUI refuse the
+    same things with the same words. ``public``: facts known before the run (a replay's
+    ``stream_length``), against which e.g. an explicit t_max is checked."""
     try:
         check_ranges(config.settings)
         check_params(config.names, config.settings.extra)
@@ -183,6 +186,18 @@ def config_errors(config: RunConfig, public: dict | None = None) -> dict[str, st
     s = config.settings
     placeholder = {} if s.epoch_seconds is None else {"time_range": (0, max(1, round(s.epoch_seconds * 1e9)))}
     placeholder.update(public or {})
+    footprints = {}
+    for name in config.names:
+        try:
+            footprints[name] = registry.get(name).footprint(config.settings_for(name, placeholder))
+        except (ValueError, TypeError, ArithmeticError):
+            pass  # parameters its constructor refuses below, in its own words
+    try:
+        too_large = memory_error(footprints, config.memory_limit or default_limit())
+    except ValueError as exc:  # a malformed DPTOP_MEMORY_LIMIT
+        return {"settings": str(exc)}
+    if too_large:
+        return {"settings": too_large}
     for name in config.names:
         if name in errors:
             continue

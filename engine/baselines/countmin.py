@@ -11,13 +11,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dptop.engine.core.base import Algorithm
+from dptop.engine.baselines.summary import counters
+from dptop.engine.core.base import Algorithm, Footprint
 from dptop.engine.core.jit import inner, kernel
 from dptop.engine.core.keys import hash_key, random_seed64
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
-from dptop.engine.core.topk import make_topk, offer, tracked
+from dptop.engine.core.topk import make_topk, offer, topk_bytes, tracked
 
 
 class CMSHashing(NamedTuple):
@@ -67,11 +68,24 @@ class CountMinHeap(Algorithm):
     def __init__(self, settings):
         super().__init__(settings)
         self.k = check_positive_int("k", settings.k)
-        self.capacity = check_positive_int(
-            "k~", 2 * self.k if settings.k_tilde is None else settings.k_tilde, minimum=self.k)
-        self.depth = check_positive_int("depth", int(settings.extra.get("depth", 4)))
-        self.width = int(settings.extra.get("width", 1 << max(1, (8 * self.k - 1).bit_length())))
+        self.capacity = check_positive_int("k~", counters(settings), minimum=self.k)
+        self.depth, self.width = self.shape(settings)
+        check_positive_int("depth", self.depth)
         self.reset()
+
+    @staticmethod
+    def shape(settings) -> tuple[int, int]:
+        """(depth, width) of the sketch: ``--param depth`` (4), ``--param width`` (power of two >= 8k)."""
+        return (int(settings.extra.get("depth", 4)),
+                int(settings.extra.get("width", 1 << max(1, (8 * settings.k - 1).bit_length()))))
+
+    @classmethod
+    def footprint(cls, settings):
+        """The depth x width counters and their seeds, and the top-k~ heap."""
+        depth, width = cls.shape(settings)
+        k_tilde = counters(settings)
+        sized_by = f"k~ = {k_tilde}" if topk_bytes(k_tilde) >= 8 * depth * width else f"depth x width = {depth} x {width}"
+        return Footprint(8 * depth * (width + 1) + 8 + topk_bytes(k_tilde), sized_by)
 
     def reset(self):
         self.hashing = make_cms_hashing(self.depth, self.width)

@@ -20,7 +20,7 @@ import numpy as np
 
 from dptop.engine.core import hashtable as ht
 from dptop.engine.core.hashtable import found, is_empty, probe, store
-from dptop.engine.core.base import Algorithm
+from dptop.engine.core.base import Algorithm, Footprint
 from dptop.engine.core.jit import inner, kernel
 from dptop.engine.core.keys import IPV4_MAPPED, KEY_DTYPE, mix64, random_seed64
 from dptop.engine.core.registry import register
@@ -186,10 +186,14 @@ def _top_entries(slots, tab_hi, tab_lo, tab_val, limit):
 _UNWEIGHTED = np.zeros(0, np.int64)
 
 
+INITIAL_CAPACITY = 1 << 12
+"""Positions of a new counter's packed table (it doubles as distinct keys arrive)."""
+
+
 class ExactCounter:
     """A multiset of keys with exact counts (used by ``Exact``, the ground truth and the metrics)."""
 
-    def __init__(self, capacity: int = 1 << 12):
+    def __init__(self, capacity: int = INITIAL_CAPACITY):
         bits = max(3, int(np.ceil(np.log2(max(2, capacity)))))
         self.slots = np.full(1 << bits, PACKED_EMPTY, dtype=np.uint64)
         self.hashing = np.array([random_seed64(), 64 - bits], dtype=np.uint64)
@@ -295,6 +299,12 @@ class Exact(Algorithm):
     def __init__(self, settings):
         super().__init__(settings)
         self.counter = ExactCounter()
+
+    @classmethod
+    def footprint(cls, settings):
+        """The starting tables only: exact counts grow with the distinct keys of the traffic, which
+        no parameter bounds (a non-private baseline, beside the private ones)."""
+        return Footprint(8 * INITIAL_CAPACITY + 16 + ht.table_bytes(8), "the distinct keys seen (grows with them)")
 
     def update(self, keys):
         self.counter.add(keys)

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.core import hashtable as ht
-from dptop.engine.core.base import Algorithm
+from dptop.engine.core.base import Algorithm, Footprint
 from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
 from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import KEY_DTYPE, SENTINEL_HI
@@ -37,7 +37,8 @@ from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
 from dptop.engine.baselines.summary import (W, B_COUNT, B_HEAD, B_MIN, B_NEXT, B_TAIL, N, NIL, SLOT_BUCKET,
-                                            SLOT_NEXT, USED, bucket_drop_if_empty, bucket_new, make_links,
+                                            SLOT_NEXT, USED, bucket_drop_if_empty, bucket_new, counters, links_bytes,
+                                            make_links,
                                             move_up, slot_append)
 
 ALPHA, ZQ_POS = N + 1, N + 2  # more scalars in the last row of ``links``
@@ -80,6 +81,11 @@ def make_state(capacity: int) -> MGState:
                  np.zeros((4, 256), np.int64), ht.make_table(4 * K))
     _init(st.links, st.tab.hi, st.tab.lo, st.tab.val, st.tab.hashing, key_hi, key_lo, st.home)
     return st
+
+
+def state_bytes(capacity: int) -> int:
+    """The bytes ``make_state(capacity)`` allocates, from the capacity alone."""
+    return (24 + 16) * capacity + 8 * HOMES_CHUNK + links_bytes(capacity) + 8 * 4 * 256 + ht.table_bytes(4 * capacity)
 
 
 @inner
@@ -303,10 +309,14 @@ class MisraGries(Algorithm):
     def __init__(self, settings):
         super().__init__(settings)
         self.k = check_positive_int("k", settings.k)
-        self.capacity = check_positive_int("k~", settings.k_tilde or 2 * self.k)
+        self.capacity = check_positive_int("k~", counters(settings))
         if self.capacity < self.k:
             raise ValueError(f"k~ ({self.capacity}) must be >= k ({self.k})")
         self.state = make_state(self.capacity)
+
+    @classmethod
+    def footprint(cls, settings):
+        return Footprint(state_bytes(counters(settings)), f"k~ = {counters(settings)}")
 
     def update(self, keys):
         update_batch(self.state, keys)

@@ -12,14 +12,14 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.core import hashtable as ht
-from dptop.engine.core.base import Algorithm
+from dptop.engine.core.base import Algorithm, Footprint
 from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
 from dptop.engine.core.jit import hot, kernel
 from dptop.engine.core.keys import KEY_DTYPE
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
-from dptop.engine.baselines.summary import (W, B_COUNT, B_MIN, B_TAIL, N, NIL, SLOT_BUCKET, USED, bucket_new,
+from dptop.engine.baselines.summary import (W, B_COUNT, B_MIN, B_TAIL, N, NIL, SLOT_BUCKET, USED, bucket_new, counters, links_bytes,
                                             make_links, move_up, slot_append)
 
 
@@ -37,6 +37,11 @@ def make_state(capacity: int) -> SSState:
     K = check_positive_int("capacity", capacity)
     return SSState(np.zeros(K, KEY_DTYPE), np.zeros(K, KEY_DTYPE), np.zeros(K, np.int64),
                    np.zeros(HOMES_CHUNK, np.int64), make_links(K), ht.make_table(4 * K))
+
+
+def state_bytes(capacity: int) -> int:
+    """The bytes ``make_state(capacity)`` allocates, from the capacity alone."""
+    return 24 * capacity + 8 * HOMES_CHUNK + links_bytes(capacity) + ht.table_bytes(4 * capacity)
 
 
 @hot
@@ -111,9 +116,12 @@ class SpaceSaving(Algorithm):
     def __init__(self, settings):
         super().__init__(settings)
         self.k = check_positive_int("k", settings.k)
-        self.capacity = check_positive_int(
-            "k~", 2 * self.k if settings.k_tilde is None else settings.k_tilde, minimum=self.k)
+        self.capacity = check_positive_int("k~", counters(settings), minimum=self.k)
         self.state = make_state(self.capacity)
+
+    @classmethod
+    def footprint(cls, settings):
+        return Footprint(state_bytes(counters(settings)), f"k~ = {counters(settings)}")
 
     def update(self, keys):
         update_batch(self.state, keys)

@@ -22,6 +22,16 @@ USED, B_MIN, FREE, N = 0, 1, 2, 3  # fields of the last row (FREE: head of the f
 #                                    through B_NEXT); users may add their own after N
 
 
+def counters(settings) -> int:
+    """k~, the counters of a summary: ``settings.k_tilde``, default 2k."""
+    return 2 * settings.k if settings.k_tilde is None else settings.k_tilde
+
+
+def links_bytes(K: int) -> int:
+    """The bytes ``make_links(K)`` allocates."""
+    return 8 * (K + 2) * W
+
+
 def make_links(K: int) -> np.ndarray:
     """Flat ``L`` of K + 2 rows of W fields for K slots with no bucket yet (field i of row r at
     ``L[r * W + i]``; the last row, ``L[-W + i]``, holds the scalars)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from dptop.engine.core import hashtable as ht
-from dptop.engine.core.base import Algorithm
+from dptop.engine.core.base import Algorithm, Footprint
 from dptop.engine.core.hashtable import delete_at, found, probe, store
 from dptop.engine.core.jit import kernel
 from dptop.engine.core.registry import register
@@ -54,6 +54,11 @@ class ExactWindow:
         self.clock = np.array([0, self.window], dtype=np.int64)
         self.table = ht.make_table(2 * self.window)
 
+    @staticmethod
+    def nbytes(window: int) -> int:
+        """The bytes ``ExactWindow(window)`` allocates: the ring of keys, the clock, the table."""
+        return 16 * window + 16 + ht.table_bytes(2 * window)
+
     @property
     def seen(self) -> int:
         return int(self.clock[0])
@@ -91,11 +96,18 @@ class WindowExact(Algorithm):
 
     def __init__(self, settings):
         super().__init__(settings)
-        window = DEFAULT_WINDOW if settings.window is None else settings.window
-        self.window = check_positive_int("window", window, minimum=1)
+        self.window = check_positive_int("window", self.window_of(settings), minimum=1)
         if settings.gamma is not None and not 0.0 < float(settings.gamma) < 1.0:
             raise ValueError(f"gamma ({settings.gamma!r}) must be in (0, 1)")
         self.reset()
+
+    @staticmethod
+    def window_of(settings) -> int:
+        return DEFAULT_WINDOW if settings.window is None else settings.window
+
+    @classmethod
+    def footprint(cls, settings):
+        return Footprint(ExactWindow.nbytes(cls.window_of(settings)), f"window = {cls.window_of(settings)}")
 
     def reset(self):
         self.exact = ExactWindow(self.window)

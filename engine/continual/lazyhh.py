@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.core import hashtable as ht
+from dptop.engine.core.base import Footprint
 from dptop.engine.privacy import bulknoise
 from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, check_gaussbm_epsilon,
                             gaussbm_sigma, tree_height)
@@ -201,6 +202,13 @@ def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
         np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap), np.zeros(1), np.zeros(cap),
         np.zeros(4, np.int64),
     )
+
+
+def hh_state_bytes(depth: int, width: int, height: int, k_tilde: int) -> int:
+    """The bytes of ``make_hh_state``: the sketch's state and 2k~ candidates with their d buckets."""
+    cap = 2 * k_tilde
+    return (LazySketch.state_bytes(depth, width, height) + cap * (64 + 8 * depth) + 8 * CHUNK + 40
+            + ht.table_bytes(4 * k_tilde))
 
 
 @kernel
@@ -419,6 +427,14 @@ class LazyHH(ContinualAlgorithm):
                            + (f"a 10 % source is released on streams of >= {need} packets" if need else
                               "no stream up to 2^40 packets releases a 10 % source"))
         return out
+
+    @classmethod
+    def footprint(cls, settings):
+        """One instance over one horizon: its sketch and 2k~ candidates (``_params``)."""
+        p = cls._params(settings)
+        height = LazySketch.height_for(p.horizon, p.width)
+        return Footprint(hh_state_bytes(p.depth, p.width, height, p.k_tilde),
+                         f"k~ = {p.k_tilde} (a {p.depth} x {p.width} sketch over a horizon of {p.horizon} packets)")
 
     def _new_instance(self):
         seed = None if self.settings.seed is None else self.settings.seed + self.epoch

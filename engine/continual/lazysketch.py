@@ -26,7 +26,8 @@ from dptop.engine.privacy import bulknoise
 from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, BMState, HorizonExceeded,
                             check_gaussbm_delta, check_gaussbm_epsilon,
                             gaussbm_sigma, make_bm_state, noise_bound, push_column, tree_height)
-from dptop.engine.continual.horizon import ContinualAlgorithm
+from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
+from dptop.engine.core.base import Footprint
 from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import hash_key, keys_from_addresses
 from dptop.engine.core.registry import register
@@ -200,7 +201,7 @@ class PrivateSketch:
         self.kind, self.signed = kind, kind == "cs"
         self.m = (4 if self.signed else 2) * self.depth
         self.cell_updates = self.cell_horizon(self.horizon, self.width)
-        self.height = tree_height(self.cell_updates)
+        self.height = self.height_for(self.horizon, self.width)
         size = self.memory_bytes(self.depth, self.width, self.height)
         if size > MAX_SKETCH_BYTES:
             raise ValueError(f"sketch memory d*w*(16H+24) = {size} bytes exceeds {MAX_SKETCH_BYTES} "
@@ -223,6 +224,17 @@ class PrivateSketch:
     def memory_bytes(depth: int, width: int, height: int) -> int:
         """ex (8H) + suffix sums (8(H+1)) + release (8) + P (8) bytes per cell."""
         return depth * width * (16 * height + 24)
+
+    @classmethod
+    def state_bytes(cls, depth: int, width: int, height: int) -> int:
+        """All the bytes of ``state``: the cells (``memory_bytes``), the pushes per column, the
+        pre-drawn noise (d·max(w, CHUNK) draws), the seeds and the per-row scratch."""
+        return cls.memory_bytes(depth, width, height) + 8 * width + 8 * depth * max(width, CHUNK) + 24 * depth + 8
+
+    @classmethod
+    def height_for(cls, horizon: int, width: int) -> int:
+        """H, the levels of each cell's tree over a horizon of ``horizon`` arrivals."""
+        return tree_height(cls.cell_horizon(horizon, width))
 
     @property
     def noise_sigma(self) -> float:
@@ -324,16 +336,35 @@ class _SketchAlgorithm(ContinualAlgorithm):
         if not 0.0 < self.beta < 1.0:
             raise ValueError(f"beta ({self.beta:g}) must be in (0, 1)")
         super().__init__(settings)
-        k = check_positive_int("k", settings.k)
-        k_tilde = check_positive_int("k~", settings.k_tilde or 4 * k)
-        self.width = check_positive_int("width", int(settings.extra.get("width", math.ceil(math.e * k_tilde))))
-        default_d = default_depth(self.horizon, self.beta, self.kind == "cs")
-        self.depth = check_positive_int("depth", int(settings.extra.get("depth", default_d)))
+        check_positive_int("k", settings.k)
+        check_positive_int("k~", settings.k_tilde or 4 * settings.k)
+        width, depth = self.shape(settings, self.horizon)
+        self.width = check_positive_int("width", width)
+        self.depth = check_positive_int("depth", depth)
         labels = settings.extra.get("query", "")
         if isinstance(labels, str):
             labels = [a.strip() for a in labels.split(",") if a.strip()]
         self.labels = keys_from_addresses(list(labels))
         self.reset()
+
+    @classmethod
+    def shape(cls, settings, horizon: int) -> tuple[int, int]:
+        """(w, d): ``--param width`` (default ⌈e·k~⌉, k~ default 4k), ``--param depth`` (default
+        ``default_depth`` of the horizon and β, ``--param beta``, default δ/2)."""
+        k_tilde = settings.k_tilde or 4 * settings.k
+        beta = float(settings.extra.get("beta", float(settings.delta) / 2))
+        return (int(settings.extra.get("width", math.ceil(math.e * k_tilde))),
+                int(settings.extra.get("depth", default_depth(horizon, beta, cls.kind == "cs"))))
+
+    @classmethod
+    def footprint(cls, settings):
+        """One sketch over one horizon, sized from k~ (or the width), the horizon and β."""
+        horizon, _ = resolve_horizon(settings)
+        width, depth = cls.shape(settings, horizon)
+        height = cls.sketch_class.height_for(horizon, width)
+        return Footprint(cls.sketch_class.state_bytes(depth, width, height),
+                         f"k~ = {settings.k_tilde or 4 * settings.k} (a {depth} x {width} sketch over a horizon of "
+                         f"{horizon} packets)")
 
     def _new_instance(self):
         return self.sketch_class(self.horizon, self.epsilon, self.delta, self.width, self.depth,

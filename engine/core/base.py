@@ -15,11 +15,14 @@ The runner talks to algorithms through three more methods with safe defaults:
   the last, possibly partial, epoch).
 
 ``guarantee()`` and ``status()`` describe the algorithm before and during a run so the GUI can
-show the promise and the current threshold up front.
+show the promise and the current threshold up front; ``footprint(settings)`` states the memory its
+state takes from the parameters alone, so a run too large for the machine is refused before
+anything is allocated.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -27,6 +30,16 @@ import numpy as np
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.release import Release, Span
 from dptop.engine.core.settings import Settings
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """The bytes an algorithm's state arrays take (``nbytes``), computed from its parameters before
+    anything is allocated, and the parameter that sizes them as the user sets it (``sized_by``,
+    e.g. "k~ = 16777216")."""
+
+    nbytes: int
+    sized_by: str
 
 
 class Algorithm(ABC):
@@ -71,6 +84,13 @@ class Algorithm(ABC):
         over) a source needs to be released with probability >= 0.9, the typical ``error`` of a
         released estimate, over what (``over``); ``None`` for non-private baselines."""
         return None
+
+    @classmethod
+    def footprint(cls, settings: Settings) -> Footprint:
+        """The memory of the state an instance built from ``settings`` (its defaults chosen,
+        ``with_defaults``) allocates: the arrays its state constructor makes, computed from the
+        parameters alone, never by building it. Every registered algorithm states it."""
+        raise NotImplementedError(f"{cls.__name__} does not state its memory")
 
     @classmethod
     def with_defaults(cls, settings: Settings) -> Settings:

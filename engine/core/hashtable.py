@@ -23,9 +23,13 @@ class Table(NamedTuple):
     hashing: np.ndarray  # uint64[2]: seed, shift
 
 
+def _bits(min_capacity: int) -> int:
+    return max(3, int(np.ceil(np.log2(max(2, min_capacity)))))
+
+
 def make_table(min_capacity: int, seed: np.uint64 | None = None) -> Table:
     """An empty table with at least ``min_capacity`` positions (rounded up to a power of two)."""
-    bits = max(3, int(np.ceil(np.log2(max(2, min_capacity)))))
+    bits = _bits(min_capacity)
     capacity = 1 << bits
     hashing = np.array([random_seed64() if seed is None else seed, 64 - bits], dtype=np.uint64)
     return Table(
@@ -34,6 +38,11 @@ def make_table(min_capacity: int, seed: np.uint64 | None = None) -> Table:
         np.zeros(capacity, dtype=np.int64),
         hashing,
     )
+
+
+def table_bytes(min_capacity: int) -> int:
+    """The bytes ``make_table(min_capacity)`` allocates (three 8-byte words per position)."""
+    return 24 * (1 << _bits(min_capacity)) + 16
 
 
 @inner

@@ -35,6 +35,11 @@ def make_topk(capacity: int) -> TopK:
     )
 
 
+def topk_bytes(capacity: int) -> int:
+    """The bytes ``make_topk(capacity)`` allocates."""
+    return 40 * capacity + 8 + ht.table_bytes(4 * capacity)
+
+
 @inner
 def _swap(st, i, j):
     a = st.heap[i]

@@ -28,7 +28,7 @@ from typing import ClassVar
 import numpy as np
 
 from dptop.engine.core import registry
-from dptop.engine.core.base import Algorithm
+from dptop.engine.core.base import Algorithm, Footprint
 from dptop.engine.core.clock import CellOrdered
 from dptop.engine.core.keys import IPV4_MAPPED, KeyBatch
 from dptop.engine.core.registry import register
@@ -42,7 +42,7 @@ from dptop.engine.single_release.epochs import time_grid
 from dptop.engine.local_dp.bdr import bdr_epsilons
 from dptop.engine.local_dp.domain import inventory_domain, ipv4_of_keys, prefix_domain
 from dptop.engine.local_dp.dsr import grr_mechanism
-from dptop.engine.local_dp.entropy import Entropy
+from dptop.engine.local_dp.entropy import BLOCK, Entropy
 from dptop.engine.local_dp.grr import grr_variance
 from dptop.engine.local_dp.heavyguardian import ED_RULES
 from dptop.engine.local_dp.pipeline import Pipeline, Reservoir, make_halves
@@ -51,6 +51,11 @@ from dptop.engine.local_dp.prefix import PrefixSearch, level_budget, parse_level
 DEFAULT_SNAPSHOT = 1024
 DEFAULT_ALPHA = 0.05
 HEAVY_PER_K = {"bgr": 48, "dsr": 48, "bdr": 4, "cnr": 4, "prefix": 12}
+CELL_BYTES = 25
+"""Bytes of one collector cell, at most: a label, an estimate, a count (8 each) and a flag."""
+PREFIX_LEVELS = "8,12,16,20,24,28,32"
+"""ldp-dsr-prefix's default levels of the IPv4 prefix tree (``--param levels``)."""
+"""Bytes of one collector cell, at most: a label, an estimate, a count (8 each) and a flag."""
 """Default λ_h = this × k (HeavyGuardian with w = 1 needs far more cells than k to admit the
 true top-k under GRR noise; measured in tests/test_ldp_utility.py)."""
 COMMON = ("domain", "inventory", "reports", "snapshot", "ed", "alpha")
@@ -97,6 +102,23 @@ class LocalDP(CellOrdered, Algorithm):
         self.heavy = check_positive_int("k_tilde", settings.k_tilde if settings.k_tilde is not None else default)
         self._configure(x)
         self.reset()
+
+    @classmethod
+    def footprint(cls, settings):
+        """Each pipeline's agent and collector (a buffer of ``BLOCK`` random words each, λ_h hot
+        cells and, for CNR, as many cold ones), the report sampler's buffer and its R reports; λ_h
+        = k~ (default a multiple of k, ``HEAVY_PER_K``), from the parameters alone."""
+        x = settings.extra
+        heavy = settings.k_tilde if settings.k_tilde is not None else HEAVY_PER_K[cls.scheme] * settings.k
+        cells = heavy + (int(x.get("light") or heavy) if cls.scheme == "cnr" else 0)
+        reports = parse_reports(x.get("reports", DEFAULT_REPORTS))
+        sampler = 0 if reports is None else 8 * (BLOCK + reports)
+        return Footprint(cls.pipelines(x) * (16 * BLOCK + CELL_BYTES * cells) + sampler, f"k~ = {heavy}")
+
+    @classmethod
+    def pipelines(cls, extra: dict) -> int:
+        """Agent-collector pairs the scheme runs."""
+        return 1
 
     @classmethod
     def all_parameters(cls) -> list[str]:
@@ -406,8 +428,13 @@ class LDPDSRPrefix(LocalDP):
     scheme = "prefix"
     parameters = ("reports", "snapshot", "ed", "alpha", "levels", "fanout")
 
+    @classmethod
+    def pipelines(cls, extra: dict) -> int:
+        """One per level of the prefix tree."""
+        return len(parse_levels(extra.get("levels", PREFIX_LEVELS)))
+
     def _configure(self, extra: dict) -> None:
-        self.levels = parse_levels(extra.get("levels", "8,12,16,20,24,28,32"))
+        self.levels = parse_levels(extra.get("levels", PREFIX_LEVELS))
         self.fanout = check_positive_int("fanout", extra.get("fanout", 2 * self.k))
 
     def _new_engine(self):

@@ -29,7 +29,9 @@ import numpy as np
 from dptop.engine.privacy.composition import Cost, compose_sequential
 from dptop.engine.single_release.dpss import by_key
 from dptop.engine.single_release.epochs import Epoched
-from dptop.engine.baselines.misragries import is_dummy, make_state, snapshot, update_batch
+from dptop.engine.baselines.misragries import is_dummy, make_state, snapshot, state_bytes, update_batch
+from dptop.engine.baselines.summary import counters
+from dptop.engine.core.base import Footprint
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import sorted_items
 from dptop.engine.privacy.measures import ApproxDP, PureDP
@@ -64,7 +66,7 @@ class DPMisraGries(Epoched):
 
     def __init__(self, settings):
         self.k = check_positive_int("k", settings.k)
-        self.k_tilde = check_positive_int("k~", settings.k_tilde or 2 * self.k)
+        self.k_tilde = check_positive_int("k~", counters(settings))
         if self.k_tilde < self.k:
             raise ValueError(f"k~ ({self.k_tilde}) must be >= k ({self.k})")
         self.epsilon = check_epsilon(settings.epsilon)
@@ -98,6 +100,11 @@ class DPMisraGries(Epoched):
 
     def _new_state(self):
         return make_state(self.k_tilde)
+
+    @classmethod
+    def footprint(cls, settings):
+        """One Misra-Gries summary of k~ counters (the open epoch's)."""
+        return Footprint(state_bytes(counters(settings)), f"k~ = {counters(settings)}")
 
     def _feed(self, state, keys):
         update_batch(state, keys)

@@ -28,7 +28,9 @@ from dptop.engine.single_release.epochs import Epoched
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import sorted_items
 from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
-from dptop.engine.baselines.spacesaving import make_state, snapshot, update_batch
+from dptop.engine.baselines.spacesaving import make_state, snapshot, state_bytes, update_batch
+from dptop.engine.baselines.summary import counters
+from dptop.engine.core.base import Footprint
 
 RECALL_BETA = 0.05
 """Admission: all items with f >= n/k are released together with probability >= 1 − β
@@ -55,7 +57,7 @@ class DPSpaceSaving(Epoched):
     parameters = ("recall_beta",)
 
     def __init__(self, settings):
-        self.k, self.k_tilde = check_k_tilde(settings.k, settings.k_tilde or 2 * settings.k)
+        self.k, self.k_tilde = check_k_tilde(settings.k, counters(settings))
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
         self.eps_a, self.delta_a, self.eps_n, self.delta_n = split_length_budget(self.epsilon, self.delta)
         self.gamma = dpss_gamma(self.eps_a, self.delta_a)
@@ -108,6 +110,11 @@ class DPSpaceSaving(Epoched):
 
     def _new_state(self):
         return make_state(self.k_tilde)
+
+    @classmethod
+    def footprint(cls, settings):
+        """One SpaceSaving summary of k~ counters (the open epoch's)."""
+        return Footprint(state_bytes(counters(settings)), f"k~ = {counters(settings)}")
 
     def _feed(self, state, keys):
         update_batch(state, keys)

@@ -35,6 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.core import hashtable as ht
+from dptop.engine.core.base import Footprint
 from dptop.engine.single_release.eehh_envelope import cms_envelope, cs_envelope_depth, cs_psi, next_pow2
 from dptop.engine.single_release.eehh_envelope import cms_threshold as envelope_threshold
 from dptop.engine.single_release.length import (check_k_tilde, length_composed_cost, length_slack, public_length,
@@ -94,6 +95,11 @@ def make_ee_state(cells: np.ndarray, hseed: np.ndarray, sseed: np.ndarray, slots
                    np.zeros(2, np.int64), np.zeros(slots, np.int64), np.zeros(slots, np.int64),
                    np.zeros(slots, np.int64), np.zeros(slots, np.int64), np.zeros(HOMES_CHUNK, np.int64),
                    np.zeros(d, np.int64), np.zeros(d, np.int64), np.ones(d, np.int64), ht.make_table(4 * slots))
+
+
+def ee_state_bytes(d: int, w: int, slots: int) -> int:
+    """The bytes ``make_ee_state`` holds for a d × w sketch with ``slots`` tracked labels."""
+    return 8 * d * (w + 5 + 5 + 10 + 3) + 8 + 56 * slots + 16 + 8 * HOMES_CHUNK + ht.table_bytes(4 * slots)
 
 
 @inner
@@ -266,6 +272,20 @@ class _EEHH(Epoched):
     length_shares = LENGTH_SHARES
 
     def __init__(self, settings):
+        self._configure(settings)
+        super().__init__(settings)
+
+    @classmethod
+    def footprint(cls, settings):
+        """One sketch and its k~ tracked labels (the open epoch's), sized as ``_configure`` plans
+        them from the parameters (no state is built)."""
+        plan = cls.__new__(cls)
+        plan._configure(settings)
+        return Footprint(ee_state_bytes(plan.depth, plan.width, plan.k_tilde),
+                         f"k~ = {plan.k_tilde} (a {plan.depth} x {plan.width} sketch)")
+
+    def _configure(self, settings):
+        """k~, the budget split and the sketch's depth and width (dpss-eehh.md §4.5, §6)."""
         self.k, self.k_tilde = check_k_tilde(settings.k, settings.k_tilde or 4 * settings.k)
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
         self.settings_width = settings.extra.get("width")
@@ -283,7 +303,6 @@ class _EEHH(Epoched):
                              f"use --param t_max={need} or more")
         self.length_share = min(fits, key=lambda c: c["tau"])["share"]
         self._plan(self.length_share, t_max, n_public)  # the chosen one sets the attributes last
-        super().__init__(settings)
 
     def _plan(self, share: float, t_max: int | None, n_public: int | None) -> dict:
         """Set the sizes for one share of the budget spent on ñ (dpss-eehh.md §4.5); return the

@@ -284,10 +284,25 @@ class DPSWSketch:
             return g.K * g.m + e.q - 1
         return ((e.k - 1) % g.K) * g.m + (e.q if e.kind == SUFFIX else 0)
 
+    @staticmethod
+    def _indices(g: Geometry) -> list[int]:
+        """The I-index of every sketch id (``sketch_id``'s layout)."""
+        return [q for _ in range(g.K) for q in range(g.m)] + list(range(1, g.m))
+
+    @classmethod
+    def nbytes(cls, geometry: Geometry, channels: int, depth: int, width: int) -> int:
+        """The bytes ``_build`` allocates for ``channels`` channels of depth x width sketches,
+        from the geometry and the sizes alone: the cells, and per sketch its layout, noise scales
+        and clock; the seeds and masks per channel."""
+        qs = cls._indices(geometry)
+        widths = sketch_widths(width, geometry.I)
+        cells = 8 * channels * depth * sum(widths[q] for q in qs)
+        per_sketch = len(qs) * (8 * 8 + 9 * channels)
+        return cells + per_sketch + 8 * channels * (depth + 3) + 8 * (len(geometry.I) + len(geometry.Ip)) + 64
+
     def _build(self) -> None:
         g, a = self.geometry, self.depth
-        m, K = g.m, g.K
-        qs = [q for _ in range(K) for q in range(m)] + list(range(1, m))  # I-index of every sketch id
+        qs = self._indices(g)
         width = np.array([self.widths[q] for q in qs], dtype=np.int64)
         off = np.concatenate([[0], np.cumsum(a * width)[:-1]]).astype(np.int64)
         S = int(np.sum(a * width))
@@ -309,7 +324,7 @@ class DPSWSketch:
             owner=np.full(n_sk, -1, dtype=np.int64), start=np.zeros(n_sk, dtype=np.int64),
             end=np.full(n_sk, np.iinfo(np.int64).max, dtype=np.int64),
             writes=np.zeros(n_sk, dtype=np.int64), last=np.full(n_sk, -1, dtype=np.int64),
-            geom=np.array([g.L, m, K, a, S], dtype=np.int64))
+            geom=np.array([g.L, g.m, g.K, a, S], dtype=np.int64))
 
     def reset(self) -> None:
         """Forget everything: new hash seeds, new noise (a new instance, §9 P11)."""

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dptop.engine.core.base import Algorithm
+from dptop.engine.core.base import Algorithm, Footprint
 from dptop.engine.sliding_window.dpsw import (FAMILY_ANY, FAMILY_V4, FAMILY_V6, NOISE_OS, NOISE_SEEDED, Channel,
                                               DPSWSketch)
 from dptop.engine.sliding_window.geometry import (ESTIMATORS, PLANS, Geometry, budgets, position_costs,
@@ -148,6 +148,30 @@ class DPSWHeavyHitters(Algorithm):
 
     def __init__(self, settings):
         super().__init__(settings)
+        self._configure(settings)
+        if self.mode == "candidates":
+            self.domain = load_candidates(self.domain_source)
+        elif self.mode == "domain_scan":
+            self.domain = domain_keys(self.domain_source)
+        self.reset()
+        if settings.gamma is None:
+            self.gamma = self.default_gamma()
+
+    @classmethod
+    def footprint(cls, settings):
+        """The sketches of every channel (``DPSWSketch.nbytes``) and a scanned domain's keys, from
+        the parameters as ``_configure`` reads them (no sketch is built, no domain listed)."""
+        plan = cls.__new__(cls)
+        plan._configure(settings)
+        domain = 16 * plan.domain_source if plan.mode == "domain_scan" else 0
+        channels = len(plan._channels())
+        return Footprint(DPSWSketch.nbytes(plan.geometry, channels, plan.depth, plan.width) + domain,
+                         f"depth x width = {plan.depth} x {plan.width} ({channels} levels, window {plan.window})")
+
+    def _configure(self, settings):
+        """The window geometry, the sketch sizes and the labels' source from the parameters
+        (dpsw-sketch.md §4-§5); builds nothing."""
+        self.settings = settings
         x = dict(settings.extra)
         window = DEFAULT_WINDOW if settings.window is None else settings.window
         self.window = check_positive_int("window", window, minimum=2)
@@ -190,19 +214,15 @@ class DPSWHeavyHitters(Algorithm):
         if candidates is not None and scan is not None:
             raise ValueError("give either candidates or domain_scan, not both")
         if candidates is not None:
-            self.mode, self.domain = "candidates", load_candidates(candidates)
+            self.mode, self.domain_source = "candidates", candidates
         elif scan is not None:
-            self.mode = "domain_scan"
-            self.domain = domain_keys(check_positive_int("domain_scan", scan))
+            self.mode, self.domain_source = "domain_scan", check_positive_int("domain_scan", scan)
         else:
-            self.mode, self.domain = "hierarchy", None
+            self.mode, self.domain, self.domain_source = "hierarchy", None, None
             self.levels4 = parse_levels(levels, "levels", 32)
             self.levels6 = parse_levels(levels6, "ipv6_levels", 128)
             if not self.levels4 and not self.levels6:
                 raise ValueError("levels and ipv6_levels are both off: nothing to report")
-        self.reset()
-        if settings.gamma is None:
-            self.gamma = self.default_gamma()
 
     def default_gamma(self) -> float:
         """γ when unset: 1/k, raised so that the threshold (γ − 1/b)·w stands at least

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from dptop.engine.core.base import Algorithm
+from dptop.engine.core.base import Algorithm, Footprint
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_SINGLE, Release, sorted_items
@@ -43,7 +43,7 @@ from dptop.engine.single_release.dpmg import DPMisraGries
 from dptop.engine.single_release.epochs import Epoched
 from dptop.engine.user_level.clients import ClientPrefixes, client_pairs
 from dptop.engine.user_level.gshm import gshm_parameters, gshm_release, thm12_error
-from dptop.engine.user_level.pamg import PAMG
+from dptop.engine.user_level.pamg import PAMG, state_bytes
 from dptop.engine.user_level.usersets import UserSets
 
 DEFAULT_M = 8
@@ -169,6 +169,17 @@ class HostDPDst(Epoched):
                     f"δ/(m·e^ε)={self.flat.delta:.3g} (002 §8 Lemma 2): keep >= {self.flat.tau}")
         return head, mech, cap
 
+    @classmethod
+    def footprint(cls, settings):
+        """The epoch's user sets at their starting size (they grow with the hosts of the traffic)
+        and the release's sketch: PAMG of k + m counters, or (mg-dup) the flat DP-MG's k~ counters
+        twice (its running instance and the one each release fills)."""
+        m = int(settings.extra.get("m", DEFAULT_M))
+        if settings.extra.get("variant", "pamg") == "pamg":
+            return Footprint(UserSets.nbytes() + state_bytes(settings.k, m), f"k + m = {settings.k} + {m}")
+        flat = DPMisraGries.footprint(Settings(k=settings.k, k_tilde=settings.k_tilde))
+        return Footprint(UserSets.nbytes() + 2 * flat.nbytes, flat.sized_by)
+
     # --- Epoched hooks ---------------------------------------------------------------------------
     def _new_state(self):
         return UserSets(self.m)
@@ -262,6 +273,12 @@ class ExactClients(Algorithm):
     def __init__(self, settings: Settings):
         super().__init__(settings)
         self.sets = UserSets(None)
+
+    @classmethod
+    def footprint(cls, settings):
+        """The sets at their starting size: exact sets grow with the host pairs of the traffic,
+        which no parameter bounds (a non-private baseline, beside the private ones)."""
+        return Footprint(UserSets.nbytes(), "the distinct host pairs seen (grows with them)")
 
     def update(self, keys) -> None:
         pairs = _as_pairs(keys, self.item_field, self.name)

@@ -54,6 +54,11 @@ def make_state(k: int, m: int) -> PAMGState:
                      np.array([0, k, 0, 0], dtype=np.int64), ht.make_table(2 * cap))
 
 
+def state_bytes(k: int, m: int) -> int:
+    """The bytes ``make_state(k, m)`` allocates."""
+    return 24 * (k + m) + 32 + ht.table_bytes(2 * (k + m))
+
+
 @inner
 def _decrement_all(key_hi, key_lo, cnt, meta, tab_hi, tab_lo, tab_val, hashing):
     """Every counter −1; keys that reach 0 leave T; the survivors are compacted to the front."""

@@ -113,10 +113,22 @@ def _grown(st: UserSetsState) -> UserSetsState:
     return new
 
 
+INITIAL_CAPACITY = 1 << 10
+"""Users, items and pairs a new ``UserSets`` holds before its tables grow."""
+
+
 class UserSets:
     """The distinct items of each user, first ``m`` per user (``m=None``: no cap)."""
 
-    def __init__(self, m: int | None, capacity: int = 1 << 10):
+    @staticmethod
+    def nbytes(capacity: int = INITIAL_CAPACITY) -> int:
+        """The bytes ``_state(capacity, capacity, capacity)`` allocates: three tables and the
+        per-user, per-item and per-pair arrays (half a table's positions each)."""
+        table = ht.table_bytes(2 * capacity)
+        rows = (table - 16) // 48  # half of the table's positions
+        return 3 * table + rows * (16 + 24 + 16) + 24
+
+    def __init__(self, m: int | None, capacity: int = INITIAL_CAPACITY):
         self.m = m
         self._cap = np.iinfo(np.int64).max if m is None else int(m)
         self.state = _state(capacity, capacity, capacity)
