@@ -12,7 +12,7 @@ import sys
 import time
 
 from dptop.capture.live import DURATION
-from dptop.cluster.connect import local_workers
+from dptop.cluster.connect import check_tls, local_workers
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, check_ranges, parse_param
 from dptop.options import Parser, json_target, nonempty, ranged, ranged_list
 from dptop.output import write_json
@@ -21,7 +21,14 @@ LIVE_DEFAULT = ("exact", "dpmg", "misragries")
 EXPECT_TIMEOUT = Range("expect-timeout", 0.0, 3600.0)
 BENCH_FILES = Range("files", 1, 1024, integer=True)
 BENCH_PACKETS = Range("packets", 1, 1 << 30, integer=True)
-SCHEDULER = nonempty("--scheduler (tcp://HOST:PORT)")
+
+
+def scheduler_arg(text: str) -> str:
+    """``--scheduler``: tcp://HOST:PORT, or tls://HOST:PORT with certificates in Dask's configuration."""
+    try:
+        return check_tls(nonempty("--scheduler (tcp://HOST:PORT or tls://HOST:PORT)")(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--scheduler {exc}") from None
 
 
 def _param(text: str):
@@ -132,14 +139,14 @@ def add_subcommands(subparsers) -> None:
     p = subparsers.add_parser("agent", help="run a live capture point that joins a Dask scheduler")
     p.add_argument("--iface", type=nonempty("--iface"), required=True,
                    help="interface to capture on (needs root or CAP_NET_RAW)")
-    p.add_argument("--scheduler", type=SCHEDULER, required=True, metavar="tcp://HOST:PORT")
+    p.add_argument("--scheduler", type=scheduler_arg, required=True, metavar="tcp|tls://HOST:PORT")
     p.add_argument("--name", type=nonempty("--name"), default=None,
                    help="capture point name (default HOSTNAME:IFACE; unique per scheduler)")
     p.add_argument("--bpf", default=None, help="BPF capture filter")
     p.set_defaults(func=cmd_agent)
 
     p = subparsers.add_parser("collect", help="merge the live capture points of a Dask scheduler and release")
-    p.add_argument("--scheduler", type=SCHEDULER, required=True, metavar="tcp://HOST:PORT")
+    p.add_argument("--scheduler", type=scheduler_arg, required=True, metavar="tcp|tls://HOST:PORT")
     p.add_argument("--algorithms", type=nonempty("--algorithms"), default=",".join(LIVE_DEFAULT),
                    help="comma-separated mergeable algorithms (exact, spacesaving, misragries, countmin, dpmg, eehh-cms)")
     p.add_argument("--k", type=ranged(RANGES["k"]), default=16)

@@ -2,9 +2,13 @@
 Dask scheduler.
 
 ``cluster`` is ``None`` (in-process, no Dask), ``"local:N"`` (a LocalCluster of N single-threaded
-worker processes on 127.0.0.1, closed afterwards), ``"tcp://HOST:PORT"`` (a running scheduler; its
-workers need dptop installed and, for archive replay, the files at the same paths), or a
-``distributed.Client`` the caller owns (tests use this with ``processes=False``).
+worker processes on 127.0.0.1, closed afterwards), ``"tcp://HOST:PORT"`` or ``"tls://HOST:PORT"``
+(a running scheduler; its workers need dptop installed and, for archive replay, the files at the
+same paths), or a ``distributed.Client`` the caller owns (tests use this with ``processes=False``).
+
+Over ``tls://`` every client and worker takes its certificates from Dask's own configuration
+(``distributed.comm.tls.*``, e.g. the ``DASK_DISTRIBUTED__COMM__TLS__CA_FILE`` environment
+variable), which Dask's ``Security`` reads; dptop names no certificate itself.
 """
 from __future__ import annotations
 
@@ -18,7 +22,8 @@ from pathlib import Path
 
 from dptop.engine.core.settings import Range
 
-CLUSTER_RULE = "cluster ({!r}) must be local:N (N >= 1 workers) or tcp://HOST:PORT"
+CLUSTER_RULE = "cluster ({!r}) must be local:N (N >= 1 workers), tcp://HOST:PORT or tls://HOST:PORT"
+TLS_CONFIG = "distributed.comm.tls.ca-file"
 WORKERS_PER_CPU = 2
 """Single-threaded local workers per usable CPU: more only queue for the same cores (and each is
 a process holding its own kernels)."""
@@ -30,7 +35,7 @@ def local_workers() -> Range:
     return Range(f"local workers (this machine: {cpus} CPUs, at most {WORKERS_PER_CPU} per CPU)", 1,
                  WORKERS_PER_CPU * cpus, integer=True)
 _LOCAL = re.compile(r"local:(\d+)")
-_TCP = re.compile(r"tcp://[^\s:/]+:\d+")
+_TCP = re.compile(r"(tcp|tls)://[^\s:/]+:\d+")
 
 
 def check_cluster(cluster):
@@ -45,8 +50,20 @@ def check_cluster(cluster):
             raise ValueError(f"cluster ({cluster!r}): {exc}") from None
         return cluster
     if _TCP.fullmatch(cluster):
-        return cluster
+        return check_tls(cluster)
     raise ValueError(CLUSTER_RULE.format(cluster))
+
+
+def check_tls(address: str) -> str:
+    """``address``; a ``tls://`` one only when Dask's configuration names the certificates."""
+    if address.startswith("tls://"):
+        import dask
+
+        if not dask.config.get(TLS_CONFIG, None):
+            raise ValueError(f"{address}: TLS needs the user's certificates in Dask's configuration "
+                             f"({TLS_CONFIG} and the client's and worker's cert and key, e.g. "
+                             f"DASK_DISTRIBUTED__COMM__TLS__CA_FILE; see the README)")
+    return address
 
 
 def local_cluster(workers: int, processes: bool = True):
