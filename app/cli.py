@@ -187,14 +187,19 @@ def cmd_compile(args) -> int:
 
 
 def summary_line(cls) -> str:
-    """The first line of a class docstring as plain text (reStructuredText ``literals`` unquoted)."""
-    return (cls.__doc__ or "").strip().splitlines()[0].replace("``", "")
+    """The first paragraph of a class docstring, whole, as one line of plain text
+    (reStructuredText ``literals`` unquoted)."""
+    return " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()).replace("``", "")
 
 
 def cmd_list(args) -> int:
-    for name in registry.names():
-        cls = registry.get(name)
-        print(f"{name:16s} {'private' if cls.private else 'non-private':12s} {cls.family:15s} {summary_line(cls)}")
+    """One row per algorithm: name, privacy, family in columns as wide as their longest entry,
+    then its whole description."""
+    rows = [(name, "private" if cls.private else "non-private", cls.family, summary_line(cls))
+            for name, cls in ((n, registry.get(n)) for n in registry.names())]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
     return 0
 
 

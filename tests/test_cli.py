@@ -106,6 +106,24 @@ def test_list_names_the_baselines(capsys):
         assert name in out
 
 
+def test_list_aligns_its_columns_and_gives_whole_descriptions(capsys):
+    """Every row starts its description at the same column, and a docstring's first paragraph
+    that spans several lines is printed whole."""
+    from dptop.engine.core import registry
+
+    assert main(["list"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert len(rows) == len(registry.names())
+    starts = set()
+    for row in rows:
+        name = row.split()[0]
+        paragraph = " ".join(registry.get(name).__doc__.strip().split("\n\n")[0].split()).replace("``", "")
+        assert row.endswith("  " + paragraph), row
+        starts.add(len(row) - len(paragraph))
+    assert len(starts) == 1, starts
+    assert any("is measured against" in row for row in rows)
+
+
 def test_demo_without_display_says_so_and_replays_headless(monkeypatch, capsys):
     for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
         monkeypatch.delenv(var, raising=False)

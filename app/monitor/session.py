@@ -27,6 +27,7 @@ import numpy as np
 
 from dptop.engine.core import registry
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
+from dptop.engine.core.jit import compiles
 from dptop.engine.core.keys import KeyBatch, tick
 from dptop.engine.core.runner import Runner
 from dptop.engine.privacy.facts import Provenance, PublicFact
@@ -36,6 +37,8 @@ from dptop.monitor.lanes import Lane, LaneView, SessionSnapshot
 from dptop.monitor.truth import Truth
 
 REPLAY_BATCH = 1 << 16
+COMPILING = "compiling kernels (first start after install)..."
+"""The starting phase while numba compiles a kernel the cache does not hold."""
 """Replay batch size: large, so the per-batch Python work of the threads stays small; slow
 algorithms get it in chunks (``Lane.chunks``)."""
 
@@ -242,8 +245,10 @@ class Session:
                            duration=spec.duration)
 
     def _start_lanes(self, build: bool = True) -> bool:
-        """Build the lanes and wait until every kernel is compiled (or loaded from the cache)."""
-        self.phase = "compiling kernels (first start after install)..."
+        """Build the lanes and wait until every kernel is compiled (or loaded from the cache); the
+        phase says "compiling kernels" only once numba compiles one (a kernel missing from the cache)."""
+        self.phase = "starting the algorithms..."
+        before = compiles()
         with self._lock:
             if self._stopping.is_set():
                 return False
@@ -252,6 +257,8 @@ class Session:
         while not all(lane.ready for lane in self.lanes.values()):
             if self._stopping.is_set():
                 return False
+            if compiles() > before:
+                self.phase = COMPILING
             time.sleep(0.02)
         self.phase = ""
         return True

@@ -14,9 +14,11 @@ The cache goes to a user-writable folder, never into site-packages (which may be
 Numba files each kernel under its source file's path, so two installs never share entries.
 """
 import os
+import threading
 from pathlib import Path
 
 import numba
+from numba.core import event
 
 
 def cache_dir() -> Path:
@@ -30,6 +32,33 @@ def cache_dir() -> Path:
 # Read by numba when each decorated function's cache is first located, so it must be set before
 # any kernel below is decorated; setting it here (the only place kernels are decorated) suffices.
 numba.config.CACHE_DIR = str(cache_dir())
+
+
+
+class _Compiles(event.Listener):
+    """Counts the functions numba really compiles: a kernel loaded from the cache fires no
+    "numba:compile" event (numba/core/dispatcher.py, ``Dispatcher.compile``)."""
+
+    def __init__(self):
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def on_start(self, ev):
+        with self._lock:
+            self.count += 1
+
+    def on_end(self, ev):
+        pass
+
+
+_COMPILES = _Compiles()
+event.register("numba:compile", _COMPILES)
+
+
+def compiles() -> int:
+    """Functions compiled (not loaded from the cache) in this process so far."""
+    return _COMPILES.count
+
 
 kernel = numba.njit(cache=True, nogil=True)
 inner = numba.njit(cache=True, nogil=True, inline="always")

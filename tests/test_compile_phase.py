@@ -1,0 +1,75 @@
+"""The starting phase says "compiling kernels" only when numba really compiles one: a kernel
+loaded from the cache fires no compile event (``dptop.engine.core.jit.compiles``)."""
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import time
+
+import numba
+
+from dptop.engine.core import jit
+from dptop.monitor import session as session_module
+from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.session import COMPILING, Session
+from tests.conftest import DNS_CAPTURE
+
+
+class RecordingSession(Session):
+    """A session that keeps every phase it passes through."""
+
+    @property
+    def phase(self):
+        return self.__dict__.get("_phase", "")
+
+    @phase.setter
+    def phase(self, value):
+        self.__dict__["_phase"] = value
+        self.__dict__.setdefault("phases", []).append(value)
+
+
+def run_to_end(monkeypatch, counts) -> list[str]:
+    """The phases of a replay whose kernel warm-up takes 0.2 s, with ``counts`` as the compile counter."""
+    from dptop.engine.baselines.exact import Exact
+
+    warm_up = Exact.warm_up
+    monkeypatch.setattr(Exact, "warm_up", lambda self: (time.sleep(0.2), warm_up(self)))
+    monkeypatch.setattr(session_module, "compiles", lambda: next(counts))
+    session = RecordingSession(RunConfig(("exact",)))
+    try:
+        session.open(SourceSpec("file", str(DNS_CAPTURE)))
+        deadline = time.monotonic() + 120
+        while session.state not in ("finished", "failed") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert session.state == "finished", session.error
+        return session.phases
+    finally:
+        assert session.close(1.0) == []
+
+
+def test_a_new_function_counts_as_compiled_and_a_compiled_one_does_not():
+    before = jit.compiles()
+
+    @numba.njit
+    def add_one(x):
+        return x + 1
+
+    assert add_one(1) == 2 and jit.compiles() > before
+    after = jit.compiles()
+    assert add_one(2) == 3 and jit.compiles() == after
+
+
+def test_the_phase_names_compiling_only_when_a_kernel_compiles(monkeypatch):
+    def constant():
+        while True:
+            yield 7
+
+    def rising():
+        n = 7
+        while True:
+            yield n
+            n += 1
+
+    cached = run_to_end(monkeypatch, constant())
+    assert COMPILING not in cached and "starting the algorithms..." in cached, cached
+    assert COMPILING in run_to_end(monkeypatch, rising())
