@@ -267,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="run the algorithms over a pcap/pcapng capture (or an archive of them)")
     p.add_argument("path", nargs="+", help="capture file; several files are the capture points of one network, "
                                            "merged (mergeable algorithms only)")
-    p.add_argument("--cluster", type=cluster_arg, default=None, metavar="local:N|tcp://HOST:PORT",
+    p.add_argument("--cluster", type=cluster_arg, default=None, metavar="local:N|tcp://HOST:PORT|tls://HOST:PORT",
                    help="farm the files out to Dask workers, which ship summaries, not packets")
     p.add_argument("--speed", type=ranged(SPEED), default=None,
                    help="follow packet timestamps at this speed (default: as fast as possible)")
