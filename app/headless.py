@@ -17,7 +17,6 @@ import time
 from contextlib import contextmanager
 
 from dptop.monitor.config import RunConfig, SourceSpec
-from dptop.monitor.precheck import check_source
 from dptop.monitor.result import session_json
 from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
@@ -120,27 +119,15 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
     """Run a session to its end and report it (and its private view to ``publish``); returns the exit
     code. ``lines``: print one line per release while it runs (on stderr when the JSON goes to stdout).
     ``serve``: ``[HOST:]PORT`` of the private feed (dptop.feed) while it runs."""
-    check_source(spec, config.settings.epoch_seconds)
-    out = JsonOut(json_target)
+    out, private_out, feed = JsonOut(json_target), None, None  # the checks ran before (cli: check_replay)
     try:
         private_out = JsonOut(publish, "the private view") if publish else None
-    except OutputError:
-        out.close()
-        raise
-    session = Session(config)
-    feed = None
-    if serve is not None:
-        from dptop.feed import serve as start_feed
-
-        try:
+        session = Session(config)
+        if serve is not None:
             feed = start_feed(session, serve)
-        except OSError as exc:
-            out.close()
-            if private_out is not None:
-                private_out.close()
-            raise OutputError(f"cannot serve the private view at {serve}: {exc.strerror or exc}") from None
-        print(f"dptop: serving the private view at http://{feed.host}:{feed.port}/metrics and /releases",
-              file=sys.stderr)
+    except BaseException:
+        discard(out, private_out)
+        raise
     with stop_on_signals(lambda: session.stop(flush=True), session.stop) as got:  # until the results are written: a late signal cannot cut them
         try:
             session.open(spec)
@@ -154,9 +141,7 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
             result = session_json(session, command, top, partial=got["signal"] is not None)
             private = publish_json(session, command) if publish else None
         except BaseException:
-            out.close()
-            if private_out is not None:
-                private_out.close()
+            discard(out, private_out)
             raise
         finally:
             if feed is not None:
@@ -165,10 +150,8 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
         rc = 0
         if result.get("error"):
             print(f"dptop: error: {result['error']}", file=sys.stderr)
-            out.close()  # a failed run writes no JSON: a previous file stays as it was
-            if private_out is not None:
-                private_out.close()
-                private = None
+            discard(out, private_out)  # a failed run writes no JSON: a previous file stays as it was
+            private = None
             rc = 1
         for warning in result["source"].get("warnings", []):
             print(f"dptop: warning: {warning}", file=sys.stderr)
@@ -184,6 +167,22 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
     if got["signal"] is not None:
         return 128 + int(got["signal"])
     return rc
+
+
+def start_feed(session: Session, serve: str):
+    """The private feed of ``session`` at ``serve`` (dptop.feed), announced on stderr."""
+    from dptop.feed import serve as start
+
+    feed = start(session, serve)  # a port that cannot be bound is one ValueError line (dptop.feed.Feed)
+    print(f"dptop: serving the private view at http://{feed.host}:{feed.port}/metrics and /releases", file=sys.stderr)
+    return feed
+
+
+def discard(*outputs: JsonOut | None) -> None:
+    """Close outputs unwritten: their targets stay as they were."""
+    for output in outputs:
+        if output is not None:
+            output.close()
 
 
 def report(result: dict, out: JsonOut, json_target: str | None) -> int:
