@@ -21,11 +21,13 @@ system-deps:
 	    || echo "note: could not install $$missing; live BPF filters / the Xvfb screenshot test will be unavailable"; fi; \
 	fi
 
+# pip prints a line per package it fetches (no progress bars), so a first install is never silent
+# for long; the kernels the first run needs compile here, the rest on first use (dptop compile).
+PIP := $(PY) -m pip install --progress-bar off --disable-pip-version-check
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	$(VENV)/bin/dptop compile
+	$(PIP) -e '.[test]'
+	$(VENV)/bin/dptop compile --first
 	touch $(STAMP)
 
 demo: $(STAMP) system-deps
@@ -38,7 +40,9 @@ lint: $(STAMP)
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation --target build/lint .
 	PYTHONPATH=build/lint $(VENV)/bin/lint-imports
 
+# every kernel compiled first, two at a time, instead of one by one as the tests reach them
 test: $(STAMP) system-deps lint
+	$(VENV)/bin/dptop compile
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
 
 test-slow: $(STAMP)

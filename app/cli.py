@@ -15,17 +15,19 @@ import time
 from pathlib import Path
 
 from dptop import __version__
-from dptop.engine.core import registry
+from dptop.engine.core.extras import FEED, GUI, LIVE, require
 from dptop.capture import synth
 from dptop.capture.live import COUNT, DURATION
 from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.audit.cases import CONFIDENCE, EVENTS, RUNS
-from dptop.engine.core.settings import SEED, Range, Settings
+from dptop.engine.core.settings import SEED, Range
+from dptop.monitor import catalogue
 from dptop.monitor.config import SourceSpec, config_errors
 from dptop.options import Parser, json_target, names_arg, nonempty, ranged
 from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
-from dptop.runargs import (add_live_options, add_run_options, cluster_arg, config_from_args, serve_arg,
+from dptop.runargs import (add_live_options, add_run_options, algorithm_names, cluster_arg, config_from_args,
+                            serve_arg,
                             time_range_arg)
 
 REFRESH = Range("refresh", 0.05, 3600.0)
@@ -169,34 +171,27 @@ def cmd_bench(args) -> int:
 
 
 def cmd_compile(args) -> int:
-    """Compile every kernel into the user cache now (``make`` runs it once after installing), so
-    the first replay or window starts at once."""
-    from dptop.capture.pcap import warm_up
+    """Compile kernels into the user cache now (``make`` runs ``--first`` after installing), so the
+    first replay or window starts at once; the rest compile on first use."""
     from dptop.engine.core.jit import cache_dir
+    from dptop.kernels import PARSER, compile_kernels
 
-    names = registry.names()
+    names = algorithm_names(None) if args.first else catalogue.names()
     t0 = time.perf_counter()
-    print(f"dptop: compiling kernels into {cache_dir()} (once per install) ...", file=sys.stderr, flush=True)
-    warm_up()
-    for i, name in enumerate(names, 1):
-        t1 = time.perf_counter()
-        registry.make(name, Settings()).warm_up()
-        print(f"dptop:   [{i}/{len(names)}] {name} {time.perf_counter() - t1:.1f} s", file=sys.stderr, flush=True)
+    what = "the parser and the default algorithms" if args.first else "every kernel"
+    print(f"dptop: compiling {what} into {cache_dir()} (once per install) ...", file=sys.stderr, flush=True)
+    errors = compile_kernels([PARSER, *names])
+    if errors:
+        print(f"dptop: error: {len(errors)} did not compile: {'; '.join(errors)}", file=sys.stderr)
+        return 1
     print(f"dptop: kernels ready in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
-
-
-def summary_line(cls) -> str:
-    """The first paragraph of a class docstring, whole, as one line of plain text
-    (reStructuredText ``literals`` unquoted)."""
-    return " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()).replace("``", "")
 
 
 def cmd_list(args) -> int:
     """One row per algorithm: name, privacy, family in columns as wide as their longest entry,
     then its whole description."""
-    rows = [(name, "private" if cls.private else "non-private", cls.family, summary_line(cls))
-            for name, cls in ((n, registry.get(n)) for n in registry.names())]
+    rows = [(e.name, "private" if e.private else "non-private", e.family, e.summary) for e in catalogue.entries()]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
@@ -253,6 +248,7 @@ def cmd_gui(args) -> int:
         print("dptop: no display found (DISPLAY/WAYLAND_DISPLAY unset); running the headless replay instead.\n"
               "       Start it on a desktop, or under Xvfb: xvfb-run dptop gui", file=sys.stderr)
         return cmd_replay(prepare(["replay", str(path or DEMO_CAPTURE)]))
+    require(GUI)
     from dptop.gui.launch import run_gui
 
     return run_gui(path, getattr(args, "serve", None))
@@ -334,7 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_subcommands(sub)
 
-    p = sub.add_parser("compile", help="compile every kernel into the user cache now (make does it once)")
+    p = sub.add_parser("compile", help="compile every kernel into the user cache now (make compiles --first)")
+    p.add_argument("--first", action="store_true",
+                   help="only what the first run needs: the capture parser and the default algorithms")
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("list", help="list the algorithms")
@@ -358,6 +356,10 @@ def prepare(argv) -> argparse.Namespace:
 
 
 def _check(args) -> argparse.Namespace:
+    if getattr(args, "iface", None) is not None:
+        require(LIVE)
+    if getattr(args, "serve", None) is not None:
+        require(FEED)
     if getattr(args, "check", None) is not None:
         args.check(args)
     return args

@@ -16,6 +16,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from dptop.engine.core.extras import FEED, require
 from dptop.monitor.publish import publish_json
 
 LOOPBACK = "127.0.0.1"
@@ -94,10 +95,9 @@ class Feed:
     """The HTTP server of ``--serve``, on a daemon thread; ``view()`` builds the private view."""
 
     def __init__(self, view, host: str = LOOPBACK, port: int = 0):
-        try:
-            from prometheus_client import CollectorRegistry
-        except ImportError:
-            raise ValueError("--serve needs prometheus_client: pip install 'dptop[feed]'") from None
+        require(FEED)
+        from prometheus_client import CollectorRegistry
+
         registry = CollectorRegistry(auto_describe=False)
         registry.register(_Collector(view))
         self.view, self.registry = view, registry

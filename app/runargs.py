@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from dptop.engine.core import registry
 from dptop.engine.core.clock import parse_time_range
 from dptop.engine.core.keykinds import KEY_KINDS
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Settings, parse_param
+from dptop.monitor import catalogue
 from dptop.monitor.config import (BYTE_CAP, BYTE_UNIT, LATENESS, LATENESS_SECONDS, LIVE_EPOCH_SECONDS, Counting,
                                   RunConfig, config_errors)
 from dptop.monitor.footprints import ENV, MemoryLimit, parse_size
@@ -141,7 +141,7 @@ def cluster_arg(text: str) -> str:
 
 
 def algorithm_names(spec: str | None) -> list[str]:
-    known = registry.names()
+    known = catalogue.names()
     if spec is None:
         return [n for n in DEFAULT_ALGORITHMS if n in known]
     names = [n.strip() for n in spec.split(",") if n.strip()]
@@ -149,7 +149,7 @@ def algorithm_names(spec: str | None) -> list[str]:
         raise ValueError("--algorithms names no algorithm")
     for n in names:
         try:
-            registry.get(n)
+            catalogue.entry(n)
         except ValueError as exc:  # names the list of known ones
             raise ValueError(f"--algorithms: {exc}") from None
     return list(dict.fromkeys(names))

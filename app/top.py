@@ -17,8 +17,8 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Static
 
-from dptop.engine.core import registry
 from dptop.engine.core.keykinds import KeyKind
+from dptop.monitor import catalogue
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.explain import detectable_text, drops_of, reason_text, threshold_of
@@ -153,7 +153,7 @@ class TopApp(App):
 
     def key_kinds(self) -> list[KeyKind]:
         """The kinds every configured algorithm runs on (host-level ones read addresses only)."""
-        address_only = any(registry.get(n).address_keys for n in self.config.names)
+        address_only = any(catalogue.entry(n).address_keys for n in self.config.names)
         return [k for k in KeyKind if k.address or not address_only]
 
     def action_key(self) -> None:
@@ -239,7 +239,7 @@ class TopApp(App):
 
 
 def _private(name: str) -> bool:
-    return registry.get(name).private
+    return catalogue.entry(name).private
 
 
 def run_top(spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS, serve: str | None = None) -> TopApp:

@@ -35,6 +35,7 @@ from dptop.capture.linklayer import addresses_of_frames, batch_of, output_rows
 from dptop.capture.pcap import CaptureError
 from dptop.capture.source import Source
 from dptop.capture.wire import N_REASONS, REASON_NAMES, UNSUPPORTED
+from dptop.engine.core.extras import LIVE, require
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.settings import Range
 
@@ -224,6 +225,7 @@ class LiveCapture(Source):
 
 
 def _open_socket(iface: str, bpf: str | None):
+    require(LIVE)
     import scapy.arch  # noqa: F401  (sets conf.L2listen for this platform)
     from scapy.config import conf
     from scapy.error import Scapy_Exception

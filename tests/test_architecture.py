@@ -50,3 +50,46 @@ def test_cli_and_gui_share_the_monitor_session():
     assert "dptop.monitor.session" in imports(ROOT / "app" / "gui" / "main.py")
     assert "dptop.monitor.publish" in imports(ROOT / "app" / "gui" / "export.py")  # one private view
     assert "dptop.monitor.publish" in imports(ROOT / "app" / "headless.py")
+
+
+def _package_tree(target: Path) -> Path:
+    """The source folders laid out as the installed package (``dptop`` = app/, ``dptop.engine`` = engine/, ...)."""
+    import shutil
+
+    for package, folder in _setuptools_config()["package-dir"].items():
+        shutil.copytree(ROOT / folder, target / Path(*package.split(".")), dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def _lint(tree: Path) -> subprocess.CompletedProcess:
+    import os
+    import shutil
+
+    lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    if lint is None:
+        import pytest
+
+        pytest.skip("import-linter not installed (pip install '.[test]')")
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run([lint, "--config", str(ROOT / "pyproject.toml"), "--no-cache"], capture_output=True,
+                          text=True, env=env, cwd=tree, timeout=300)
+
+
+def test_the_import_contracts_catch_a_view_building_algorithms_and_an_engine_layer_upside_down(tmp_path):
+    """The broken variants of two contracts ``make lint`` keeps: the window importing the registry
+    and the engine core importing a mechanism package are each reported broken by name."""
+    tree = _package_tree(tmp_path / "tree")
+    with open(tree / "dptop" / "gui" / "plots.py", "a") as f:
+        f.write("\nfrom dptop.engine.core import registry  # noqa: E402,F401\n")
+    with open(tree / "dptop" / "engine" / "core" / "topk.py", "a") as f:
+        f.write("\nimport dptop.engine.continual.lazyhh  # noqa: E402,F401\n")
+    run = _lint(tree)
+    assert run.returncode == 1, run.stdout
+    assert "dptop.gui.plots -> dptop.engine.core.registry" in run.stdout
+    assert "dptop.engine.core.topk -> dptop.engine.continual.lazyhh" in run.stdout
+
+
+def test_the_import_contracts_are_kept_by_the_tree(tmp_path):
+    run = _lint(_package_tree(tmp_path / "tree"))
+    assert run.returncode == 0 and "0 broken" in run.stdout, run.stdout

@@ -20,6 +20,7 @@ import signal
 import threading
 from pathlib import Path
 
+from dptop.engine.core.extras import CLUSTER, require
 from dptop.engine.core.settings import Range
 
 CLUSTER_RULE = "cluster ({!r}) must be local:N (N >= 1 workers), tcp://HOST:PORT or tls://HOST:PORT"
@@ -42,6 +43,7 @@ def check_cluster(cluster):
     """Validate a cluster spec (a string or a Client); returns it."""
     if cluster is None or not isinstance(cluster, str):
         return cluster
+    require(CLUSTER)
     m = _LOCAL.fullmatch(cluster)
     if m:
         try:
@@ -56,6 +58,7 @@ def check_cluster(cluster):
 
 def check_tls(address: str) -> str:
     """``address``; a ``tls://`` one only when Dask's configuration names the certificates."""
+    require(CLUSTER)
     if address.startswith("tls://"):
         import dask
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
+from dptop.monitor import catalogue
 from dptop.monitor.config import Counting, RunConfig
 from dptop.monitor.ledger import Ledger
 
@@ -20,7 +20,7 @@ DEMO_SPEED = 10.0
 def default_config() -> RunConfig:
     """First start (no saved settings): the preferred algorithms and epochs of 5 s of packet
     time; everything else is the algorithms' own default (a replay's horizon is its length)."""
-    names = tuple(n for n in PREFERRED if n in registry.names())
+    names = tuple(n for n in PREFERRED if n in catalogue.names())
     return RunConfig(names, Settings(k=8, epsilon=0.5, delta=1e-6, epoch_seconds=5.0))
 
 
@@ -51,7 +51,7 @@ def config_to_json(config: RunConfig) -> str:
 
 def config_from_json(text: str) -> RunConfig:
     d = json.loads(text)
-    known = set(registry.names())
+    known = set(catalogue.names())
     settings = Settings(**{k: v for k, v in d["settings"].items() if k in Settings.__dataclass_fields__})
     return RunConfig(tuple(n for n in d["names"] if n in known), settings.with_(stream_length=None), d.get("extras", {}),
                      Counting(**d.get("counting", {})))

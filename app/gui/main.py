@@ -29,13 +29,13 @@ from dptop.gui.help import TIPS, HelpOverlay
 from dptop.gui.panel import AlgorithmPanel
 from dptop.gui.params import ParametersPanel
 from dptop.gui.plots import ThroughputPlot, UtilityPlot
+from dptop.monitor import catalogue
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.session import Session
 from dptop.gui.source_panel import SourcePanel
 from dptop.gui.tuning import TuningPanel
 from dptop.gui.theme import apply_plot_theme, watch_color_scheme
-from dptop.engine.core import registry
 
 SWITCH_INTERVAL = 0.001
 """GIL switch interval (s) while the window is open: every Qt callback into Python (timer, paint
@@ -172,7 +172,7 @@ class MainWindow(QMainWindow):
             self.panels.pop(name).deleteLater()
         for name in names:
             if name not in self.panels:
-                self.panels[name] = AlgorithmPanel(name, registry.get(name).private)
+                self.panels[name] = AlgorithmPanel(name, catalogue.entry(name).private)
                 self.panels[name].drill_requested.connect(lambda n, key, exact: open_drilldown(self, n, key, exact))
                 self.panels[name].set_frozen(self.frozen)
         for i, name in enumerate(names):

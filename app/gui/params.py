@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QHBoxLayout, Q
 
 from dptop.gui.drilldown import CountingPicker
 from dptop.gui.help import TIPS
+from dptop.monitor import catalogue
 from dptop.monitor.config import RunConfig, config_errors
-from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings, parse_param
 
 EPOCH_MODES = ("whole stream", "packets", "seconds")
@@ -65,12 +65,12 @@ class ParametersPanel(QWidget):
 
         self.algorithms = QListWidget()
         self.algorithms.setToolTip("Algorithms to run; each gets a panel. Private ones spend budget on the same packets.")
-        for name in registry.names():
-            cls = registry.get(name)
-            item = QListWidgetItem(f"{name}  ({'private' if cls.private else 'non-private'})")
+        for entry in catalogue.entries():
+            name = entry.name
+            item = QListWidgetItem(f"{name}  ({'private' if entry.private else 'non-private'})")
             item.setData(Qt.ItemDataRole.UserRole, name)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-            item.setToolTip((cls.__doc__ or name).strip().splitlines()[0])
+            item.setToolTip(entry.summary or name)
             self.algorithms.addItem(item)
         self.algorithms.setMaximumHeight(150)
         self.counting = CountingPicker(config.counting)
@@ -81,7 +81,7 @@ class ParametersPanel(QWidget):
         self.window_w, self.gamma, self.horizon, self.seed = QLineEdit(), QLineEdit(), QLineEdit(), QLineEdit()
         self.restart = QCheckBox("restart every T_max")
         self.extra_for, self.extra = QComboBox(), QLineEdit()
-        self.extra_for.addItems(registry.names())
+        self.extra_for.addItems(catalogue.names())
         for w, tip in ((self.epsilon, "epsilon"), (self.delta, "delta"), (self.k, "k"), (self.k_tilde, "k_tilde"),
                        (self.epoch_mode, "epoch"), (self.epoch_value, "epoch"), (self.window_w, "window"),
                        (self.gamma, "gamma"), (self.horizon, "horizon"), (self.restart, "restart"),
@@ -232,8 +232,8 @@ class ParametersPanel(QWidget):
             placeholder = {} if config.settings.epoch_seconds is None else \
                 {"time_range": (0, round(config.settings.epoch_seconds * 1e9))}
             for name in config.names:
-                if name not in self.errors and "settings" not in self.errors and registry.get(name).private:
-                    preview[name] = registry.make(name, config.settings_for(name, placeholder)).guarantee()
+                if name not in self.errors and "settings" not in self.errors and catalogue.entry(name).private:
+                    preview[name] = catalogue.preview(name, config.settings_for(name, placeholder))
         self.preview = preview
         self.pending = None if self.errors else config
         self.error.setText("\n".join(f"{n}: {e}" for n, e in self.errors.items()))

@@ -8,9 +8,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from dptop.engine.core import registry
 from dptop.gui.help import TIPS
 from dptop.gui.models import fmt_rate, utility_values
+from dptop.monitor import catalogue
 from dptop.monitor.explain import drops_of
 
 HISTORY = 600  # points kept per curve
@@ -49,8 +49,8 @@ PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 1
 
 
 def color(name: str):
-    """An algorithm's colour, the same in every plot and every run: by its place in the registry."""
-    names = registry.names()
+    """An algorithm's colour, the same in every plot and every run: by its place in the catalogue."""
+    names = catalogue.names()
     return PALETTE[(names.index(name) if name in names else len(names)) % len(PALETTE)]
 
 

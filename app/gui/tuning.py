@@ -9,8 +9,8 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QLin
                                QVBoxLayout, QWidget)
 
 from dptop.gui.help import TIPS
+from dptop.monitor import catalogue
 from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, detection_limits, parse_values
-from dptop.engine.core import registry
 
 
 class TuningPanel(QWidget):
@@ -20,7 +20,7 @@ class TuningPanel(QWidget):
         self.sweep: Sweep | None = None
         self.old: list[Sweep] = []
         self.algorithm = QComboBox()
-        self.algorithm.addItems([n for n in registry.names() if registry.get(n).private])
+        self.algorithm.addItems([e.name for e in catalogue.entries() if e.private])
         self.parameter = QComboBox()
         for key, label in PARAMETERS.items():
             self.parameter.addItem(label, key)

@@ -1,0 +1,76 @@
+"""``dptop compile``: numba kernels compiled into the user's cache before they are needed.
+
+``make`` compiles what the first run needs (``--first``: the capture parser and the default
+algorithms, the ones ``make demo`` runs); everything else compiles on first use, the session saying
+so while it does. Plain ``dptop compile`` compiles every kernel. Kernels are compiled in
+``workers`` processes at once (one per core, two at most: numba compiles on one thread), one taking
+the list from the front and the other from the back, so the two meet in the middle and algorithms
+that share kernels (listed next to each other) are rarely compiled twice.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import sys
+import time
+
+PARSER = "capture parser"
+
+
+def _compile(task: str) -> None:
+    if task == PARSER:
+        from dptop.capture.pcap import warm_up
+
+        warm_up()
+    else:
+        from dptop.monitor import catalogue
+
+        catalogue.warm_up(task)
+
+
+def _worker(tasks: list[str], front, back, lock, done, from_back: bool) -> None:
+    while True:
+        with lock:
+            if front.value > back.value:
+                return
+            if from_back:
+                i, back.value = back.value, back.value - 1
+            else:
+                i, front.value = front.value, front.value + 1
+        t0 = time.perf_counter()
+        try:
+            _compile(tasks[i])
+            done.put((tasks[i], time.perf_counter() - t0, None))
+        except Exception as exc:  # noqa: BLE001 - reported in the parent's one line
+            done.put((tasks[i], time.perf_counter() - t0, f"{type(exc).__name__}: {exc}"))
+
+
+def compile_kernels(tasks: list[str], workers: int | None = None, progress=None) -> list[str]:
+    """Compile ``tasks`` (``PARSER`` and algorithm names); one progress line each as it finishes.
+    Returns the errors (``"name: what"``), empty when every kernel compiled."""
+    progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    workers = max(1, min(workers or os.cpu_count() or 1, 2, len(tasks)))
+    ctx = mp.get_context("spawn")  # a fresh interpreter: no numba state or threads inherited
+    front, back, lock, done = ctx.Value("i", 0, lock=False), ctx.Value("i", len(tasks) - 1, lock=False), \
+        ctx.Lock(), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(tasks, front, back, lock, done, w == 1), daemon=True)
+             for w in range(workers)]
+    for p in procs:
+        p.start()
+    errors, finished = [], 0
+    while finished < len(tasks):
+        try:
+            task, seconds, error = done.get(timeout=0.5)
+        except queue.Empty:
+            if not any(p.is_alive() for p in procs):
+                errors.append("a compiling process ended early")
+                break
+            continue
+        finished += 1
+        progress(f"dptop:   [{finished}/{len(tasks)}] {task} {seconds:.1f} s" + (f" failed: {error}" if error else ""))
+        if error:
+            errors.append(f"{task}: {error}")
+    for p in procs:
+        p.join()
+    return errors
