@@ -17,6 +17,7 @@ import time
 from contextlib import contextmanager
 
 from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.engine.core.jit import compiles
 from dptop.monitor.result import session_json
 from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
@@ -26,6 +27,7 @@ from dptop.releaselines import ReleaseLines
 DONE = ("finished", "stopped", "failed")
 PROGRESS_AFTER = 1.0  # seconds before the first progress line
 PROGRESS_EVERY_PIPE = 10.0  # seconds between lines when stderr is not a terminal
+PHASE_EVERY = 5.0  # seconds between the lines of a start that lasts (kernels compiling on first use)
 
 
 class Progress:
@@ -37,14 +39,20 @@ class Progress:
         self.start = time.monotonic()
         self.last = 0.0
         self.shown = False
-        self.phase = ""
+        self.phase, self.phase_since, self.phase_shown = "", 0.0, 0.0
+        self.compiled = compiles()
 
     def update(self) -> None:
         now = time.monotonic()
         phase = self.session.phase
         if phase and phase != self.phase and now - self.start > 0.5:
             self._line(phase)
-            self.phase = phase
+            self.phase, self.phase_since, self.phase_shown = phase, now, now
+        elif phase and phase == self.phase and now - self.phase_shown >= PHASE_EVERY:
+            compiling = compiles() > self.compiled and "compiling" not in phase
+            self._line(f"{phase.rstrip('.')}{': compiling kernels (first use since install)' if compiling else ''}, "
+                       f"{now - self.phase_since:.0f} s")
+            self.phase_shown = now
         elapsed = now - self.start
         if elapsed < PROGRESS_AFTER or (not self.tty and now - self.last < PROGRESS_EVERY_PIPE):
             return

@@ -73,3 +73,27 @@ def test_the_phase_names_compiling_only_when_a_kernel_compiles(monkeypatch):
     cached = run_to_end(monkeypatch, constant())
     assert COMPILING not in cached and "starting the algorithms..." in cached, cached
     assert COMPILING in run_to_end(monkeypatch, rising())
+
+
+def test_a_long_start_is_never_silent_for_more_than_a_few_seconds(monkeypatch):
+    """``Progress`` repeats a phase that lasts every ``PHASE_EVERY`` seconds with its age, and says
+    kernels are compiling once numba compiles one during it (a first use since install)."""
+    import io
+    from types import SimpleNamespace
+
+    from dptop import headless
+
+    clock = iter(float(t) for t in range(0, 100))
+    monkeypatch.setattr(headless.time, "monotonic", lambda: next(clock))
+    compiled = iter([0, 0, 3, 3, 3])  # at the start, then at each repeated line
+    monkeypatch.setattr(headless, "compiles", lambda: next(compiled))
+    fake = SimpleNamespace(phase="counting packets", source_stats=lambda: None)
+    out = io.StringIO()
+    progress = headless.Progress(fake, out)
+    for _ in range(14):  # one update a second: lines at 1, 6 and 11 s
+        progress.update()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "dptop: counting packets"
+    assert lines[1] == "dptop: counting packets, 5 s"
+    assert lines[2] == "dptop: counting packets: compiling kernels (first use since install), 10 s", lines
+    assert len(lines) == 3
