@@ -115,10 +115,11 @@ def stop_on_signals(first, second=None):
 
 
 def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int,
-        publish: str | None = None, lines: bool = False, serve: str | None = None) -> int:
+        publish: str | None = None, lines: bool = False, serve: str | None = None, facts=None) -> int:
     """Run a session to its end and report it (and its private view to ``publish``); returns the exit
     code. ``lines``: print one line per release while it runs (on stderr when the JSON goes to stdout).
-    ``serve``: ``[HOST:]PORT`` of the private feed (dptop.feed) while it runs."""
+    ``serve``: ``[HOST:]PORT`` of the private feed (dptop.feed) while it runs. ``facts``: what the
+    command's check read of the file (``dptop.monitor.precheck.SourceFacts``)."""
     out, private_out, feed = JsonOut(json_target), None, None  # the checks ran before (cli: check_replay)
     try:
         private_out = JsonOut(publish, "the private view") if publish else None
@@ -130,7 +131,7 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
         raise
     with stop_on_signals(lambda: session.stop(flush=True), session.stop) as got:  # until the results are written: a late signal cannot cut them
         try:
-            session.open(spec)
+            session.open(spec, facts)
             progress = Progress(session)
             log = ReleaseLines(session, sys.stderr if json_target == "-" else sys.stdout) if lines else None
             while session.wait(0.2) not in DONE:

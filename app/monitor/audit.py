@@ -160,7 +160,7 @@ class ProductTarget(Target):
 
 
 class _FileOrderSession(Session):
-    def _replay_grid(self):
+    def _replay_plan(self):
         return None  # file order: the algorithms cut epochs by the stamps in arrival order
 
 
@@ -172,11 +172,13 @@ class FileOrderTarget(ProductTarget):
 
 
 class _DataGridSession(Session):
-    def _time_range(self, path, declared, epoch_seconds):
+    def _facts(self, spec, path):
         from dptop.capture import epochorder
+        from dptop.monitor.precheck import read_facts
 
         first = epochorder.time_range(path)[0]
-        return first, first + (declared[1] - declared[0])
+        start, end = spec.time_range
+        return read_facts(path, (first, first + end - start), self.config.settings.epoch_seconds)
 
 
 class DataGridTarget(ProductTarget):
