@@ -36,6 +36,7 @@ from dptop.monitor.config import Counting, RunConfig, SourceSpec
 from dptop.engine.privacy.measures import ApproxDP, group
 from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
+from dptop.monitor.states import State
 
 T0 = 1_700_000_000 * 10**9
 SECOND = 10**9
@@ -151,7 +152,7 @@ class ProductTarget(Target):
             session = self.session(RunConfig(self.algorithms, self.settings(run_seed), counting=self.counting))
             try:
                 session.open(self.spec(path))
-                if session.wait(60) != "finished":
+                if session.wait(60) is not State.FINISHED:
                     raise RuntimeError(f"audit replay of {path} ended {session.state}: {session.error}")
                 out.append(view_features(self.view(session, "audit")))
             finally:
