@@ -208,8 +208,7 @@ class TopApp(App):
     def explanation(self, view) -> str:
         parts = [reason_text(view)]
         thr = threshold_of(view)
-        a = view.algorithm
-        limit = detectable_text(a.status.get("detectable")) if a is not None else ""
+        limit = detectable_text(view.status.detectable)
         tail = " · ".join(x for x in (f"τ = {thr:,.0f}" if thr is not None else "", limit) if x)
         return "\n".join(p for p in (*parts, tail) if p)
 

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.runner import AlgorithmSnapshot, Runner
 from dptop.monitor.config import RunConfig
+from dptop.monitor.status import LaneStatus
 from dptop.monitor.truth import TruthResult
 
 CHUNK_SECONDS = 0.2
@@ -75,6 +77,11 @@ class LaneView:
     algorithm: AlgorithmSnapshot | None
     error: str | None
     truth: TruthResult | None = None
+
+    @cached_property
+    def status(self) -> LaneStatus:
+        """The algorithm's live status, typed (dptop.monitor.status)."""
+        return LaneStatus.of(None if self.algorithm is None else self.algorithm.status)
 
 
 @dataclass(frozen=True)
