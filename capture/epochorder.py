@@ -100,8 +100,18 @@ class CellPlan:
 
 
 def plan(path, grid: TimeGrid, batch_size: int = 1 << 18) -> CellPlan:
-    """The plan of ``path`` on ``grid``: one pass for the stamps, and ``plan_cells``."""
-    return plan_cells(path, grid, grid.cell_of(read_stamps(path, batch_size)[1]), batch_size)
+    """The plan of ``path`` on ``grid``: one pass for the stamps, and ``plan_stamps``."""
+    return plan_stamps(path, grid, read_stamps(path, batch_size)[1], batch_size)
+
+
+def plan_stamps(path, grid: TimeGrid, ts: np.ndarray, batch_size: int = 1 << 18) -> CellPlan:
+    """The plan from every IP packet's stamp in file order: stamps already in order are in
+    canonical order (only those outside the grid are counted), others go through ``plan_cells``."""
+    if len(ts) < 2 or bool(np.all(ts[1:] >= ts[:-1])):
+        first, end = np.searchsorted(ts, [grid.start_ns, grid.end_ns])
+        empty = np.zeros(0, np.int64)
+        return CellPlan(grid, int(len(ts) - (end - first)), empty, empty, None, empty)
+    return plan_cells(path, grid, grid.cell_of(ts), batch_size)
 
 
 def plan_cells(path, grid: TimeGrid, cells: np.ndarray, batch_size: int = 1 << 18) -> CellPlan:
@@ -110,12 +120,11 @@ def plan_cells(path, grid: TimeGrid, cells: np.ndarray, batch_size: int = 1 << 1
     cells = cells.astype(np.int32, copy=False)
     inside = cells >= 0
     outside = int(len(cells) - np.count_nonzero(inside))
-    positions = np.flatnonzero(inside)
     in_cells = cells[inside]
     if len(in_cells) < 2 or bool(np.all(in_cells[1:] >= in_cells[:-1])):
         empty = np.zeros(0, np.int64)
         return CellPlan(grid, outside, empty, empty, None, empty)
-    held_pos = positions[~_longest_nondecreasing(in_cells)]
+    held_pos = np.flatnonzero(inside)[~_longest_nondecreasing(in_cells)]
     held_cell = cells[held_pos].astype(np.int64)
     order = np.lexsort((held_pos, held_cell))  # by cell, then file position
     held_pos, held_cell = held_pos[order], held_cell[order]

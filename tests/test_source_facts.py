@@ -78,3 +78,15 @@ def test_replay_opens_the_capture_twice(tmp_path, opened, extra):
     assert opened.count(str(DNS_CAPTURE)) == 2
     result = json.loads(out.read_text())
     assert result["public"]["stream_length"] == 4412 and result["source"]["packets"] == 4412
+
+
+def test_stamps_in_order_count_the_packets_outside_as_the_cells_do(tmp_path):
+    ts = np.arange(0, 10 * 10**9, 10**7)  # 1000 packets over 10 s, in order
+    path = tmp_path / "ordered.pcap"
+    write_pcap(path, np.full(len(ts), 0x0A00_0001, np.uint32), T0 + ts)
+    from dptop.capture.epochorder import plan_cells
+
+    for declared in ((T0 + 2 * 10**9, T0 + 5 * 10**9 + 1), (T0 - 10**9, T0 + 20 * 10**9), (T0, T0 + 1)):
+        facts = read_facts(path, declared, 0.5)
+        ref = plan_cells(path, facts.grid, facts.grid.cell_of(T0 + ts))
+        assert facts.plan.outside == ref.outside and len(facts.plan.held_pos) == len(ref.held_pos) == 0

@@ -74,10 +74,8 @@ def read_facts(path, declared: tuple[int, int] | None, epoch_seconds: float | No
             first, last = epochorder.bulk_span(ts, cell, MAX_CELLS)
         span, provenance = (first, last + 1), FILE_SPAN
     grid = TimeGrid.over(span[0], span[1], epoch_seconds)
-    cells = grid.cell_of(ts)
-    del ts  # the stamps are not needed past the cells
     return SourceFacts(*read, records, (int(span[0]), int(span[1])), provenance, grid,
-                       epochorder.plan_cells(path, grid, cells))
+                       epochorder.plan_stamps(path, grid, ts))
 
 
 def check_source(spec: SourceSpec, epoch_seconds: float | None) -> SourceFacts | None:
