@@ -7,6 +7,7 @@ from functools import cached_property
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.runner import AlgorithmSnapshot, Runner
 from dptop.monitor.config import RunConfig
+from dptop.monitor.states import State
 from dptop.monitor.status import LaneStatus
 from dptop.monitor.truth import TruthResult
 
@@ -87,7 +88,7 @@ class LaneView:
 @dataclass(frozen=True)
 class SessionSnapshot:
     time: float
-    state: str
+    state: State
     phase: str  # what a starting session is doing ("compiling kernels...")
     error: str | None
     source: object  # dptop.capture.source.SourceStats or None
