@@ -47,10 +47,6 @@ class Lane:
         counter = None if self.runner is None else getattr(self.runner.algorithms[0], "counter", None)
         return None if counter is None else (counter.total, counter.size, counter.top(top))
 
-    def threads(self) -> list:
-        """The worker threads of the lane's runner."""
-        return [] if self.runner is None else [w.thread for w in self.runner.workers]
-
     @property
     def ready(self) -> bool:
         return self.runner is None or all(w.ready or w.done for w in self.runner.workers)
