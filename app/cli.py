@@ -52,11 +52,9 @@ def check_replay(args) -> None:
 
     args.spec = SourceSpec("file", path=str(args.path[0]), speed=args.speed, time_range=args.time_range,
                            max_gap=args.max_gap)
-    check_source(args.spec, args.config.settings.epoch_seconds)
+    args.facts = check_source(args.spec, args.config.settings.epoch_seconds)  # the one read before the replay
     if "t_max" in args.config.settings.extra:  # an explicit T_max is checked against the file's packet count
-        from dptop.capture.pcap import count_packets
-
-        for name, error in config_errors(args.config, {"stream_length": count_packets(args.spec.path)}).items():
+        for name, error in config_errors(args.config, args.facts.public()).items():
             raise ValueError(f"{name}: {error}")
 
 
@@ -68,7 +66,7 @@ def cmd_replay(args) -> int:
         return run_archive(args.path, config, args.cluster, args.json_out, config.settings.extra["top"],
                            args.time_range)
     return run("replay", args.spec, config, args.json_out, config.settings.extra["top"], args.publish,
-               serve=args.serve)
+               serve=args.serve, facts=args.facts)
 
 
 def check_capture(args) -> None:
@@ -89,6 +87,7 @@ def check_top(args) -> None:
     if (args.iface is None) == (args.path is None):
         raise ValueError("dptop top reads one source: give a capture FILE or --iface IF")
     args.config = config_from_args(args)
+    args.facts = None
     if args.iface is not None:
         args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                                lateness=args.lateness)
@@ -97,7 +96,7 @@ def check_top(args) -> None:
 
         args.spec = SourceSpec("file", path=str(args.path), speed=args.speed, time_range=args.time_range,
                                max_gap=args.max_gap)
-        check_source(args.spec, args.config.settings.epoch_seconds)
+        args.facts = check_source(args.spec, args.config.settings.epoch_seconds)
 
 
 def cmd_top(args) -> int:
@@ -106,7 +105,7 @@ def cmd_top(args) -> int:
         raise ValueError("dptop top needs a terminal (use replay or capture for a table or --json)")
     from dptop.top import run_top
 
-    run_top(args.spec, args.config, args.refresh, args.serve)
+    run_top(args.spec, args.config, args.refresh, args.serve, facts=args.facts)
     return 0
 
 

@@ -18,13 +18,12 @@ from contextlib import contextmanager
 
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.engine.core.jit import compiles
-from dptop.monitor.result import session_json
+from dptop.monitor.result import archive_json, session_json
 from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
 from dptop.output import JsonOut, OutputError, silence_stdout
 from dptop.releaselines import ReleaseLines
 
-DONE = ("finished", "stopped", "failed")
 PROGRESS_AFTER = 1.0  # seconds before the first progress line
 PROGRESS_EVERY_PIPE = 10.0  # seconds between lines when stderr is not a terminal
 PHASE_EVERY = 5.0  # seconds between the lines of a start that lasts (kernels compiling on first use)
@@ -123,10 +122,11 @@ def stop_on_signals(first, second=None):
 
 
 def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int,
-        publish: str | None = None, lines: bool = False, serve: str | None = None) -> int:
+        publish: str | None = None, lines: bool = False, serve: str | None = None, facts=None) -> int:
     """Run a session to its end and report it (and its private view to ``publish``); returns the exit
     code. ``lines``: print one line per release while it runs (on stderr when the JSON goes to stdout).
-    ``serve``: ``[HOST:]PORT`` of the private feed (dptop.feed) while it runs."""
+    ``serve``: ``[HOST:]PORT`` of the private feed (dptop.feed) while it runs. ``facts``: what the
+    command's check read of the file (``dptop.monitor.precheck.SourceFacts``)."""
     out, private_out, feed = JsonOut(json_target), None, None  # the checks ran before (cli: check_replay)
     try:
         private_out = JsonOut(publish, "the private view") if publish else None
@@ -138,10 +138,10 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
         raise
     with stop_on_signals(lambda: session.stop(flush=True), session.stop) as got:  # until the results are written: a late signal cannot cut them
         try:
-            session.open(spec)
+            session.open(spec, facts)
             progress = Progress(session)
             log = ReleaseLines(session, sys.stderr if json_target == "-" else sys.stdout) if lines else None
-            while session.wait(0.2) not in DONE:
+            while not session.wait(0.2).ended:
                 progress.update()
                 if log is not None:
                     log.update()
@@ -270,11 +270,9 @@ def run_archive(paths, config: RunConfig, cluster: str | None, json_target: str 
     released once (dptop.cluster.archive); the same JSON contract plus ``agents`` and ``missing``.
     A file that cannot be read is one line and missing from the merge (exit 1, the others'
     results written, ``partial``); a signal stops the tasks, which ship what they read."""
-    from dptop import __version__
     from dptop.cluster.archive import check_archive, replay_archive
     from dptop.cluster.connect import quiet_dask
     from dptop.engine.core.clock import TimeGrid
-    from dptop.monitor.ledger import Ledger
 
     settings = config.settings
     grid = None
@@ -296,27 +294,7 @@ def run_archive(paths, config: RunConfig, cluster: str | None, json_target: str 
     for m in merged.missing:
         print(f"dptop: error: not covered: {m.error if m.name in m.error else f'{m.name}: {m.error}'}",
               file=sys.stderr)
-    result = {"dptop": __version__, "command": "replay",
-              "settings": {k: v for k, v in vars(config.settings).items()}, **merged.to_json(top or 10**9)}
-    agents = result["agents"]
-    skipped: dict = {}
-    for a in agents:
-        for reason, n in (a.get("skipped") or {}).items():
-            skipped[reason] = skipped.get(reason, 0) + n
-    result["source"] = {"paths": [str(p) for p in paths], "packets": sum(a.get("packets", 0) for a in agents),
-                        "ip_packets": sum(a.get("ip_packets", a.get("packets", 0)) for a in agents),
-                        "skipped": skipped, "warnings": [], "cluster": result.pop("cluster", None)}
-    ledger = Ledger()
-    for name, rels in merged.releases.items():
-        g = next((r.guarantee for r in rels if r.guarantee is not None), None)
-        ledger.record(name, 1, g, len(rels))
-    result["budget"] = ledger.to_json()
-    for a in result["algorithms"].values():
-        a.setdefault("packets", result["source"]["ip_packets"])
-        a.setdefault("updates_per_second", None)
-        a.setdefault("packets_per_second", 0.0)
-        a.setdefault("busy_share", 0.0)
-        a.setdefault("status", {})
+    result = archive_json(merged, paths, config, top)
     rc = report(result, out, json_target)
     if got["signal"] is not None:
         return 128 + int(got["signal"])

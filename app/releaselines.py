@@ -41,16 +41,14 @@ class ReleaseLines:
         cell_closed = self.session.cell != self.cell and self.cell >= 0
         self.cell = self.session.cell if self.cell < 0 or cell_closed else self.cell
         for lane in list(self.session.lanes.values()):
-            if lane.runner is None:
-                continue
-            snap = lane.runner.snapshot().algorithms[0]
-            if not snap.private:
+            snap = lane.snapshot()
+            if snap is None or not snap.private:
                 continue
             key = (lane.name, lane.generation)
             if snap.family == "single-release":
                 done = self.seen.get(key, 0)
                 if snap.releases > done:
-                    for release in lane.runner.releases(lane.name)[-(snap.releases - done):]:
+                    for release in self.session.releases(lane.name)[-(snap.releases - done):]:
                         self._print(release_line(lane.name, release))
                     self.seen[key] = snap.releases
             elif cell_closed and snap.latest is not None:

@@ -27,6 +27,7 @@ from dptop.capture.synth import write_zipf_pcap
 from dptop.engine.core.settings import Settings
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.session import Session
+from dptop.monitor.states import State
 from dptop.resources import DEMO_CAPTURE
 
 CONTENDERS = {
@@ -55,14 +56,14 @@ def replay(path, names) -> tuple[int, float, float]:
     session = Session(RunConfig(names, Settings()))
     c0 = _cpu()
     session.open(SourceSpec("file", path=str(path)))
-    while session.state == "starting":
+    while session.state is State.STARTING:
         time.sleep(0.001)
     w0 = time.perf_counter()
     state = session.wait()
     wall = time.perf_counter() - w0
     packets = session.snapshot().truth_packets
     session.close(5.0)
-    if state != "finished":
+    if state is not State.FINISHED:
         raise RuntimeError(f"replay bench ended {state}: {session.error}")
     return packets, wall, _cpu() - c0
 

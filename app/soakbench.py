@@ -21,6 +21,7 @@ from dptop.monitor.config import SourceSpec
 from dptop.monitor.explain import drops_of
 from dptop.monitor.memory import limit_arenas
 from dptop.monitor.session import Session
+from dptop.monitor.states import State
 
 RATE = 20_000
 GROWTH_LIMIT = 0.5  # MiB per minute after the warm-up
@@ -53,9 +54,9 @@ def soak(config, minutes: float, rate: float = RATE, every: float = 60.0, port: 
     session = Session(config)
     session.open(SourceSpec("live", iface="lo", bpf=f"udp dst port {port}"))
     deadline = time.monotonic() + 600
-    while session.state == "starting" and time.monotonic() < deadline:
+    while session.state is State.STARTING and time.monotonic() < deadline:
         time.sleep(0.1)
-    if session.state != "running":
+    if session.state is not State.RUNNING:
         session.close(5.0)
         raise RuntimeError(f"the live session did not start: {session.error or session.state}")
     seconds = minutes * 60
@@ -71,7 +72,7 @@ def soak(config, minutes: float, rate: float = RATE, every: float = 60.0, port: 
             d = drops_of(snap)
             row = {"minute": round((time.monotonic() - t0) / 60, 2), "rss_mib": round(rss_mib(), 1),
                    "threads": threading.active_count(), "packets": snap.truth_packets, "drops": d.total,
-                   "late": d.clock, "kernel": d.kernel, "queues": d.queue + d.lanes, "state": snap.state}
+                   "late": d.clock, "kernel": d.kernel, "queues": d.queue + d.lanes, "state": snap.state.value}
             samples.append(row)
             if progress:
                 progress(f"soak {row['minute']:6.2f} min: RSS {row['rss_mib']:.1f} MiB, {row['threads']} threads, "

@@ -92,10 +92,11 @@ class TopApp(App):
                 ("k", "key", "key"), ("space", "freeze", "freeze"), ("q", "quit", "quit")]
 
     def __init__(self, spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS,
-                 serve: str | None = None):
+                 serve: str | None = None, facts=None):
         super().__init__()
         limit_arenas()
         self.spec, self.config, self.refresh_seconds = spec, config, refresh
+        self.facts = facts  # the file's public facts, read by the command's check (a restart reuses them)
         self.feed = None
         if serve is not None:
             from dptop.feed import serve_current
@@ -132,7 +133,7 @@ class TopApp(App):
                 self.old.append(self.session)  # still winding down: joined again on quit
             release_memory()
         self.session = Session(self.config)
-        self.session.open(self.spec)
+        self.session.open(self.spec, self.facts)
 
     def close_sessions(self, timeout: float = 2.0) -> list[str]:
         alive = []
@@ -207,8 +208,7 @@ class TopApp(App):
     def explanation(self, view) -> str:
         parts = [reason_text(view)]
         thr = threshold_of(view)
-        a = view.algorithm
-        limit = detectable_text(a.status.get("detectable")) if a is not None else ""
+        limit = detectable_text(view.status.detectable)
         tail = " · ".join(x for x in (f"τ = {thr:,.0f}" if thr is not None else "", limit) if x)
         return "\n".join(p for p in (*parts, tail) if p)
 
@@ -242,9 +242,11 @@ def _private(name: str) -> bool:
     return catalogue.entry(name).private
 
 
-def run_top(spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS, serve: str | None = None) -> TopApp:
-    """Run the terminal view until the user quits; returns the app (its session is closed)."""
-    app = TopApp(spec, config, refresh, serve)
+def run_top(spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS, serve: str | None = None,
+            facts=None) -> TopApp:
+    """Run the terminal view until the user quits; returns the app (its session is closed).
+    ``facts``: the file's public facts the command's check read (``precheck.SourceFacts``)."""
+    app = TopApp(spec, config, refresh, serve, facts)
     try:
         app.run()
     finally:

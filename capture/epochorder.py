@@ -9,8 +9,8 @@ packet goes and nothing else. Packets outside the grid are dropped and counted.
 Most captures are already in canonical order and are streamed as they are. Otherwise the few
 packets out of place are found before the replay (the complement of a longest non-decreasing
 subsequence of cells, which keeps the set small), read into memory in a second pass, and merged
-back by file position into their cell's run while streaming. Memory: 4 bytes per packet for the
-plan, plus the out-of-place packets themselves.
+back by file position into their cell's run while streaming. Memory: 8 bytes per packet for the
+stamps while planning, plus the out-of-place packets themselves.
 """
 from __future__ import annotations
 
@@ -38,15 +38,19 @@ def time_range(path, batch_size: int = 1 << 18) -> tuple[int, int] | None:
     return None if lo is None else (lo, hi)
 
 
-def bulk_range(path, cell_ns: int, max_cells: int, batch_size: int = 1 << 18) -> tuple[int, int] | None:
-    """``(first, last)`` stamp of the packets within ``max_cells // 2`` cells of the median stamp:
-    the file's span without stamps so far off that the span would exceed ``max_cells`` epochs
-    (a corrupt stamp); packets outside it are dropped and counted by the replay."""
+def read_stamps(path, batch_size: int = 1 << 18) -> tuple[int, np.ndarray]:
+    """One read of the file: its record count and every IP packet's stamp (ns) in file order
+    (8 bytes per packet, held only while the facts of the file are worked out)."""
     with open_capture(path) as reader:
         stamps = [batch.ts_ns.copy() for batch in reader.batches(batch_size) if len(batch)]
-    if not stamps:
-        return None
-    ts = np.concatenate(stamps)
+        records = reader.stats.packets
+    return records, np.concatenate(stamps) if stamps else np.zeros(0, np.int64)
+
+
+def bulk_span(ts: np.ndarray, cell_ns: int, max_cells: int) -> tuple[int, int]:
+    """``(first, last)`` of the stamps ``ts`` (not empty) within ``max_cells // 2`` cells of their
+    median: the file's span without stamps so far off that the span would exceed ``max_cells``
+    epochs (a corrupt stamp); packets outside it are dropped and counted by the replay."""
     middle = int(np.median(ts))
     half = (max_cells // 2) * int(cell_ns)
     kept = ts[(ts >= middle - half) & (ts < middle + half)]
@@ -83,7 +87,7 @@ def _longest_nondecreasing(cells):
     return keep
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class CellPlan:
     """What the replay needs to stream a file in canonical order on ``grid``."""
 
@@ -96,20 +100,31 @@ class CellPlan:
 
 
 def plan(path, grid: TimeGrid, batch_size: int = 1 << 18) -> CellPlan:
-    """One pass for the cells, and a second one for the out-of-place packets if there are any."""
-    parts = []
-    with open_capture(path) as reader:
-        for batch in reader.batches(batch_size):
-            parts.append(grid.cell_of(batch.ts_ns).astype(np.int32))
-    cells = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+    """The plan of ``path`` on ``grid``: one pass for the stamps, and ``plan_stamps``."""
+    return plan_stamps(path, grid, read_stamps(path, batch_size)[1], batch_size)
+
+
+def plan_stamps(path, grid: TimeGrid, ts: np.ndarray, batch_size: int = 1 << 18) -> CellPlan:
+    """The plan from every IP packet's stamp in file order: stamps already in order are in
+    canonical order (only those outside the grid are counted), others go through ``plan_cells``."""
+    if len(ts) < 2 or bool(np.all(ts[1:] >= ts[:-1])):
+        first, end = np.searchsorted(ts, [grid.start_ns, grid.end_ns])
+        empty = np.zeros(0, np.int64)
+        return CellPlan(grid, int(len(ts) - (end - first)), empty, empty, None, empty)
+    return plan_cells(path, grid, grid.cell_of(ts), batch_size)
+
+
+def plan_cells(path, grid: TimeGrid, cells: np.ndarray, batch_size: int = 1 << 18) -> CellPlan:
+    """The plan from every IP packet's cell in file order (``grid.cell_of`` of its stamp); the
+    file is read again only for the out-of-place packets, if there are any."""
+    cells = cells.astype(np.int32, copy=False)
     inside = cells >= 0
     outside = int(len(cells) - np.count_nonzero(inside))
-    positions = np.flatnonzero(inside)
     in_cells = cells[inside]
     if len(in_cells) < 2 or bool(np.all(in_cells[1:] >= in_cells[:-1])):
         empty = np.zeros(0, np.int64)
         return CellPlan(grid, outside, empty, empty, None, empty)
-    held_pos = positions[~_longest_nondecreasing(in_cells)]
+    held_pos = np.flatnonzero(inside)[~_longest_nondecreasing(in_cells)]
     held_cell = cells[held_pos].astype(np.int64)
     order = np.lexsort((held_pos, held_cell))  # by cell, then file position
     held_pos, held_cell = held_pos[order], held_cell[order]

@@ -30,10 +30,11 @@ class FileBytes:
 
     compressed = False
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, file=None):
         self.path = path
         self.size = os.path.getsize(path)
-        self.buf = np.memmap(path, dtype=np.uint8, mode="c") if self.size else np.zeros(0, np.uint8)
+        source = path if file is None else file  # an open file is mapped as it is (no second open)
+        self.buf = np.memmap(source, dtype=np.uint8, mode="c") if self.size else np.zeros(0, np.uint8)
         self.base = 0
         self.warning: str | None = None
         self._released = 0  # bytes at the start of the mapping already handed back (``done``)
@@ -65,11 +66,11 @@ class GzipBytes(FileBytes):
 
     compressed = True
 
-    def __init__(self, path: Path, error):
+    def __init__(self, path: Path, error, raw=None):
         self.path = path
         self.size = os.path.getsize(path)
         self._error = error
-        self._raw = open(path, "rb")
+        self._raw = open(path, "rb") if raw is None else raw
         self._gz = gzip.GzipFile(fileobj=self._raw, mode="rb")
         self.buf = np.zeros(0, np.uint8)
         self.base = 0
@@ -114,12 +115,17 @@ class GzipBytes(FileBytes):
 
 def open_bytes(path: Path, error) -> FileBytes:
     """``FileBytes`` or ``GzipBytes`` by the file's first bytes (not its name); ``error`` is
-    the exception class to raise for unreadable files."""
+    the exception class to raise for unreadable files. The file is opened once."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(2)
-        if head == GZIP_MAGIC:
-            return GzipBytes(path, error)
-        return FileBytes(path)
+        f = open(path, "rb")
+        try:
+            if f.read(2) == GZIP_MAGIC:
+                f.seek(0)
+                return GzipBytes(path, error, f)  # closes f when it closes
+            with f:  # the mapping keeps its own handle
+                return FileBytes(path, f)
+        except BaseException:
+            f.close()
+            raise
     except (IsADirectoryError, PermissionError, FileNotFoundError) as exc:
         raise error(f"{path}: cannot read capture file ({exc.strerror or exc})") from exc

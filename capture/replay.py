@@ -10,9 +10,10 @@ smooth whatever ``batch_size``; the sequence of keys and time stamps is identica
 running maximum. ``loop=True`` starts over at the end with stamps shifted by one file span plus
 one mean packet gap per pass, so time keeps increasing.
 
-``grid`` (a public ``TimeGrid``) reads the file in canonical order instead (capture/epochorder.py):
-batches tagged with their cell, each packet in the cell of its own stamp, packets outside the grid
-dropped and counted. Looping is refused then: a pass repeats every packet (the grid is fixed).
+``plan`` (an ``epochorder.CellPlan`` on a public ``TimeGrid``, worked out before the replay) reads
+the file in canonical order instead (capture/epochorder.py): batches tagged with their cell, each
+packet in the cell of its own stamp, packets outside the grid dropped and counted. Looping is
+refused then: a pass repeats every packet (the grid is fixed).
 """
 from __future__ import annotations
 
@@ -39,12 +40,12 @@ _MAX_SLEEP = 0.05  # re-check pause/stop at least this often while waiting for a
 class FileReplay(Source):
     """A capture file as a ``Source``. Opening happens here, so a bad file raises
     ``CaptureError`` at construction. ``records`` is the file's record count when the caller
-    already has it (``count_packets``); it drives the progress fraction."""
+    already has it (``count_packets``, the facts of the file); it drives the progress fraction."""
 
     thread_name = "dptop-replay"
 
     def __init__(self, path, sink: Callable[[KeyBatch], bool], speed: float | None = None,
-                 loop: bool = False, batch_size: int = 65536, records: int | None = None, grid=None,
+                 loop: bool = False, batch_size: int = 65536, records: int | None = None, plan=None,
                  max_gap: float = 5.0):
         if speed is not None:
             SPEED.check(speed)
@@ -58,10 +59,10 @@ class FileReplay(Source):
         self.speed = speed
         self.loop = bool(loop)
         self.batch_size = batch_size
-        if loop and grid is not None:
+        if loop and plan is not None:
             raise ValueError("loop replays every packet again; it cannot run on a fixed public time range")
         self._reader = open_capture(self.path)
-        self._plan = None if grid is None else epochorder.plan(self.path, grid)
+        self._plan = plan
         # progress counts records handed over: the reader reads ahead of the pacing
         self._records = count_packets(self.path) if records is None else records
         self._done_stats = CaptureStats()  # totals of finished passes

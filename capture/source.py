@@ -93,6 +93,11 @@ class Source(ABC):
     def is_alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The worker thread, once ``start`` made it."""
+        return self._thread
+
     def pause(self) -> None:
         with self._cv:
             self._paused = True

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from dptop.cluster.cli import add_subcommands, main
+from dptop.monitor.schemas import BY_COMMAND
 
 
 def test_subcommands_plug_into_a_parser():
@@ -34,6 +35,8 @@ def test_cluster_bench_end_to_end(tmp_path, capsys):
     assert main(["cluster-bench", "--quick", "--files", "2", "--packets", "4096", "--workers", "1",
                  "--json", str(out)]) == 0
     report = json.loads(out.read_text())
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(report, BY_COMMAND["cluster-bench"])
     runs = {r["run"]: r for r in report["rows"]}
     assert set(runs) == {"in-process", "local:1", "1 s time epochs"}
     assert runs["local:1"]["speedup_vs_1_worker"] == 1.0 and runs["in-process"]["speedup_vs_one_process"] == 1.0

@@ -148,3 +148,10 @@ def test_a_collector_waits_for_the_agents_it_expects_and_names_the_missing():
     (rel,) = result.releases["dpmg"]
     assert rel.status["agents"] == [] and rel.status["agents_missing"] == ["tap-x"]
     assert result.releases["exact"][0].status["agents_missing"] == ["tap-x"]
+    jsonschema = pytest.importorskip("jsonschema")
+    from dptop.cluster.cli import collect_json
+    from dptop.monitor.schemas import COLLECT
+
+    out = collect_json(result, 10)
+    jsonschema.validate(out, COLLECT)
+    assert out["partial"] is True and out["missing"] == ["tap-x"]

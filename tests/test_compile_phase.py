@@ -12,20 +12,17 @@ from dptop.engine.core import jit
 from dptop.monitor import session as session_module
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.session import COMPILING, Session
+from dptop.monitor.states import Lifecycle, State
 from tests.conftest import DNS_CAPTURE
 
 
-class RecordingSession(Session):
-    """A session that keeps every phase it passes through."""
+class RecordingLifecycle(Lifecycle):
+    """A session's lifecycle that keeps every phase it passes through."""
 
-    @property
-    def phase(self):
-        return self.__dict__.get("_phase", "")
-
-    @phase.setter
-    def phase(self, value):
-        self.__dict__["_phase"] = value
-        self.__dict__.setdefault("phases", []).append(value)
+    def __setattr__(self, name, value):
+        if name == "phase":
+            self.__dict__.setdefault("phases", []).append(value)
+        super().__setattr__(name, value)
 
 
 def run_to_end(monkeypatch, counts) -> list[str]:
@@ -35,14 +32,15 @@ def run_to_end(monkeypatch, counts) -> list[str]:
     warm_up = Exact.warm_up
     monkeypatch.setattr(Exact, "warm_up", lambda self: (time.sleep(0.2), warm_up(self)))
     monkeypatch.setattr(session_module, "compiles", lambda: next(counts))
-    session = RecordingSession(RunConfig(("exact",)))
+    session = Session(RunConfig(("exact",)))
+    session.life = RecordingLifecycle()
     try:
         session.open(SourceSpec("file", str(DNS_CAPTURE)))
         deadline = time.monotonic() + 120
-        while session.state not in ("finished", "failed") and time.monotonic() < deadline:
+        while not session.state.ended and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert session.state == "finished", session.error
-        return session.phases
+        assert session.state == State.FINISHED, session.error
+        return session.life.phases
     finally:
         assert session.close(1.0) == []
 

@@ -25,6 +25,8 @@ from dptop.gui.plots import ThroughputPlot, UtilityPlot
 from dptop.gui.source_panel import LOOP_TIP
 from dptop.monitor.config import RunConfig
 from dptop.monitor.session import SessionSnapshot
+from dptop.monitor.states import State
+from dptop.monitor.status import LaneStatus
 from dptop.monitor.truth import TruthResult
 from tests.conftest import DNS_CAPTURE
 
@@ -241,7 +243,7 @@ def test_no_guarantee_or_status_line_is_clipped_at_1600x1000(qtbot, window):
 class Starting:
     """A session stuck in its start-up phase (what a first start looks like while numba compiles)."""
 
-    state = "starting"
+    state = State.STARTING
     phase = "compiling kernels (first start after install)..."
 
     def snapshot(self, lanes=None):
@@ -268,6 +270,11 @@ def test_a_starting_session_says_it_is_compiling_kernels(qtbot, window):
 
 
 def test_the_a_priori_detection_limit_is_shown_when_the_status_has_one():
-    assert detectable_text({"count": 14523.4, "share": 0.095}) == "detectable: ≥ 14,523 pkts and ≥ 9.5% of the span"
-    assert detectable_text({"count": 812, "share": None}) == "detectable: ≥ 812 pkts"
-    assert detectable_text(None) == "" and detectable_text({}) == ""
+    def shown(limit):
+        return detectable_text(LaneStatus.of({"detectable": limit}).detectable)
+
+    assert shown({"count": 14523.4, "share": 0.095}) == "detectable: ≥ 14,523 pkts and ≥ 9.5% of the span"
+    assert shown({"count": 812, "share": None}) == "detectable: ≥ 812 pkts"
+    assert shown(None) == "" and shown({}) == ""
+    assert shown({"count": 50, "share": 0.5, "after": {"0.1": 400, "0.05": None}}) == (
+        "detectable: ≥ 50 pkts and ≥ 50.0% of the span; 10% source after 400 pkts, 5% source never in a segment")

@@ -16,11 +16,12 @@ import pytest
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.engine.core.keys import KeyBatch, keys_from_addresses
 from dptop.engine.core.settings import Settings
-from dptop.monitor import session as session_module
+from dptop.monitor import clocks
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.explain import drops_of
 from dptop.monitor.result import session_json
-from dptop.monitor.session import AHEAD, LATE, Session
+from dptop.monitor.clocks import AHEAD, LATE, LiveClock
+from dptop.monitor.session import Session
 
 S = 1_000_000_000
 START = 1_700_000_000 * S
@@ -43,11 +44,13 @@ def live_session(monkeypatch):
     """A session on a live 1 s wall-clock grid (no socket): batches go in through its live sink at
     the moments the fake clock says."""
     clock = Clock()
-    monkeypatch.setattr(session_module.time, "time_ns", clock)
+    monkeypatch.setattr(clocks.time, "time_ns", clock)
     s = Session(RunConfig(("exact", "dpss"), Settings(k=4, epsilon=1.0, epoch_seconds=1.0)))
     s.spec = SourceSpec("live", iface="lo", lateness=0.5)
     s.public["time_range"] = (START, None)
     s.grid = TimeGrid(START, S, MAX_CELLS)
+    s.fanout.live = True
+    s.clock = LiveClock(s.grid, 0.5, s.fanout)
     s.truth.start()
     assert s._start_lanes()
     yield s, clock
@@ -56,7 +59,7 @@ def live_session(monkeypatch):
 
 def deliver(s, clock, at_s, stamps_s, address="192.0.2.1"):
     clock.now = START + round(at_s * S)
-    s._live_sink(batch(stamps_s, address))
+    s.clock(batch(stamps_s, address))
     drained(s)
 
 
@@ -78,10 +81,10 @@ def test_lateness_allowance_keeps_boundary_packets_and_drops_later_ones(live_ses
     deliver(s, clock, 1.7, [5.0])  # ahead of the wall clock: a drop
     assert s.dropped == {LATE: 1, AHEAD: 1}
     clock.now = START + round(2.6 * S)
-    s._tick()  # closes epoch 1
+    s.clock.tick()  # closes epoch 1
     drained(s)
     clock.now = START + round(3.6 * S)
-    s._tick(final=True)
+    s.clock.tick(final=True)
     for lane in s.lanes.values():
         lane.runner.finish(10)
     s.truth.wait_idle()

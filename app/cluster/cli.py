@@ -93,9 +93,10 @@ def cmd_collect(args) -> int:
     except KeyboardInterrupt:
         pass
     result = collector.stop()
-    gone = [a.name for a in result.agents if a.gone]
+    summary = collect_json(result, args.top)
+    gone = summary["missing"]
     if args.json_out:
-        write_json({**result.to_json(args.top), "partial": bool(gone), "missing": gone}, args.json_out)
+        write_json(summary, args.json_out)
     if not quiet:
         exact = next(iter(result.releases.get("exact", [])), None)
         print(f"exact top {_coverage(exact.status if exact else {'agents': [a.name for a in result.agents if not a.gone]})}:",
@@ -120,6 +121,13 @@ def _coverage(status: dict) -> str:
     if status.get("agents_missing"):
         text += f"; NOT covered: {', '.join(status['agents_missing'])}"
     return text + "]"
+
+
+def collect_json(result, top: int) -> dict:
+    """``collect --json``: the merged result, ``partial`` when an agent was lost or never joined, and
+    those agents under ``missing`` (dptop.monitor.schemas.COLLECT)."""
+    gone = [a.name for a in result.agents if a.gone]
+    return {**result.to_json(top), "partial": bool(gone), "missing": gone}
 
 
 def cmd_cluster_bench(args) -> int:

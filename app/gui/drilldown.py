@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QFormLayout, QHBoxLayout, QLa
 
 from dptop.engine.core.keykinds import KeyKind
 from dptop.monitor.config import Counting
+from dptop.monitor.status import LaneStatus
 
 ESTIMATE_BRUSH, TRUTH_BRUSH = (52, 120, 220), (150, 150, 150, 170)
 
@@ -110,14 +111,13 @@ def key_history(releases, label: str) -> KeyHistory:
 class DrillDown(QDialog):
     """A key's private estimates over the session's releases of one algorithm."""
 
-    def __init__(self, name: str, label: str, releases, status: dict, guarantee, exact: int | None,
+    def __init__(self, name: str, label: str, releases, status: LaneStatus, guarantee, exact: int | None,
                  exact_total: int | None, kind: KeyKind, parent=None):
         super().__init__(parent)
         self.setWindowTitle(f"{label} — {name}")
         self.setObjectName("drilldown")
         self.history = key_history(releases, label)
-        limit = status.get("detectable") if isinstance(status, dict) else None
-        self.error = float(limit["error"]) if isinstance(limit, dict) and limit.get("error") is not None else None
+        self.error = None if status.detectable is None else status.detectable.error
         self.plot = pg.PlotWidget()
         self.plot.addLegend(offset=(6, 6))
         self.plot.setLabel("bottom", "release (oldest first)")
@@ -161,7 +161,7 @@ def open_drilldown(window, name: str, label: str, exact: int | None):
     snap = lane.snapshot()
     truth = session.truth.result(name)
     total = truth.packets if truth is not None and exact is not None else None
-    dialog = DrillDown(name, label, session.releases(name), {} if snap is None else snap.status,
+    dialog = DrillDown(name, label, session.releases(name), LaneStatus.of(None if snap is None else snap.status),
                        None if snap is None else snap.guarantee, exact, total, session.config.counting.kind, window)
     dialog.show()
     window.drilldowns.append(dialog)

@@ -33,6 +33,7 @@ from dptop.monitor import catalogue
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.session import Session
+from dptop.monitor.states import State
 from dptop.gui.source_panel import SourcePanel
 from dptop.gui.tuning import TuningPanel
 from dptop.gui.theme import apply_plot_theme, watch_color_scheme
@@ -227,7 +228,7 @@ class MainWindow(QMainWindow):
     def toggle_pause(self) -> None:
         if self.session is None:
             return
-        if self.session.state == "paused":
+        if self.session.state is State.PAUSED:
             self.session.resume()
         else:
             self.session.pause()
@@ -252,7 +253,7 @@ class MainWindow(QMainWindow):
         snap = None if session is None else session.snapshot(lanes=LANES_PER_TICK)
         self.source_panel.show_state(snap)
         if snap is not None:
-            if snap.state == "starting":  # no lanes yet, or kernels compiling: say so in every panel
+            if snap.state is State.STARTING:  # no lanes yet, or kernels compiling: say so in every panel
                 for name in self.panels.keys() - {lane.name for lane in snap.lanes}:
                     self.panels[name].show_phase(snap.phase)
             stale = []

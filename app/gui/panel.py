@@ -41,7 +41,7 @@ def status_text(view, truth) -> str:
     thr = threshold_of(view)
     if thr is not None:
         parts.append(f"τ = {thr:,.1f}")
-    detectable = detectable_text(a.status.get("detectable"))
+    detectable = detectable_text(view.status.detectable)
     if detectable:
         parts.append(detectable)
     rel = a.latest

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
 from dptop.gui.help import TIPS
 from dptop.monitor.config import SourceSpec
 from dptop.monitor.explain import drops_of
+from dptop.monitor.states import State
 
 SPEEDS = (("1×", 1.0), ("2×", 2.0), ("10×", 10.0), ("100×", 100.0), ("max", None))
 KINDS = ("Capture file", "Interface", "Synthetic")
@@ -143,11 +144,11 @@ class SourcePanel(QWidget):
             self.progress.setValue(0)
             return
         src = snap.source
-        self.pause.setText("Resume" if snap.state == "paused" else "Pause")
+        self.pause.setText("Resume" if snap.state is State.PAUSED else "Pause")
         if src is None:
-            starting = snap.state == "starting"
+            starting = snap.state is State.STARTING
             self.progress.setRange(0, 0 if starting else 1000)  # busy while starting: nothing to measure yet
-            text = snap.error or (f"starting: {snap.phase or 'opening the source'}" if starting else snap.state + "…")
+            text = snap.error or (f"starting: {snap.phase or 'opening the source'}" if starting else f"{snap.state}…")
             self.stats.setText(text)
             self.stats.setToolTip(text)
             return
@@ -162,7 +163,7 @@ class SourcePanel(QWidget):
             self.progress.setValue(int(1000 * src.fraction))
             self.progress.setFormat(f"{src.fraction:.0%}")
         else:
-            self.progress.setRange(0, 0) if snap.state == "running" else self.progress.setRange(0, 1000)
+            self.progress.setRange(0, 0) if snap.state is State.RUNNING else self.progress.setRange(0, 1000)
         text = f"{snap.state} · {src.ip_packets:,} pkts · {getattr(self, '_pps', 0.0):,.0f} pkts/s · {drops_of(snap).text()}"
         if snap.error:
             text += f" · {snap.error}"

@@ -36,6 +36,7 @@ from dptop.monitor.config import Counting, RunConfig, SourceSpec
 from dptop.engine.privacy.measures import ApproxDP, group
 from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
+from dptop.monitor.states import State
 
 T0 = 1_700_000_000 * 10**9
 SECOND = 10**9
@@ -151,7 +152,7 @@ class ProductTarget(Target):
             session = self.session(RunConfig(self.algorithms, self.settings(run_seed), counting=self.counting))
             try:
                 session.open(self.spec(path))
-                if session.wait(60) != "finished":
+                if session.wait(60) is not State.FINISHED:
                     raise RuntimeError(f"audit replay of {path} ended {session.state}: {session.error}")
                 out.append(view_features(self.view(session, "audit")))
             finally:
@@ -160,7 +161,7 @@ class ProductTarget(Target):
 
 
 class _FileOrderSession(Session):
-    def _replay_grid(self):
+    def _replay_plan(self):
         return None  # file order: the algorithms cut epochs by the stamps in arrival order
 
 
@@ -172,11 +173,13 @@ class FileOrderTarget(ProductTarget):
 
 
 class _DataGridSession(Session):
-    def _time_range(self, path, declared, epoch_seconds):
+    def _facts(self, spec, path):
         from dptop.capture import epochorder
+        from dptop.monitor.precheck import read_facts
 
         first = epochorder.time_range(path)[0]
-        return first, first + (declared[1] - declared[0])
+        start, end = spec.time_range
+        return read_facts(path, (first, first + end - start), self.config.settings.epoch_seconds)
 
 
 class DataGridTarget(ProductTarget):

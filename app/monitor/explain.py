@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dptop.monitor.status import DetectionLimit, ReleaseStatus
+
 
 def threshold_of(view) -> float | None:
     """The current suppression threshold: the latest release's, else the live status's."""
@@ -16,10 +18,7 @@ def threshold_of(view) -> float | None:
         return None
     if a.latest is not None and a.latest.threshold is not None:
         return float(a.latest.threshold)
-    for key in ("threshold", "tau"):
-        if a.status.get(key) is not None:
-            return float(a.status[key])
-    return None
+    return view.status.threshold
 
 
 def reason_text(view) -> str:
@@ -33,48 +32,46 @@ def reason_text(view) -> str:
         return f"Stopped by an error: {a.error}"
     if not a.ready:
         return "Compiling kernels (first start after install; later starts load them from the cache)…"
-    rel, st = a.latest, a.status
-    if rel is not None and rel.status.get("suppressed"):
-        return str(rel.status["suppressed"])
+    rel, st = a.latest, view.status
+    suppressed = None if rel is None else ReleaseStatus.of(rel.status).suppressed
+    if suppressed:
+        return suppressed
     empty = rel is None or not rel.items
-    if st.get("horizon_reached"):
-        return (f"Horizon T = {st.get('horizon'):,} reached: the last output stays published; "
-                f"{st.get('packets_after_horizon', 0):,} later packets ignored (enable restart).")
-    need = st.get("packets_until_release")
-    if empty and need:
-        return (f"Nothing can be released yet: {int(need):,} more packets needed in this epoch "
-                "before any source can pass the threshold.")
-    if empty and st.get("note"):
-        return str(st["note"])
-    if empty and isinstance(st.get("detectable"), dict) and st["detectable"].get("note"):
-        return str(st["detectable"]["note"])
+    if st.horizon_reached:
+        return (f"Horizon T = {st.horizon or 0:,} reached: the last output stays published; "
+                f"{st.packets_after_horizon:,} later packets ignored (enable restart).")
+    if empty and st.note:
+        return st.note
+    if empty and st.detectable is not None and st.detectable.note:
+        return st.detectable.note
+    # from the parameters alone (no count of this epoch's packets: that is exact)
+    floor = (f" An epoch needs at least {st.min_packets:,} packets before any source can pass the threshold, "
+             "even without noise.") if st.min_packets else ""
     if rel is None:
         if a.private and a.family == "single-release":
-            return f"Waiting for epoch {st.get('epoch', 0)} to close ({st.get('epoch_mode', '')} epochs)."
+            return f"Waiting for epoch {st.epoch or 0} to close ({st.epoch_mode} epochs).{floor}"
         return "Waiting for the first release."
     if empty:
         thr = threshold_of(view)
         if thr is not None:
-            return f"No source above the threshold τ = {thr:,.0f} in this release."
-        return "The release is empty."
+            return f"No source above the threshold τ = {thr:,.0f} in this release.{floor}"
+        return f"The release is empty.{floor}"
     return ""
 
 
-def detectable_text(limit) -> str:
-    """The a-priori detection limit of the status (``{"count", "share"}``, either may be missing):
-    the smallest source the algorithm can release at all, known before any packet; with
-    ``after`` (continual observation on a live stream) the packets a source of a given share
-    needs before it is released."""
-    if not isinstance(limit, dict):
+def detectable_text(limit: DetectionLimit | None) -> str:
+    """The a-priori detection limit (count and share, either may be unknown): the smallest source
+    the algorithm can release at all, known before any packet; with ``after`` (continual
+    observation on a live stream) the packets a source of a given share needs before it is released."""
+    if limit is None:
         return ""
-    bits = [f"≥ {limit['count']:,.0f} pkts" if limit.get("count") is not None else "",
-            f"≥ {limit['share']:.1%} of the span" if limit.get("share") is not None else ""]
+    bits = [f"≥ {limit.count:,.0f} pkts" if limit.count is not None else "",
+            f"≥ {limit.share:.1%} of the span" if limit.share is not None else ""]
     bits = [b for b in bits if b]
     text = f"detectable: {' and '.join(bits)}" if bits else ""
-    after = limit.get("after")
-    if isinstance(after, dict) and after:
-        when = ", ".join(f"{float(share):.0%} source after {int(n):,} pkts" if n is not None
-                         else f"{float(share):.0%} source never in a segment" for share, n in after.items())
+    if limit.after:
+        when = ", ".join(f"{share:.0%} source after {n:,} pkts" if n is not None
+                         else f"{share:.0%} source never in a segment" for share, n in limit.after)
         text = f"{text}; {when}" if text else when
     return text
 

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.runner import AlgorithmSnapshot, Runner
 from dptop.monitor.config import RunConfig
+from dptop.monitor.states import State
+from dptop.monitor.status import LaneStatus
 from dptop.monitor.truth import TruthResult
 
 CHUNK_SECONDS = 0.2
@@ -38,6 +41,12 @@ class Lane:
         self.rate = snap.updates_per_second
         return snap
 
+    def exact(self, top: int | None) -> tuple[int, int, tuple] | None:
+        """(packets, distinct keys, the ``top`` heaviest) of an exact baseline's counter since the
+        lane started; None for a lane without one."""
+        counter = None if self.runner is None else getattr(self.runner.algorithms[0], "counter", None)
+        return None if counter is None else (counter.total, counter.size, counter.top(top))
+
     @property
     def ready(self) -> bool:
         return self.runner is None or all(w.ready or w.done for w in self.runner.workers)
@@ -66,11 +75,16 @@ class LaneView:
     error: str | None
     truth: TruthResult | None = None
 
+    @cached_property
+    def status(self) -> LaneStatus:
+        """The algorithm's live status, typed (dptop.monitor.status)."""
+        return LaneStatus.of(None if self.algorithm is None else self.algorithm.status)
+
 
 @dataclass(frozen=True)
 class SessionSnapshot:
     time: float
-    state: str
+    state: State
     phase: str  # what a starting session is doing ("compiling kernels...")
     error: str | None
     source: object  # dptop.capture.source.SourceStats or None

@@ -90,22 +90,22 @@ def write_whole(path: str, result: dict) -> None:
     JsonOut(path, "the private view").write(result)
 
 
-_NUM = {"type": ["number", "null"]}
+NUMBER_OR_NULL = {"type": ["number", "null"]}
 _FACT = {"type": "object", "required": ["name", "value", "provenance", "why"], "properties": {
     "name": {"type": "string"}, "provenance": {"enum": [p.name.lower() for p in Provenance]},
     "provenance_text": {"type": "string"}, "why": {"type": "string"}}}
-_GUARANTEE = {"type": "object", "required": ["model", "measure", "epsilon", "delta", "rho", "neighbouring", "unit",
+GUARANTEE_SCHEMA = {"type": "object", "required": ["model", "measure", "epsilon", "delta", "rho", "neighbouring", "unit",
                                              "scope", "noise", "notes", "text", "private", "relation", "unit_kind",
                                              "key", "public_facts"],
-              "properties": {"epsilon": {"type": "number"}, "delta": _NUM, "rho": _NUM, "private": {"type": "boolean"},
+              "properties": {"epsilon": {"type": "number"}, "delta": NUMBER_OR_NULL, "rho": NUMBER_OR_NULL, "private": {"type": "boolean"},
                              "relation": {"enum": ["add_remove", "substitute"]},
                              "unit_kind": {"enum": ["packet", "host", "report"]},
                              "public_facts": {"type": "array", "items": _FACT}}}
 _SPAN = {"type": "object", "required": list(SPAN_FIELDS), "additionalProperties": False,
-         "properties": {"kind": {"type": "string"}, "index": {"type": "integer"}, "t_start": _NUM, "t_end": _NUM,
+         "properties": {"kind": {"type": "string"}, "index": {"type": "integer"}, "t_start": NUMBER_OR_NULL, "t_end": NUMBER_OR_NULL,
                         "start": {"type": "integer"}, "end": {"type": "integer"}}}
 _RELEASE = {"type": "object", "required": ["span", "threshold", "items", "guarantee"], "additionalProperties": False,
-            "properties": {"span": _SPAN, "threshold": _NUM, "guarantee": _GUARANTEE,
+            "properties": {"span": _SPAN, "threshold": NUMBER_OR_NULL, "guarantee": GUARANTEE_SCHEMA,
                            "items": {"type": "array", "items": {
                                "type": "object", "required": ["address", "estimate"], "additionalProperties": False,
                                "properties": {"address": {"type": "string"}, "estimate": {"type": "number"}}}}}}
@@ -127,7 +127,7 @@ SCHEMA = {
         "public_facts": {"type": "array", "items": _FACT},
         "algorithms": {"type": "object", "additionalProperties": {
             "type": "object", "required": ["family", "guarantee", "releases"], "additionalProperties": False,
-            "properties": {"family": {"type": "string"}, "guarantee": _GUARANTEE,
+            "properties": {"family": {"type": "string"}, "guarantee": GUARANTEE_SCHEMA,
                            "releases": {"type": "array", "items": _RELEASE}}}},
         "budget": _BUDGET,
         "exported_at": {"type": "string"},

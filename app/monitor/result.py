@@ -1,5 +1,6 @@
-"""The full JSON of a session (the CLI's ``--json``); the private view (``--publish``, the GUI's
-export) is ``dptop.monitor.publish``.
+"""The full JSON of a run (the CLI's ``--json``), one builder for a session and for a merged
+archive of several files; the private view (``--publish``, the GUI's export) is
+``dptop.monitor.publish``.
 
 Contract (extended, never renamed): ``source.{packets, ip_packets, skipped}``,
 ``exact.{total, top: [{address, count}]}``, per algorithm under ``algorithms``: ``private``,
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from dptop import __version__
 from dptop.monitor.explain import Drops, drops_of
+from dptop.monitor.ledger import Ledger
 from dptop.monitor.session import Session
 
 
@@ -61,49 +63,87 @@ def release_json(release, scale: int) -> dict:
     return out
 
 
+def algorithm_entry(private: bool | None, guarantee, releases: list[dict], *, family: str | None = None,
+                    packets: int = 0, updates_per_second: float | None = None, packets_per_second: float = 0.0,
+                    busy_share: float = 0.0, drops: int = 0, status: dict | None = None, error: str | None = None,
+                    published: int | None = None) -> dict:
+    """One algorithm's entry: whether it is private, its guarantee (typed, rendered here) and
+    ``releases`` (JSON), then its operational figures (non-private)."""
+    return {
+        "private": private,
+        "family": family,
+        "guarantee": None if guarantee is None else guarantee.to_json(),
+        "updates_per_second": updates_per_second,
+        "packets_per_second": packets_per_second,
+        "busy_share": busy_share,
+        "packets": packets,
+        "drops": drops,
+        "status": status or {},
+        "error": error,
+        "releases_published": len(releases) if published is None else published,
+        "releases": releases,
+    }
+
+
 def algorithm_json(lane_view, releases, scale: int = 1) -> dict:
     s = lane_view.algorithm
     if s is None:
         return {"private": None, "error": lane_view.error, "releases": []}
-    return {
-        "private": s.private,
-        "family": s.family,
-        "guarantee": None if s.guarantee is None else s.guarantee.to_json(),
-        "updates_per_second": s.updates_per_second,
-        "packets_per_second": s.packets_per_second,
-        "busy_share": s.busy_share,
-        "packets": s.packets,
-        "drops": s.drops,
-        "status": s.status,
-        "error": s.error,
-        "releases_published": s.releases,
-        "releases": [release_json(r, scale) for r in releases],
-    }
+    return algorithm_entry(s.private, s.guarantee, [release_json(r, scale) for r in releases], family=s.family,
+                           packets=s.packets, updates_per_second=s.updates_per_second,
+                           packets_per_second=s.packets_per_second, busy_share=s.busy_share, drops=s.drops,
+                           status=s.status, error=s.error, published=s.releases)
+
+
+def exact_json(total: int, distinct: int, items) -> dict:
+    return {"total": total, "distinct": distinct,
+            "top": [{"address": it.address, "count": int(it.estimate)} for it in items]}
+
+
+def result_json(command: str, settings, source: dict, exact: dict, algorithms: dict, budget: dict | None,
+                partial: bool, error: str | None = None, **sections) -> dict:
+    """The JSON of a run in the contract's order; ``sections``: what a kind of run adds (a
+    session's ``counting``, ``public``, ``dropped``, ``drops``; an archive's ``agents``, ``missing``)."""
+    out = {"dptop": __version__, "command": command, "partial": partial,
+           "settings": {k: v for k, v in vars(settings).items()}, **sections, "source": source,
+           "exact": exact, "algorithms": algorithms, "budget": budget,
+           "non_private": {"fields": list(NON_PRIVATE), "note": NON_PRIVATE_NOTE}}
+    if error:
+        out["error"] = error
+    return out
 
 
 def session_json(session: Session, command: str, top: int | None, partial: bool = False) -> dict:
     session.truth.wait_idle()
     snap = session.snapshot()
-    total, distinct, items = session.exact(top or None)  # 0 = every source
     c = session.config.counting
     scale = c.unit if c.weight == "bytes" else 1
     algorithms = {v.name: algorithm_json(v, session.releases(v.name), scale) for v in snap.lanes}
-    out = {
-        "dptop": __version__,
-        "command": command,
-        "partial": partial,
-        "settings": {k: v for k, v in vars(session.config.settings).items()},
-        "counting": {**vars(session.config.counting), "text": session.config.counting.describe()},
-        "source": source_json(session),
-        "public": public_json(session),
-        "dropped": snap.dropped,
-        "drops": drops_json(drops_of(snap)),
-        "exact": {"total": total, "distinct": distinct,
-                  "top": [{"address": it.address, "count": int(it.estimate)} for it in items]},
-        "algorithms": algorithms,
-        "budget": snap.budget,
-        "non_private": {"fields": list(NON_PRIVATE), "note": NON_PRIVATE_NOTE},
-    }
-    if snap.error:
-        out["error"] = snap.error
-    return out
+    return result_json(command, session.config.settings, source_json(session),
+                       exact_json(*session.exact(top or None)), algorithms, snap.budget, partial, snap.error,
+                       counting={**vars(c), "text": c.describe()}, public=public_json(session),
+                       dropped=snap.dropped, drops=drops_json(drops_of(snap)))
+
+
+def archive_json(merged, paths, config, top: int | None) -> dict:
+    """A merged run over several capture files (dptop.cluster.archive.ArchiveResult): the same
+    contract, every algorithm's releases recorded in the same ledger as a session's, plus
+    ``agents`` (one report per file), ``missing`` and ``cluster``."""
+    agents = [a.to_json() for a in merged.agents]
+    skipped: dict = {}
+    for a in agents:
+        for reason, n in (a.get("skipped") or {}).items():
+            skipped[reason] = skipped.get(reason, 0) + n
+    source = {"paths": [str(p) for p in paths], "packets": sum(a["packets"] for a in agents),
+              "ip_packets": sum(a["ip_packets"] for a in agents), "skipped": skipped, "warnings": [],
+              "cluster": merged.cluster}
+    ledger = Ledger()
+    algorithms = {}
+    for name, rels in merged.releases.items():
+        guarantee = next((r.guarantee for r in rels if r.guarantee is not None), None)
+        ledger.record(name, 1, guarantee, len(rels))
+        algorithms[name] = algorithm_entry(guarantee is not None, guarantee, [r.to_json() for r in rels],
+                                           packets=source["ip_packets"])
+    exact = exact_json(merged.exact.n, len(merged.exact.keys), merged.exact_top(top or 10**9))
+    return result_json("replay", config.settings, source, exact, algorithms, ledger.to_json(), merged.partial,
+                       agents=agents, missing=[m.to_json() for m in merged.missing], seconds=merged.seconds)

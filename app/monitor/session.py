@@ -1,59 +1,47 @@
 """One monitoring session, headless: the source, one runner per algorithm ("lane"), ground truth,
 the public clock of time epochs and the privacy ledger. The CLI and the GUI are views over it.
 
-States: ``idle -> starting -> running (<-> paused) -> finished``, or ``stopping -> stopped`` on a
-stop, or ``failed``. Every method is valid in every state: a stop or close that lands while the
-source is still being opened (counting a file, planning epochs, compiling kernels) ends the start
-instead of being lost, and ``close`` joins every thread the session ever started.
+Its concerns live beside it: where packets come from (``sources``), the one tee to truth and lanes
+(``fanout``), the live and looping clocks (``clocks``), the state machine (``states``: a stop or
+close that lands while the source is still being opened ends the start instead of being lost, and
+``close`` joins every thread the session ever started) and Apply (``apply``).
 
 Public facts a guarantee takes as given (``public``): a replay's record count (the continual
 observation horizon) and, with time epochs, the time range (declared, or the file's own first and
-last stamps); a live capture's clock starts when the capture opens, after every kernel is ready.
-The source's sink is a tee: truth first (lossless), then every lane, ``feed`` (lossless) for
-replays and ``offer`` (counted drops) for live capture, all in the canonical cell order of the
-public grid (capture/epochorder.py, and ``_live_sink`` on the wall clock). A live capture without
-epochs of its own gets ``LIVE_EPOCH_SECONDS`` cells; a cell closes ``SourceSpec.lateness``
-seconds after its end, and packets of the next cell wait until then.
+last stamps), all read in one pass before the replay (``precheck.SourceFacts``, handed over by the
+command's check or read here); a live capture's clock starts when the capture opens, after every
+kernel is ready. Packets reach the lanes in the canonical cell order of the public grid
+(capture/epochorder.py, and ``clocks.LiveClock`` on the wall clock). A live capture without epochs
+of its own gets ``LIVE_EPOCH_SECONDS`` cells; a cell closes ``SourceSpec.lateness`` seconds after
+its end, and packets of the next cell wait until then.
 """
 from __future__ import annotations
 
-import tempfile
 import threading
 import time
 from dataclasses import replace
-from pathlib import Path
-
-import numpy as np
 
 from dptop.engine.core import registry
-from dptop.engine.core.clock import MAX_CELLS, TimeGrid
+from dptop.engine.core.clock import TimeGrid
 from dptop.engine.core.jit import compiles
-from dptop.engine.core.keys import KeyBatch, tick
+from dptop.engine.core.keys import tick
 from dptop.engine.core.runner import Runner
 from dptop.engine.privacy.facts import Provenance, PublicFact
-from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec, affected
-from dptop.monitor.ledger import Ledger
+from dptop.monitor import sources
+from dptop.monitor.apply import APPLIED_NOTE, lanes_after, retired
+from dptop.monitor.clocks import AHEAD, LATE, LiveClock, LoopClock
+from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
+from dptop.monitor.fanout import Fanout
 from dptop.monitor.lanes import Lane, LaneView, SessionSnapshot
+from dptop.monitor.ledger import Ledger
+from dptop.monitor.precheck import SourceFacts
+from dptop.monitor.states import Lifecycle, State
 from dptop.monitor.truth import Truth
 
-REPLAY_BATCH = 1 << 16
-COMPILING = "compiling kernels (first start after install)..."
+__all__ = ["AHEAD", "COMPILING", "LATE", "Session", "State", "published"]
+
+COMPILING = "compiling kernels (first use since install)..."
 """The starting phase while numba compiles a kernel the cache does not hold."""
-"""Replay batch size: large, so the per-batch Python work of the threads stays small; slow
-algorithms get it in chunks (``Lane.chunks``)."""
-
-LATE = "stamped in an epoch the clock had closed"
-AHEAD = "stamped ahead of the capture clock"
-
-STATES = ("idle", "starting", "running", "paused", "finished", "stopping", "stopped", "failed")
-
-
-def joined(pieces: list[KeyBatch], cell: int) -> KeyBatch:
-    """The packets of ``pieces`` (all of one cell, in arrival order) as one batch."""
-    optional = [None if any(getattr(p, f) is None for p in pieces) else np.concatenate([getattr(p, f) for p in pieces])
-                for f in ("dst", "length")]
-    return KeyBatch(np.concatenate([p.keys for p in pieces]), np.concatenate([p.ts_ns for p in pieces]),
-                    *optional, epoch=cell)
 
 
 def published(snap) -> int:
@@ -69,45 +57,64 @@ class Session:
         self.history = history
         self.truth = Truth(record_packets)  # started by open(): a session never opened owns no thread
         self.ledger = Ledger()
-        self.lanes: dict[str, Lane] = {}  # replaced, never mutated (the sink iterates it)
+        self.life = Lifecycle()
+        self.fanout = Fanout(self.truth, config.counting, live=False)
+        self.clock: LiveClock | LoopClock | None = None
         self.source = None
         self.spec: SourceSpec | None = None
+        self.facts: SourceFacts | None = None
         self.public: dict = {}
         self.public_source = ""  # where the public time range came from
         self.grid: TimeGrid | None = None
-        self.state, self.phase, self.error = "idle", "", None
-        self.dropped: dict[str, int] = {}
-        self._cell = 0  # the public clock's current cell (time epochs)
-        self._clock = threading.RLock()  # the capture thread and the session thread both move the clock
-        self._pending: dict[int, list[KeyBatch]] = {}  # live: packets of cells after the open one, held
-        # until the open cell closes (its end + the lateness allowance on the wall clock)
         self._generation = 0
-        self._lock = threading.RLock()  # state transitions and the lane set
         self._stopping = threading.Event()
         self._flush = False
         self._starter: threading.Thread | None = None
-        self._tmp = None
+        self._synthetic: sources.SyntheticFile | None = None
         self._runners: list[Runner] = []  # every runner whose threads may still run (close joins them)
 
-    # ----- state ---------------------------------------------------------------------------
-    def _set(self, state: str, phase: str = "") -> bool:
-        """Move to ``state`` unless a stop already decided the outcome."""
-        with self._lock:
-            if self._stopping.is_set() and state in ("starting", "running", "paused", "finished"):
-                return False
-            self.state, self.phase = state, phase
-            return True
+    # ----- what the views read -------------------------------------------------------------
+    @property
+    def state(self) -> State:
+        return self.life.state
 
-    def open(self, spec: SourceSpec) -> None:
-        """Start reading ``spec`` (returns at once; see ``snapshot().state``). Once per session."""
-        with self._lock:
+    @property
+    def phase(self) -> str:
+        return self.life.phase
+
+    @property
+    def error(self) -> str | None:
+        return self.life.error
+
+    @property
+    def lanes(self) -> dict[str, Lane]:
+        """The current lanes by algorithm (replaced, never mutated: the source's thread iterates it)."""
+        return self.fanout.lanes
+
+    @property
+    def dropped(self) -> dict[str, int]:
+        """Packets dropped by the public clock, by reason."""
+        return {} if self.clock is None else self.clock.dropped
+
+    @property
+    def cell(self) -> int:
+        """The public clock's open cell (time epochs; 0 otherwise)."""
+        return self.fanout.cell
+
+    # ----- the run -------------------------------------------------------------------------
+    def open(self, spec: SourceSpec, facts: SourceFacts | None = None) -> None:
+        """Start reading ``spec`` (returns at once; see ``snapshot().state``). Once per session.
+        ``facts``: what the command's check already read of the file (``precheck.check_source``),
+        so the file is not read for them again."""
+        with self.life.lock:
             if self._starter is not None:
                 raise RuntimeError("a session reads one source; open a new session for another")
-            self.spec = spec
+            self.spec, self.facts = spec, facts
+            self.fanout.live = spec.kind == "live"
             if "exact" not in self.config.names or self.config.counting.weight == "bytes":
                 self.truth.count_all()  # else the exact lane's counter answers (one exact table, not two)
             self.truth.start()
-            self._set("starting", "opening the source")
+            self.life.move(State.STARTING, "opening the source")
             self._starter = threading.Thread(target=self._run, name="dptop-session", daemon=True)
             self._starter.start()
 
@@ -117,7 +124,7 @@ class Session:
             if source is None:
                 return
             self.source = source
-            if not self._set("running"):
+            if not self.life.move(State.RUNNING):
                 source.stop()
                 return
             source.start()
@@ -130,16 +137,10 @@ class Session:
             source.join()
             self._tick(final=True)
         except Exception as exc:  # noqa: BLE001 - shown by the views
-            with self._lock:
-                self.error, self.state = f"{type(exc).__name__}: {exc}", "failed"
+            self.life.fail(f"{type(exc).__name__}: {exc}")
             return
         self._finish_lanes()
-        self._set("finished") or self._set_stopped()
-
-    def _set_stopped(self) -> None:
-        with self._lock:
-            if self.state != "failed":
-                self.state = "stopped"
+        self.life.move(State.FINISHED) or self.life.move(State.STOPPED)
 
     def _finish_lanes(self) -> None:
         self.truth.finish()
@@ -151,121 +152,80 @@ class Session:
                     pass
                 self._record(lane)
 
+    def _tick(self, final: bool = False) -> None:
+        if isinstance(self.clock, LiveClock):
+            self.clock.tick(final)
+
     # ----- the source ----------------------------------------------------------------------
     def _open_source(self, spec: SourceSpec):
         if spec.kind == "live":
-            s = self.config.settings
-            if s.epoch_seconds is None and s.epoch_packets is None:  # releases while the capture runs
-                self.config = replace(self.config, settings=s.with_(epoch_seconds=LIVE_EPOCH_SECONDS))
-            return self._open_live(spec, self.config.settings.epoch_seconds)
-        epoch_seconds = self.config.settings.epoch_seconds
-        from dptop.capture.pcap import count_packets
-        from dptop.capture.replay import FileReplay
-
+            return self._open_live(spec)
         path = spec.path
         if spec.kind == "synth":
-            from dptop.capture.synth import write_zipf_pcap
-
-            self.phase = "writing the synthetic stream"
-            self._tmp = tempfile.TemporaryDirectory(prefix="dptop-synth-")
-            path = str(Path(self._tmp.name) / "zipf.pcap")
-            write_zipf_pcap(path, spec.skew, spec.domain, spec.length, spec.seed, rate_pps=spec.rate)
-        self.phase = "counting packets"
-        self.public = {"stream_length": count_packets(path)}
-        if spec.loop and epoch_seconds is not None:
-            return self._open_loop(path, spec, epoch_seconds)
-        if epoch_seconds is not None:
-            self.phase = "planning time epochs"
-            start, end = self._time_range(path, spec.time_range, epoch_seconds)
-            self.public["time_range"] = (int(start), int(end))
-            self.grid = TimeGrid.over(start, end, epoch_seconds)
-        if self._stopping.is_set():
-            return None
-        if not self._start_lanes():
-            return None
-        return FileReplay(path, self._sink, speed=spec.speed, loop=spec.loop, batch_size=REPLAY_BATCH,
-                          records=self.public["stream_length"], grid=self._replay_grid(), max_gap=spec.max_gap)
-
-    def _open_loop(self, path, spec: SourceSpec, epoch_seconds: float):
-        """A looping synthetic stream with time epochs: its stamps only grow (each pass is shifted
-        past the last), so the grid is open-ended from the stream's first stamp (a public fact of
-        the generator, like a live capture's start) and each packet goes to the cell of its stamp."""
-        from dptop.capture import epochorder
-        from dptop.capture.replay import FileReplay
-
-        start = (epochorder.time_range(path) or (0, 0))[0]
-        self.public["time_range"] = (start, None)
-        self.public_source = "the synthetic stream's first stamp (open-ended: the stream loops)"
-        self.grid = TimeGrid(start, round(epoch_seconds * 1e9), MAX_CELLS)
+            self.life.phase = "writing the synthetic stream"
+            self._synthetic = sources.SyntheticFile(spec)
+            path = self._synthetic.path
+        if self.facts is None or not self.facts.fits(path, spec, self.config.settings.epoch_seconds):
+            self.life.phase = "reading the capture's public facts"
+            self.facts = self._facts(spec, path)
+        self.public = self.facts.public()
+        self.public_source, self.grid = self.facts.provenance, self.facts.grid
+        sink = self.fanout
+        if spec.loop and self.grid is not None:
+            self.clock = sink = LoopClock(self.grid, self.fanout)
         if self._stopping.is_set() or not self._start_lanes():
             return None
-        return FileReplay(path, self._cell_sink, speed=spec.speed, loop=True, batch_size=REPLAY_BATCH,
-                          records=self.public["stream_length"], max_gap=spec.max_gap)
+        return sources.file_replay(path, sink, spec, self.facts, None if self.clock else self._replay_plan())
 
-    def _cell_sink(self, batch: KeyBatch) -> bool:
-        """Packets in stamp order, each run of one cell tagged with it (epochorder.by_cell)."""
-        from dptop.capture.epochorder import OUTSIDE, by_cell
+    def _facts(self, spec: SourceSpec, path: str) -> SourceFacts:
+        """The file's public facts (the audit's broken variants read others)."""
+        return sources.file_facts(spec, path, self.config.settings.epoch_seconds)
 
-        for cell, piece in by_cell(batch, self.grid):
-            if cell < 0:
-                self.dropped[OUTSIDE] = self.dropped.get(OUTSIDE, 0) + len(piece)
-            elif not self._sink(piece):
-                return False
-        return True
+    def _replay_plan(self):
+        """The canonical order the replay reads the file in (``SourceFacts.plan``)."""
+        return self.facts.plan
 
-    def _time_range(self, path, declared: tuple[int, int] | None, epoch_seconds: float) -> tuple[int, int]:
-        """The public range of a replay's time epochs and its provenance (``precheck.public_time_range``)."""
-        from dptop.monitor.precheck import public_time_range
-
-        span, self.public_source = public_time_range(path, declared, epoch_seconds)
-        return span
-
-    def _replay_grid(self) -> TimeGrid | None:
-        """The grid the replay reads the file in (its canonical order)."""
-        return self.grid
-
-    def _open_live(self, spec: SourceSpec, epoch_seconds: float | None):
-        from dptop.capture.live import LiveCapture
-
+    def _open_live(self, spec: SourceSpec):
+        s = self.config.settings
+        if s.epoch_seconds is None and s.epoch_packets is None:  # releases while the capture runs
+            self.config = replace(self.config, settings=s.with_(epoch_seconds=LIVE_EPOCH_SECONDS))
+        epoch_seconds = self.config.settings.epoch_seconds
         if epoch_seconds is not None:  # provisional, so the lanes can be built while kernels compile
             self.public["time_range"] = (time.time_ns(), None)
         if not self._start_lanes():  # kernels first: the socket opens only once they are ready
             return None
+        sink = self.fanout
         if epoch_seconds is not None:  # the clock starts now, with nothing fed yet
-            start = time.time_ns()
-            end = None if spec.duration is None else start + round(spec.duration * 1e9)
-            self.public["time_range"] = (start, end)
-            self.public_source = "the capture's wall clock"
-            self.grid = TimeGrid(start, round(epoch_seconds * 1e9), MAX_CELLS) if end is None else \
-                TimeGrid.over(start, end, epoch_seconds)
+            self.grid, self.public["time_range"] = sources.wall_grid(spec, epoch_seconds)
+            self.public_source = sources.LIVE_CLOCK
+            self.clock = sink = LiveClock(self.grid, spec.lateness, self.fanout)
             self._restart_all()
             if not self._start_lanes(build=False):
                 return None
-        return LiveCapture(spec.iface, self._live_sink, bpf=spec.bpf or None, count=spec.count,
-                           duration=spec.duration)
+        return sources.live_capture(spec, sink)
 
     def _start_lanes(self, build: bool = True) -> bool:
         """Build the lanes and wait until every kernel is compiled (or loaded from the cache); the
         phase says "compiling kernels" only once numba compiles one (a kernel missing from the cache)."""
-        self.phase = "starting the algorithms..."
+        self.life.phase = "starting the algorithms..."
         before = compiles()
-        with self._lock:
+        with self.life.lock:
             if self._stopping.is_set():
                 return False
             if build:
-                self.lanes = {n: self._lane(n) for n in self.config.names}
+                self.fanout.lanes = {n: self._lane(n) for n in self.config.names}
         while not all(lane.ready for lane in self.lanes.values()):
             if self._stopping.is_set():
                 return False
             if compiles() > before:
-                self.phase = COMPILING
+                self.life.phase = COMPILING
             time.sleep(0.02)
-        self.phase = ""
+        self.life.phase = ""
         return True
 
     def _restart_all(self) -> None:
-        with self._lock:
-            old, self.lanes = self.lanes, {n: self._lane(n) for n in self.config.names}
+        with self.life.lock:
+            old, self.fanout.lanes = self.lanes, {n: self._lane(n) for n in self.config.names}
         for lane in old.values():
             if lane.runner is not None:
                 lane.runner.stop()
@@ -279,112 +239,19 @@ class Session:
             self._runners = [r for r in self._runners if any(w.thread.is_alive() for w in r.workers)]
             self._runners.append(lane.runner)
             if self.grid is not None:  # the clock's tick naming the lane's first cell
-                lane.runner.feed(tick(self._cell))
+                lane.runner.feed(tick(self.cell))
         return lane
-
-    # ----- the sink ------------------------------------------------------------------------
-    def _counted(self, batch: KeyBatch) -> tuple[KeyBatch, tuple | None]:
-        """``batch`` as the algorithms count it (dptop.monitor.config.Counting): the key kind's keys
-        (packets without one, such as a port, left out), and in bytes each packet repeated
-        ⌈length/unit⌉ times, at most ``cap``; plus, in bytes, (keys, true byte counts) for the exact baseline."""
-        c = self.config.counting
-        if c.key == "src" and c.weight == "packets":
-            return batch, None
-        keys, has = c.kind.keys(batch)
-        length = batch.length
-        if has is not None:
-            keys, length, batch = keys[has], None if length is None else length[has], batch.take(has, batch.epoch)
-        if c.weight == "packets":
-            return KeyBatch(keys, batch.ts_ns, epoch=batch.epoch), None
-        if length is None:
-            raise ValueError("--weight bytes: this source does not provide packet lengths")
-        units = np.clip(-(-length.astype(np.int64) // c.unit), 1, c.cap)
-        counted = KeyBatch(np.repeat(keys, units, axis=0), np.repeat(batch.ts_ns, units), epoch=batch.epoch)
-        return counted, (keys, length)
-
-    def _sink(self, batch: KeyBatch) -> bool:
-        batch, exact = self._counted(batch)
-        if batch.epoch is not None:
-            self._cell = batch.epoch
-        first = self.truth.feed(batch, exact)
-        live = self.spec is not None and self.spec.kind == "live"
-        accepted = True
-        for lane in list(self.lanes.values()):
-            if lane.runner is None:
-                continue
-            if lane.origin is None:
-                lane.origin = first
-            for piece in lane.chunks(batch):
-                if live and len(piece):
-                    accepted = lane.runner.offer(piece) and accepted
-                else:  # replays, and the clock's ticks: a lost tick would leave its epochs unreleased
-                    lane.runner.feed(piece)
-        return accepted
-
-    def _live_sink(self, batch: KeyBatch) -> bool:
-        """Live packets on the wall-clock grid: each to the cell of its own stamp. The open cell
-        takes its packets at once; packets of a later cell the wall clock has reached wait until
-        the open cell closes (``SourceSpec.lateness`` after its end); stamps in a closed cell or
-        ahead of the wall clock are dropped and counted (truth and lanes alike never see them)."""
-        if self.grid is None:
-            return self._sink(batch)
-        with self._clock:
-            return self._place(batch)
-
-    def _place(self, batch: KeyBatch) -> bool:
-        self._tick()
-        cells = self.grid.cell_of(batch.ts_ns)
-        wall = self._wall_cell(time.time_ns())
-        late = cells < self._cell
-        ahead = cells > wall
-        for reason, mask in ((LATE, late), (AHEAD, ahead)):
-            if mask.any():
-                self.dropped[reason] = self.dropped.get(reason, 0) + int(np.count_nonzero(mask))
-        later = ~(late | ahead) & (cells > self._cell)
-        for cell in np.unique(cells[later]).tolist():
-            self._pending.setdefault(cell, []).append(batch.take(np.flatnonzero(cells == cell), cell))
-        keep = np.flatnonzero(cells == self._cell)
-        return self._sink(batch.take(keep, self._cell)) if len(keep) else True
-
-    def _wall_cell(self, now_ns: int) -> int:
-        cell = int(self.grid.cell_of(np.array([now_ns]))[0])
-        return self.grid.cells if cell < 0 and now_ns >= self.grid.start_ns else cell
-
-    def _tick(self, final: bool = False) -> None:
-        """Live capture: close the cells the wall clock has left ``lateness`` seconds ago (an
-        empty tagged batch), then hand over the packets held for the cells that opened."""
-        if self.grid is None or self.spec is None or self.spec.kind != "live":
-            return
-        with self._clock:
-            self._close_cells(final)
-
-    def _close_cells(self, final: bool) -> None:
-        now = time.time_ns()
-        if final:  # the stop is public: the cell it falls in is the last one released
-            cell = self._wall_cell(now) + 1
-        else:
-            cell = self._wall_cell(now - round(self.spec.lateness * 1e9))
-        if cell <= self._cell:
-            return
-        for held in sorted(c for c in self._pending if c <= cell):
-            self._sink(tick(held))
-            self._sink(joined(self._pending.pop(held), held))  # one batch: the lanes' queues are short
-        if cell > self._cell:
-            self._cell = cell
-            self._sink(tick(cell))
 
     # ----- controls ------------------------------------------------------------------------
     def pause(self) -> None:
-        with self._lock:
-            if self.source is not None and self.state == "running":
+        with self.life.lock:
+            if self.source is not None and self.life.move(State.PAUSED):
                 self.source.pause()
-                self.state = "paused"
 
     def resume(self) -> None:
-        with self._lock:
-            if self.source is not None and self.state == "paused":
+        with self.life.lock:
+            if self.source is not None and self.state == State.PAUSED and self.life.move(State.RUNNING):
                 self.source.resume()
-                self.state = "running"
 
     def tuned(self, name: str, parameter: str, value) -> None:
         """Record that ``name``'s ``parameter`` = ``value`` was chosen by a sweep over the recorded
@@ -396,65 +263,51 @@ class Session:
             "on those packets and no guarantee covers it (Liu and Talwar 2019; Papernot and Steinke 2022)"))
 
     def apply(self, config: RunConfig) -> list[str]:
-        """Switch to ``config``; restarts (new runner, fresh state) exactly the algorithms whose
-        settings changed or that were enabled, stops the disabled ones. Releases published
-        before stay in the ledger. Returns the restarted names."""
-        with self._lock:
+        """Switch to ``config`` (``dptop.monitor.apply``). Returns the restarted names."""
+        with self.life.lock:
             old = self.lanes
-            new: dict[str, Lane] = {}
-            restarted = []
             self.config = config
-            running = self.state in ("starting", "running", "paused") and not self._stopping.is_set()
-            for name in config.names:
-                lane = old.get(name)
-                target = config.settings_for(name, self.public)
-                if lane is not None and not affected(name, lane.settings, target) and lane.error is None:
-                    new[name] = lane
-                elif running and (self.source is not None or old):
-                    new[name] = self._lane(name)
-                    restarted.append(name)
-            self.lanes = new
-        for name, lane in old.items():
-            if new.get(name) is not lane and lane.runner is not None:
-                lane.runner.stop()
-                self._record(lane)
+            reading = self.state.active and not self._stopping.is_set() and (self.source is not None or bool(old))
+            new, restarted = lanes_after(old, config, self.public, reading, self._lane)
+            self.fanout.lanes = new
+        for lane in retired(old, new):
+            lane.runner.stop()
+            self._record(lane)
         if restarted:
-            self.ledger.note("parameters applied during the run take effect on the packets after the Apply; "
-                             "releases published before stay counted")
+            self.ledger.note(APPLIED_NOTE)
         return restarted
 
     def stop(self, flush: bool = False) -> None:
         """Ask every thread to end (returns at once; idempotent). ``flush``: stop the source but
         let the algorithms finish what they have (final releases, e.g. after Ctrl-C)."""
-        with self._lock:
-            self._flush = flush and self.state in ("running", "paused")
+        with self.life.lock:
+            self._flush = flush and self.state in (State.RUNNING, State.PAUSED)
             self._stopping.set()
-            if self.state not in ("failed", "finished", "stopped"):
-                self.state = "stopping"
+            self.life.move(State.STOPPING)
         if self.source is not None:
             self.source.stop()
         if not self._flush:
             for runner in list(self._runners):
                 runner.stop()
             self.truth.stop()
-            with self._lock:
-                if self.state == "stopping":
-                    self.state = "stopped"
+            with self.life.lock:
+                if self.state == State.STOPPING:
+                    self.life.move(State.STOPPED)
 
-    def wait(self, timeout: float | None = None) -> str:
+    def wait(self, timeout: float | None = None) -> State:
         """Wait for the session to end (finished, stopped or failed); returns the state."""
         if self._starter is not None and self._starter.ident is not None:
             self._starter.join(timeout)
-        with self._lock:
-            if self.state == "stopping" and (self._starter is None or not self._starter.is_alive()):
-                self.state = "stopped"
+        with self.life.lock:
+            if self.state == State.STOPPING and (self._starter is None or not self._starter.is_alive()):
+                self.life.move(State.STOPPED)
             return self.state
 
     def threads(self) -> list[threading.Thread]:
         """Every thread this session started."""
-        out = [t for t in (self._starter, self.truth._thread) if t is not None]
-        if self.source is not None and self.source._thread is not None:
-            out.append(self.source._thread)
+        out = [t for t in (self._starter, self.truth.thread) if t is not None]
+        if self.source is not None and self.source.thread is not None:
+            out.append(self.source.thread)
         for runner in self._runners:
             out.extend(w.thread for w in runner.workers)
         return out
@@ -467,8 +320,8 @@ class Session:
         for t in threads:
             if t.ident is not None:
                 t.join(max(0.0, deadline - time.monotonic()))
-        if self._tmp is not None and not (self._starter and self._starter.is_alive()):
-            self._tmp.cleanup()
+        if self._synthetic is not None and not (self._starter and self._starter.is_alive()):
+            self._synthetic.cleanup()
         return [t.name for t in threads if t.is_alive()]
 
     # ----- reading -------------------------------------------------------------------------
@@ -500,8 +353,8 @@ class Session:
                  for lane in current]
         stats = self.source_stats()
         state = self.state
-        if state == "running" and stats is not None and stats.paused:
-            state = "paused"
+        if state == State.RUNNING and stats is not None and stats.paused:
+            state = State.PAUSED
         return SessionSnapshot(time.monotonic(), state, self.phase, self.error or self.truth.error, stats,
                                "" if self.spec is None else self.spec.label(), tuple(views), self.truth.fed,
                                dict(self.dropped), self.ledger.to_json())
@@ -512,15 +365,9 @@ class Session:
         if self.truth.total is not None:
             return self.truth.exact(top)
         lane = self.lanes.get("exact")
-        if lane is None or lane.runner is None or lane.origin not in (None, 0):  # never started, or restarted
+        if lane is None or lane.origin not in (None, 0):  # never started, or restarted
             return 0, 0, ()
-        counter = lane.runner.algorithms[0].counter
-        return counter.total, counter.size, counter.top(top)
-
-    @property
-    def cell(self) -> int:
-        """The public clock's open cell (time epochs; 0 otherwise)."""
-        return self._cell
+        return lane.exact(top) or (0, 0, ())
 
     def source_stats(self):
         """The source's counters (``dptop.capture.source.SourceStats``), or None before it opened."""

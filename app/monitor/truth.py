@@ -262,6 +262,11 @@ class Truth:
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 
+    @property
+    def thread(self) -> threading.Thread:
+        """The truth's worker thread (started by ``start``)."""
+        return self._thread
+
     # ----- GUI side ----------------------------------------------------------------------
     def request(self, panel: str, release: Release, origin: int, k: int, gamma: float | None = None) -> None:
         """Ask for the truth of ``release`` (the latest request per panel wins)."""

@@ -65,6 +65,8 @@ def check_epsilon(epsilon: float, upper: float | None = None) -> float:
 
 
 def check_delta(delta: float) -> float:
+    """A mechanism's δ, the user's or a share of it, is a probability in (0, 1); the δ a user may
+    give is ``RANGES["delta"]``, inside it."""
     delta = float(delta)
     if not 0.0 < delta < 1.0:
         raise ValueError(f"delta ({delta:g}) must be in (0, 1)")
@@ -132,7 +134,9 @@ RANGES = {r.name: r for r in (
     Range("k", 1, 1 << 22, integer=True),
     Range("k_tilde", 2, 1 << 24, integer=True),
     Range("epsilon", 1e-6, 64.0),  # below, noise scales (1/ε, ρ = ε²/2...) leave the float range
-    Range("delta", 1e-100, 0.5),  # below, δ split over releases underflows to 0 (ln(1/δ) overflows)
+    Range("delta", 1e-100, 0.5, open_high=True),  # below, δ split over releases underflows to 0
+    # (ln(1/δ) overflows); under 1/2 as LazyHH's analysis needs (spec lazyhh §6.1), so every algorithm
+    # takes every δ of the range
     Range("epoch_packets", 1, 1 << 40, integer=True),
     Range("epoch_seconds", 1e-6, 1e7),
     Range("horizon", 1, 1 << 40, integer=True),
