@@ -31,7 +31,7 @@ def reason_text(view) -> str:
     if a.error:
         return f"Stopped by an error: {a.error}"
     if not a.ready:
-        return "Compiling kernels (first start after install; later starts load them from the cache)…"
+        return "Compiling kernels (first use since install; later starts load them from the cache)…"
     rel, st = a.latest, view.status
     suppressed = None if rel is None else ReleaseStatus.of(rel.status).suppressed
     if suppressed:
