@@ -189,13 +189,19 @@ def _sort_high(zq, z, digits):
 @inner
 def _decrement_all(L, zq, digits, key_hi, key_lo):
     """Branch 2: α += 1 (every counter −1). If the minimum bucket reaches 0, its slots become the
-    zero queue, sorted by key. When they share hi and the top half of lo (IPv4 sources all do),
-    the word (low half of lo, slot) sorts by a radix sort on its high half; else a heapsort on
-    (hi, lo) orders the slot ids."""
+    zero queue (``_queue_zeros``, a call: it is rare, and inlined its sorts would bloat the
+    per-packet loop)."""
     L[-W + ALPHA] += 1
+    if L[ix(L[-W + B_MIN] * W + B_COUNT)] == L[-W + ALPHA]:
+        _queue_zeros(L, zq, digits, key_hi, key_lo)
+
+
+@kernel
+def _queue_zeros(L, zq, digits, key_hi, key_lo):
+    """The minimum bucket's slots, now at counter 0, into ``zq`` sorted by key. When they share hi
+    and the top half of lo (IPv4 sources all do), the word (low half of lo, slot) sorts by a radix
+    sort on its high half; else a heapsort on (hi, lo) orders the slot ids."""
     b = L[-W + B_MIN]
-    if L[ix(b * W + B_COUNT)] != L[-W + ALPHA]:
-        return
     first = L[ix(b * W + B_HEAD)]
     z = 0
     packed = True
@@ -258,11 +264,12 @@ def update_batch(st, keys):
     L[-W + N] += len(keys)
     home = st.chunk
     for i in range(len(keys)):
-        if i % HOMES_CHUNK == 0:
+        c = i & (HOMES_CHUNK - 1)  # a power of two
+        if c == 0:
             homes(keys, i, min(i + HOMES_CHUNK, len(keys)), hashing, home)
-        hi = keys[i, 0]
-        lo = keys[i, 1]
-        h = home[i % HOMES_CHUNK]
+        hi = keys[ix(i), 0]
+        lo = keys[ix(i), 1]
+        h = home[ix(c)]
         p = probe_at(tab_hi, tab_lo, h, hi, lo)
         if found(tab_hi, tab_lo, p, hi, lo):  # Branch 1
             _increment(L, tab_val[ix(p)])

@@ -59,11 +59,12 @@ def update_batch(st, keys):
     L[-W + N] += len(keys)
     home = st.chunk
     for i in range(len(keys)):
-        if i % HOMES_CHUNK == 0:
+        c = i & (HOMES_CHUNK - 1)  # a power of two
+        if c == 0:
             homes(keys, i, min(i + HOMES_CHUNK, len(keys)), hashing, home)
-        hi = keys[i, 0]
-        lo = keys[i, 1]
-        h = home[i % HOMES_CHUNK]
+        hi = keys[ix(i), 0]
+        lo = keys[ix(i), 1]
+        h = home[ix(c)]
         p = probe_at(tab_hi, tab_lo, h, hi, lo)
         if found(tab_hi, tab_lo, p, hi, lo):
             move_up(L, tab_val[ix(p)])
