@@ -224,13 +224,20 @@ def _queue_zeros(L, zq, digits, key_hi, key_lo):
 
 @inner
 def _increment(L, y):
-    """Slot y's counter grows by one. From 0 it joins the bucket of raw value α + 1: the zero
-    bucket keeps no slot list (its slots are in ``zq``), only a member count, so nothing is
-    unlinked; it is dropped when its last member leaves. Otherwise as in SpaceSaving."""
+    """Slot y's counter grows by one: as in SpaceSaving, or ``_leave_zero`` from 0."""
     b = L[ix(y * W + SLOT_BUCKET)]
     if L[ix(b * W + B_COUNT)] != L[-W + ALPHA]:
         move_up(L, y)
-        return
+    else:
+        _leave_zero(L, y)
+
+
+@inner
+def _leave_zero(L, y):
+    """Slot y's counter goes from 0 to 1: it joins the bucket of raw value α + 1. The zero bucket
+    keeps no slot list (its slots are in ``zq``), only a member count, so nothing is unlinked; it
+    is dropped when its last member leaves."""
+    b = L[ix(y * W + SLOT_BUCKET)]
     nb = L[ix(b * W + B_NEXT)]
     if nb != NIL and L[ix(nb * W + B_COUNT)] == L[ix(b * W + B_COUNT)] + 1:
         target = nb
@@ -284,7 +291,7 @@ def update_batch(st, keys):
         key_hi[ix(y)] = hi
         key_lo[ix(y)] = lo
         slot_home[ix(y)] = h
-        _increment(L, y)
+        _leave_zero(L, y)
 
 
 @kernel
