@@ -19,7 +19,7 @@ import time
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.workload import zipf_keys
-from dptop.engine.bench.suite import load_average
+from dptop.engine.bench.load import load_average
 
 BATCH = 1 << 16
 ALGORITHMS = ("dpss", "dpmg", "eehh-cms", "eehh-cs")

@@ -12,12 +12,12 @@ DPSW query latency, ...) through ``run_bench(quick) -> {"name", "rows", "notes"}
 from __future__ import annotations
 
 import importlib
-import os
 import statistics
 import sys
 import time
 
 from dptop.engine.core.workload import zipf_keys
+from dptop.engine.bench.load import load_average
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 
@@ -41,11 +41,6 @@ def batched_rates(push, keys, batch: int = 1 << 16) -> tuple[float, float]:
         push(keys[s:s + batch])
     n = len(keys) - batch
     return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
-
-
-def load_average() -> float:
-    """The 1-minute load average, as printed beside each bench row."""
-    return round(os.getloadavg()[0], 2)
 
 
 def _time_update(name: str, settings: Settings, keys) -> float:

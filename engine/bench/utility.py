@@ -28,7 +28,7 @@ import numpy as np
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_ranks
-from dptop.engine.bench.suite import load_average
+from dptop.engine.bench.load import load_average
 from dptop.engine.sliding_window.dpsw_hh import DPSWHeavyHitters
 from dptop.engine.sliding_window.geometry import rho_from_epsilon_delta
 
