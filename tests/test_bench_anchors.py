@@ -18,6 +18,8 @@ def test_every_pair_runs_on_both_skews_at_both_k_without_drivers():
             for k in (128, 512):
                 works = sorted(r["work"] for r in dphh if (r["dptop"], r["skew"], r["k"]) == (name, skew, k))
                 assert works == (["row-update", "update"] if name.startswith("eehh") else ["update"])
+    dpsw = [(r["skew"], r["window"], r["depth"]) for r in rows if r["dptop"] == "dpsw hierarchy"]
+    assert sorted(dpsw) == sorted((skew, w, d) for skew in (1.1, 1.5) for w, d in anchors.DPSW_POINTS)
     assert all(r["ratio_cpu"] is None for r in rows)
 
 

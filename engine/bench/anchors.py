@@ -165,18 +165,19 @@ def run_anchors(folder: str | None, quick: bool) -> dict:
                             m = _measure_dphh(driver, name, cpp, k, k_tilde, keys, path, width, repeats)
                         rows.append(_row(name, cpp, params, m, per_row=work == "row-update"))
         n = (1 << 21) if quick else (1 << 22)
-        addresses = ipv4_of_rank(zipf_ranks(1.1, 1 << 20, n, 1))
-        keys = keys_of_ipv4(addresses)
-        path = None if driver is None else _stream_file(tmp, addresses, "dpsw")
         rho = rho_from_epsilon_delta(DPSW_EPSILON, DPSW_DELTA)
-        for window, depth in DPSW_POINTS:
-            params = {"skew": 1.1, "window": window, "depth": depth, "cpp_depth": depth, "updates": n - window}
-            m = None
-            if driver is not None:
-                cmd = [str(driver / "dpsw-driver"), path, str(window), "10", repr(1 / DPSW_WIDTH),
-                       str(DPSW_BETA[depth]), repr(rho), str(DPSW_ALPHA)]
-                m = _alternate(lambda: _ours_dpsw(window, depth, keys), lambda: _theirs(cmd), min(repeats, 3))
-            rows.append(_row("dpsw hierarchy", "DPSW", params, m))
+        for skew in (1.1, 1.5):
+            addresses = ipv4_of_rank(zipf_ranks(skew, 1 << 20, n, 1))
+            keys = keys_of_ipv4(addresses)
+            path = None if driver is None else _stream_file(tmp, addresses, f"dpsw{skew}")
+            for window, depth in DPSW_POINTS:
+                params = {"skew": skew, "window": window, "depth": depth, "cpp_depth": depth, "updates": n - window}
+                m = None
+                if driver is not None:
+                    cmd = [str(driver / "dpsw-driver"), path, str(window), "10", repr(1 / DPSW_WIDTH),
+                           str(DPSW_BETA[depth]), repr(rho), str(DPSW_ALPHA)]
+                    m = _alternate(lambda: _ours_dpsw(window, depth, keys), lambda: _theirs(cmd), min(repeats, 3))
+                rows.append(_row("dpsw hierarchy", "DPSW", params, m))
     note = ("ratio = C++ seconds / dptop seconds for the same updates (work row-update: each side's time per "
             "sketch row), by process CPU time and by wall clock; medians of alternate runs (ours, C++, ours, "
             f"...: {repeats} each, DPSW {min(repeats, 3)}); load: 1-minute load average when the row's runs ended")
