@@ -10,6 +10,7 @@ session, as the CLI does, with ``exact`` only, the private trio with ``exact``, 
 algorithm; the parser alone reads the same file for the ratio. Contenders alternate (ABCD ABCD
 ABCD) and each figure is the median of the repetitions, measured per wall second of the replay
 (start-up excluded: from the first packet to the end) and per CPU-second of the whole process.
+Each row and progress line carries the 1-minute load average when its runs ended (``load``).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from dptop.capture.pcap import open_capture
 from dptop.capture.synth import write_zipf_pcap
+from dptop.engine.bench.load import load_average
 from dptop.engine.core.settings import Settings
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.session import Session
@@ -101,17 +103,19 @@ def startup(quick: bool = False, repeats: int = 3, progress=print) -> list[dict]
         measure()  # warm: kernel cache and page cache
         samples = [measure() for _ in range(repeats)]
         seconds = None if None in samples else statistics.median(samples)
-        rows.append({"bench": "startup", "what": what, "seconds": seconds, "target_s": STARTUP_TARGETS[what]})
+        rows.append({"bench": "startup", "what": what, "seconds": seconds, "target_s": STARTUP_TARGETS[what],
+                     "load": load_average()})
     if not quick:
         with tempfile.TemporaryDirectory(prefix="dptop-cold-") as cache:
             env = {**os.environ, "NUMBA_CACHE_DIR": cache}
             rows.append({"bench": "startup", "what": "cold compile",
-                         "seconds": _wall([sys.executable, "-m", "dptop", "compile"], env), "target_s": None})
+                         "seconds": _wall([sys.executable, "-m", "dptop", "compile"], env), "target_s": None,
+                         "load": load_average()})
     if progress:
         for r in rows:
             shown = "n/a (no Qt)" if r["seconds"] is None else f"{r['seconds']:.2f} s"
             target = "" if r["target_s"] is None else f" (target < {r['target_s']:g} s)"
-            progress(f"startup {r['what']:18s} {shown}{target}")
+            progress(f"startup {r['what']:18s} {shown}{target}  load {r['load']:.2f}")
     return rows
 
 
@@ -127,13 +131,15 @@ def run(quick: bool = False, repeats: int = 3, progress=print) -> list[dict]:
         for _ in range(repeats):
             for name, names in contenders.items():
                 samples[name].append(parse_only(path) if names is None else replay(path, names))
+    load = load_average()
     rows = []
     for name, runs in samples.items():
         packets = runs[0][0]
         wall = statistics.median(r[1] for r in runs)
         cpu = statistics.median(r[2] for r in runs)
         rows.append({"bench": "replay", "contender": name, "packets": packets, "wall_s": wall, "cpu_s": cpu,
-                     "packets_per_wall_second": packets / wall, "packets_per_cpu_second": packets / cpu})
+                     "packets_per_wall_second": packets / wall, "packets_per_cpu_second": packets / cpu,
+                     "load": load})
     parser = rows[0]
     for row in rows:
         row["wall_vs_parser"] = parser["wall_s"] / row["wall_s"]
@@ -141,5 +147,5 @@ def run(quick: bool = False, repeats: int = 3, progress=print) -> list[dict]:
         for r in rows:
             progress(f"replay {r['contender']:22s} {r['packets_per_wall_second'] / 1e6:6.2f}M packets/s wall, "
                      f"{r['packets_per_cpu_second'] / 1e6:6.2f}M per CPU-s, {r['wall_vs_parser']:.2f} of the parser's "
-                     f"wall rate")
+                     f"wall rate, load {r['load']:.2f}")
     return rows

@@ -31,7 +31,7 @@ import numpy as np
 from dptop.engine.core import hashtable as ht
 from dptop.engine.core.base import Algorithm, Footprint
 from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
-from dptop.engine.core.jit import hot, inner, kernel
+from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import KEY_DTYPE, SENTINEL_HI
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
@@ -189,50 +189,63 @@ def _sort_high(zq, z, digits):
 @inner
 def _decrement_all(L, zq, digits, key_hi, key_lo):
     """Branch 2: α += 1 (every counter −1). If the minimum bucket reaches 0, its slots become the
-    zero queue, sorted by key. When they share hi and the top half of lo (IPv4 sources all do),
-    the word (low half of lo, slot) sorts by a radix sort on its high half; else a heapsort on
-    (hi, lo) orders the slot ids."""
+    zero queue (``_queue_zeros``, a call: it is rare, and inlined its sorts would bloat the
+    per-packet loop)."""
     L[-W + ALPHA] += 1
+    if L[ix(L[-W + B_MIN] * W + B_COUNT)] == L[-W + ALPHA]:
+        _queue_zeros(L, zq, digits, key_hi, key_lo)
+
+
+@kernel
+def _queue_zeros(L, zq, digits, key_hi, key_lo):
+    """The minimum bucket's slots, now at counter 0, into ``zq`` sorted by key. When they share hi
+    and the top half of lo (IPv4 sources all do), the word (low half of lo, slot) sorts by a radix
+    sort on its high half; else a heapsort on (hi, lo) orders the slot ids."""
     b = L[-W + B_MIN]
-    if L[b * W + B_COUNT] != L[-W + ALPHA]:
-        return
-    first = L[b * W + B_HEAD]
+    first = L[ix(b * W + B_HEAD)]
     z = 0
     packed = True
     s = first
     while s != NIL:
-        packed = packed and key_hi[s] == key_hi[first] and (key_lo[s] >> _S32) == (key_lo[first] >> _S32)
-        zq[z] = ((key_lo[s] & _LOW32) << _S32) | np.uint64(s)
+        packed = packed and key_hi[ix(s)] == key_hi[ix(first)] and (key_lo[ix(s)] >> _S32) == (key_lo[ix(first)] >> _S32)
+        zq[ix(z)] = ((key_lo[ix(s)] & _LOW32) << _S32) | np.uint64(s)
         z += 1
-        s = L[s * W + SLOT_NEXT]
+        s = L[ix(s * W + SLOT_NEXT)]
     if packed:
         _sort_high(zq, z, digits)
     else:
         for i in range(z):
             zq[i] &= _LOW32
         _heapsort_by_key(zq, z, key_hi, key_lo)
-    L[b * W + B_HEAD] = NIL  # from now on the zero bucket counts its members instead of listing them
-    L[b * W + ZERO_LEFT] = z
+    L[ix(b * W + B_HEAD)] = NIL  # from now on the zero bucket counts its members instead of listing them
+    L[ix(b * W + ZERO_LEFT)] = z
     L[-W + ZQ_POS] = 0
 
 
 @inner
 def _increment(L, y):
-    """Slot y's counter grows by one. From 0 it joins the bucket of raw value α + 1: the zero
-    bucket keeps no slot list (its slots are in ``zq``), only a member count, so nothing is
-    unlinked; it is dropped when its last member leaves. Otherwise as in SpaceSaving."""
-    b = L[y * W + SLOT_BUCKET]
-    if L[b * W + B_COUNT] != L[-W + ALPHA]:
+    """Slot y's counter grows by one: as in SpaceSaving, or ``_leave_zero`` from 0."""
+    b = L[ix(y * W + SLOT_BUCKET)]
+    if L[ix(b * W + B_COUNT)] != L[-W + ALPHA]:
         move_up(L, y)
-        return
-    nb = L[b * W + B_NEXT]
-    if nb != NIL and L[nb * W + B_COUNT] == L[b * W + B_COUNT] + 1:
+    else:
+        _leave_zero(L, y)
+
+
+@inner
+def _leave_zero(L, y):
+    """Slot y's counter goes from 0 to 1: it joins the bucket of raw value α + 1. The zero bucket
+    keeps no slot list (its slots are in ``zq``), only a member count, so nothing is unlinked; it
+    is dropped when its last member leaves."""
+    b = L[ix(y * W + SLOT_BUCKET)]
+    nb = L[ix(b * W + B_NEXT)]
+    if nb != NIL and L[ix(nb * W + B_COUNT)] == L[ix(b * W + B_COUNT)] + 1:
         target = nb
     else:
-        target = bucket_new(L, L[b * W + B_COUNT] + 1, b)
+        target = bucket_new(L, L[ix(b * W + B_COUNT)] + 1, b)
     slot_append(L, y, target)
-    L[b * W + ZERO_LEFT] -= 1
-    if L[b * W + ZERO_LEFT] == 0:
+    L[ix(b * W + ZERO_LEFT)] -= 1
+    if L[ix(b * W + ZERO_LEFT)] == 0:
         bucket_drop_if_empty(L, b)
 
 
@@ -243,9 +256,9 @@ def _smallest_zero(L, zq):
     alpha = L[-W + ALPHA]
     pos = L[-W + ZQ_POS]
     while True:
-        y = np.int64(zq[pos] & _LOW32)
+        y = np.int64(zq[ix(pos)] & _LOW32)
         pos += 1
-        if L[L[y * W + SLOT_BUCKET] * W + B_COUNT] == alpha:
+        if L[ix(L[ix(y * W + SLOT_BUCKET)] * W + B_COUNT)] == alpha:
             L[-W + ZQ_POS] = pos
             return y
 
@@ -258,26 +271,27 @@ def update_batch(st, keys):
     L[-W + N] += len(keys)
     home = st.chunk
     for i in range(len(keys)):
-        if i % HOMES_CHUNK == 0:
+        c = i & (HOMES_CHUNK - 1)  # a power of two
+        if c == 0:
             homes(keys, i, min(i + HOMES_CHUNK, len(keys)), hashing, home)
-        hi = keys[i, 0]
-        lo = keys[i, 1]
-        h = home[i % HOMES_CHUNK]
+        hi = keys[ix(i), 0]
+        lo = keys[ix(i), 1]
+        h = home[ix(c)]
         p = probe_at(tab_hi, tab_lo, h, hi, lo)
         if found(tab_hi, tab_lo, p, hi, lo):  # Branch 1
-            _increment(L, tab_val[p])
+            _increment(L, tab_val[ix(p)])
             continue
-        if L[L[-W + B_MIN] * W + B_COUNT] != L[-W + ALPHA]:  # Branch 2: no zero counter
+        if L[ix(L[-W + B_MIN] * W + B_COUNT)] != L[-W + ALPHA]:  # Branch 2: no zero counter
             _decrement_all(L, zq, digits, key_hi, key_lo)
             continue
         y = _smallest_zero(L, zq)  # Branch 3
-        old = probe_at(tab_hi, tab_lo, slot_home[y], key_hi[y], key_lo[y])
+        old = probe_at(tab_hi, tab_lo, slot_home[ix(y)], key_hi[ix(y)], key_lo[ix(y)])
         store(tab_hi, tab_lo, tab_val, p, hi, lo, y)  # before the deletion, as in SpaceSaving
         delete_at(tab_hi, tab_lo, tab_val, hashing, old)
-        key_hi[y] = hi
-        key_lo[y] = lo
-        slot_home[y] = h
-        _increment(L, y)
+        key_hi[ix(y)] = hi
+        key_lo[ix(y)] = lo
+        slot_home[ix(y)] = h
+        _leave_zero(L, y)
 
 
 @kernel

@@ -14,7 +14,7 @@ import numpy as np
 from dptop.engine.core import hashtable as ht
 from dptop.engine.core.base import Algorithm, Footprint
 from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
-from dptop.engine.core.jit import hot, kernel
+from dptop.engine.core.jit import hot, ix, kernel
 from dptop.engine.core.keys import KEY_DTYPE
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
@@ -59,20 +59,21 @@ def update_batch(st, keys):
     L[-W + N] += len(keys)
     home = st.chunk
     for i in range(len(keys)):
-        if i % HOMES_CHUNK == 0:
+        c = i & (HOMES_CHUNK - 1)  # a power of two
+        if c == 0:
             homes(keys, i, min(i + HOMES_CHUNK, len(keys)), hashing, home)
-        hi = keys[i, 0]
-        lo = keys[i, 1]
-        h = home[i % HOMES_CHUNK]
+        hi = keys[ix(i), 0]
+        lo = keys[ix(i), 1]
+        h = home[ix(c)]
         p = probe_at(tab_hi, tab_lo, h, hi, lo)
         if found(tab_hi, tab_lo, p, hi, lo):
-            move_up(L, tab_val[p])
+            move_up(L, tab_val[ix(p)])
             continue
         if L[-W + USED] < K:
             s = L[-W + USED]
             L[-W + USED] += 1
             bmin = L[-W + B_MIN]
-            if bmin != NIL and L[bmin * W + B_COUNT] == 1:
+            if bmin != NIL and L[ix(bmin * W + B_COUNT)] == 1:
                 slot_append(L, s, bmin)
             else:
                 slot_append(L, s, bucket_new(L, 1, NIL))
@@ -81,14 +82,14 @@ def update_batch(st, keys):
             # Table full: the victim is the newest member of the minimum bucket. The new key takes
             # its empty position before the victim's is deleted (one probe fewer; the deletion's
             # backward shift may move it, which keeps the table valid).
-            s = L[L[-W + B_MIN] * W + B_TAIL]
-            old = probe_at(tab_hi, tab_lo, slot_home[s], slot_hi[s], slot_lo[s])
+            s = L[ix(L[-W + B_MIN] * W + B_TAIL)]
+            old = probe_at(tab_hi, tab_lo, slot_home[ix(s)], slot_hi[ix(s)], slot_lo[ix(s)])
             store(tab_hi, tab_lo, tab_val, p, hi, lo, s)
             delete_at(tab_hi, tab_lo, tab_val, hashing, old)
             move_up(L, s)
-        slot_hi[s] = hi
-        slot_lo[s] = lo
-        slot_home[s] = h
+        slot_hi[ix(s)] = hi
+        slot_lo[ix(s)] = lo
+        slot_home[ix(s)] = h
 
 
 @kernel

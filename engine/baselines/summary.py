@@ -11,7 +11,7 @@ path). ``L`` is flat with rows of W = 8 fields, so an index is a shift and an ad
 """
 import numpy as np
 
-from dptop.engine.core.jit import inner
+from dptop.engine.core.jit import inner, ix
 
 NIL = -1
 SLOT_BUCKET, SLOT_PREV, SLOT_NEXT = 0, 1, 2  # per slot; prev/next inside its bucket, head = oldest
@@ -48,81 +48,81 @@ def make_links(K: int) -> np.ndarray:
 def bucket_new(L, count, after):
     """A new empty bucket with ``count``, linked after bucket ``after`` (front if NIL)."""
     b = L[-W + FREE]
-    L[-W + FREE] = L[b * W + B_NEXT]
-    L[b * W + B_COUNT] = count
-    L[b * W + B_HEAD] = NIL
-    L[b * W + B_TAIL] = NIL
+    L[-W + FREE] = L[ix(b * W + B_NEXT)]
+    L[ix(b * W + B_COUNT)] = count
+    L[ix(b * W + B_HEAD)] = NIL
+    L[ix(b * W + B_TAIL)] = NIL
     if after == NIL:
         first = L[-W + B_MIN]
-        L[b * W + B_PREV] = NIL
-        L[b * W + B_NEXT] = first
+        L[ix(b * W + B_PREV)] = NIL
+        L[ix(b * W + B_NEXT)] = first
         if first != NIL:
-            L[first * W + B_PREV] = b
+            L[ix(first * W + B_PREV)] = b
         L[-W + B_MIN] = b
     else:
-        nb = L[after * W + B_NEXT]
-        L[b * W + B_PREV] = after
-        L[b * W + B_NEXT] = nb
-        L[after * W + B_NEXT] = b
+        nb = L[ix(after * W + B_NEXT)]
+        L[ix(b * W + B_PREV)] = after
+        L[ix(b * W + B_NEXT)] = nb
+        L[ix(after * W + B_NEXT)] = b
         if nb != NIL:
-            L[nb * W + B_PREV] = b
+            L[ix(nb * W + B_PREV)] = b
     return b
 
 
 @inner
 def bucket_drop_if_empty(L, b):
-    if L[b * W + B_HEAD] != NIL:
+    if L[ix(b * W + B_HEAD)] != NIL:
         return
-    p = L[b * W + B_PREV]
-    nx = L[b * W + B_NEXT]
+    p = L[ix(b * W + B_PREV)]
+    nx = L[ix(b * W + B_NEXT)]
     if p != NIL:
-        L[p * W + B_NEXT] = nx
+        L[ix(p * W + B_NEXT)] = nx
     else:
         L[-W + B_MIN] = nx
     if nx != NIL:
-        L[nx * W + B_PREV] = p
-    L[b * W + B_NEXT] = L[-W + FREE]
+        L[ix(nx * W + B_PREV)] = p
+    L[ix(b * W + B_NEXT)] = L[-W + FREE]
     L[-W + FREE] = b
 
 
 @inner
 def slot_unlink(L, s):
-    b = L[s * W + SLOT_BUCKET]
-    p = L[s * W + SLOT_PREV]
-    nx = L[s * W + SLOT_NEXT]
+    b = L[ix(s * W + SLOT_BUCKET)]
+    p = L[ix(s * W + SLOT_PREV)]
+    nx = L[ix(s * W + SLOT_NEXT)]
     if p != NIL:
-        L[p * W + SLOT_NEXT] = nx
+        L[ix(p * W + SLOT_NEXT)] = nx
     else:
-        L[b * W + B_HEAD] = nx
+        L[ix(b * W + B_HEAD)] = nx
     if nx != NIL:
-        L[nx * W + SLOT_PREV] = p
+        L[ix(nx * W + SLOT_PREV)] = p
     else:
-        L[b * W + B_TAIL] = p
+        L[ix(b * W + B_TAIL)] = p
 
 
 @inner
 def slot_append(L, s, b):
-    t = L[b * W + B_TAIL]
-    L[s * W + SLOT_PREV] = t
-    L[s * W + SLOT_NEXT] = NIL
+    t = L[ix(b * W + B_TAIL)]
+    L[ix(s * W + SLOT_PREV)] = t
+    L[ix(s * W + SLOT_NEXT)] = NIL
     if t != NIL:
-        L[t * W + SLOT_NEXT] = s
+        L[ix(t * W + SLOT_NEXT)] = s
     else:
-        L[b * W + B_HEAD] = s
-    L[b * W + B_TAIL] = s
-    L[s * W + SLOT_BUCKET] = b
+        L[ix(b * W + B_HEAD)] = s
+    L[ix(b * W + B_TAIL)] = s
+    L[ix(s * W + SLOT_BUCKET)] = b
 
 
 @inner
 def move_up(L, s):
     """The counter of slot ``s`` grows by one; ``s`` becomes the newest of its new bucket."""
-    b = L[s * W + SLOT_BUCKET]
-    c = L[b * W + B_COUNT]
-    nb = L[b * W + B_NEXT]
-    if L[b * W + B_HEAD] == s and L[b * W + B_TAIL] == s and (nb == NIL or L[nb * W + B_COUNT] > c + 1):
-        L[b * W + B_COUNT] = c + 1  # alone in its bucket, no bucket at c + 1: the bucket moves up with it
+    b = L[ix(s * W + SLOT_BUCKET)]
+    c = L[ix(b * W + B_COUNT)]
+    nb = L[ix(b * W + B_NEXT)]
+    if L[ix(b * W + B_HEAD)] == s and L[ix(b * W + B_TAIL)] == s and (nb == NIL or L[ix(nb * W + B_COUNT)] > c + 1):
+        L[ix(b * W + B_COUNT)] = c + 1  # alone in its bucket, no bucket at c + 1: the bucket moves up with it
         return
-    if nb != NIL and L[nb * W + B_COUNT] == c + 1:
+    if nb != NIL and L[ix(nb * W + B_COUNT)] == c + 1:
         target = nb
     else:
         target = bucket_new(L, c + 1, b)

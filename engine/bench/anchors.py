@@ -17,8 +17,18 @@ update loop only, plus ``depth`` for CountMin rows; ``dphh-driver`` also prints 
   after the first W (which build its initial window, untimed; ours ingests them untimed too).
 
 STREAM holds little-endian uint32 items: the IPv4 addresses of our Zipf stream (dptop feeds the
-same addresses as 128-bit keys). EEHH/CMSSOHH rows compare row-updates (updates × depth), since
-the two sketches size their depth differently.
+same addresses as 128-bit keys). Both sides are timed on their update loop only, by process CPU
+time, on the same stream with the same k and k~; every pair runs on Zipf 1.1 and 1.5.
+
+EEHH against CMSSOHH, two rows per point. The two sketches size themselves differently: CMSSOHH
+has width 2k~ and depth max(DEPTH, ln(4(T + k~)/δ) + 1); dptop's default is width 64k~ (a lower
+threshold, ``eehh_envelope``) and the depth its envelope needs. The ``row-update`` row runs dptop
+at CMSSOHH's width 2k~ (``--param width``), so a row costs the same memory traffic on both sides,
+and divides each side's time by its depth. The ``update`` row runs dptop at its default geometry
+and compares whole updates (what each needs for its guarantee at these parameters).
+
+Every row carries ``load``, the 1-minute load average when its runs ended: the machine may be
+shared, and CPU time only partly shields a figure from that.
 """
 from __future__ import annotations
 
@@ -35,6 +45,7 @@ import numpy as np
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_ranks
+from dptop.engine.bench.load import load_average
 from dptop.engine.sliding_window.dpsw_hh import DPSWHeavyHitters
 from dptop.engine.sliding_window.geometry import rho_from_epsilon_delta
 
@@ -49,9 +60,11 @@ DPSW_BETA = {5: 0.01, 2: 0.2}
 """β giving the C++ depth ⌈ln(1/β)⌉ = the row's depth."""
 
 
-def _ours_dphh(name: str, k: int, k_tilde: int, t_max: int, keys: np.ndarray) -> tuple[float, float, int]:
+def _ours_dphh(name: str, k: int, k_tilde: int, t_max: int, keys: np.ndarray,
+               width: int | None = None) -> tuple[float, float, int]:
     """CPU and wall seconds of our update loop (batches of 2^16, state and sketch noise built first)."""
-    settings = Settings(k=k, k_tilde=k_tilde, epsilon=EPSILON, delta=DELTA, extra={"t_max": t_max})
+    extra = {"t_max": t_max} if width is None else {"t_max": t_max, "width": width}
+    settings = Settings(k=k, k_tilde=k_tilde, epsilon=EPSILON, delta=DELTA, extra=extra)
     alg = registry.make(name, settings)
     if hasattr(alg, "_new_state"):
         state = alg._new_state()
@@ -76,6 +89,15 @@ def _ours_dpsw(window: int, depth: int, keys: np.ndarray) -> tuple[float, float,
     return time.process_time() - c0, time.perf_counter() - w0, depth
 
 
+def _measure_dphh(driver: Path, name: str, cpp: str, k: int, k_tilde: int, keys: np.ndarray, path: str,
+                  width: int | None, repeats: int) -> dict:
+    """Alternate runs of our ``name`` and the C++ ``cpp`` on the same stream (T = 2^25, DEPTH 32)."""
+    t_max = 1 << 25
+    _ours_dphh(name, k, k_tilde, t_max, keys[:BATCH], width)  # compile or load the kernels
+    cmd = [str(driver / "dphh-driver"), cpp, path, str(k), str(k_tilde), str(EPSILON), str(DELTA), str(t_max), "32"]
+    return _alternate(lambda: _ours_dphh(name, k, k_tilde, t_max, keys, width), lambda: _theirs(cmd), repeats)
+
+
 def _theirs(cmd: list[str]) -> tuple[float, float, int]:
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=900).stdout
     r = json.loads(out.strip().splitlines()[-1])
@@ -93,15 +115,18 @@ def _alternate(ours, theirs, repeats: int) -> dict:
             "cpp_cpu_s": med(t, 0), "cpp_wall_s": med(t, 1), "cpp_depth": t[0][2]}
 
 
-def _row(label: str, cpp: str, params: dict, m: dict | None) -> dict:
+def _row(label: str, cpp: str, params: dict, m: dict | None, per_row: bool = False) -> dict:
+    """A table row; ``per_row``: the ratio of row-updates (time / depth on each side)."""
     row = {"dptop": label, "cpp": cpp, **params}
     if m is None:
         row.update(ratio_cpu=None, ratio_wall=None)
         return row
-    work_o, work_t = m["ours_depth"], m["cpp_depth"]  # row-updates per update (1 unless CountMin)
+    work_o, work_t = (m["ours_depth"], m["cpp_depth"]) if per_row else (1, 1)
+    row.setdefault("depth", m["ours_depth"] if per_row else None)
+    row.setdefault("cpp_depth", m["cpp_depth"] if per_row else None)
     row.update(ours_cpu_s=round(m["ours_cpu_s"], 3), cpp_cpu_s=round(m["cpp_cpu_s"], 3),
                ratio_cpu=round(work_o * m["cpp_cpu_s"] / (work_t * m["ours_cpu_s"]), 2),
-               ratio_wall=round(work_o * m["cpp_wall_s"] / (work_t * m["ours_wall_s"]), 2))
+               ratio_wall=round(work_o * m["cpp_wall_s"] / (work_t * m["ours_wall_s"]), 2), load=load_average())
     return row
 
 
@@ -114,7 +139,7 @@ def _stream_file(folder: str, addresses: np.ndarray, tag: str) -> str:
 def run_anchors(folder: str | None, quick: bool) -> dict:
     """The side-by-side table (see the module docstring); "—" ratios when ``folder`` is None."""
     length = 1 << (21 if quick else 23)
-    repeats = 1 if quick else 3
+    repeats = 3 if quick else 5
     rows = []
     driver = None if folder is None else Path(folder)
     if driver is not None:
@@ -128,31 +153,34 @@ def run_anchors(folder: str | None, quick: bool) -> dict:
             path = None if driver is None else _stream_file(tmp, addresses, f"zipf{skew}")
             for name, cpp, ratio in PAIRS:
                 for k in (128, 512):
-                    params = {"skew": skew, "k": k, "k_tilde": ratio * k, "updates": length}
-                    m = None
-                    if driver is not None:
-                        t_max = 1 << 25
-                        _ours_dphh(name, k, ratio * k, t_max, keys[:BATCH])  # compile or load the kernels
-                        m = _alternate(lambda: _ours_dphh(name, k, ratio * k, t_max, keys),
-                                       lambda: _theirs([str(driver / "dphh-driver"), cpp, path, str(k), str(ratio * k),
-                                                        str(EPSILON), str(DELTA), str(t_max), "32"]), repeats)
-                    rows.append(_row(name, cpp, params, m))
+                    k_tilde = ratio * k
+                    # (work compared, dptop's width): CountMin rows twice, at CMSSOHH's width and at ours
+                    plans = ((("row-update", 2 * k_tilde), ("update", None)) if name.startswith("eehh")
+                             else (("update", None),))
+                    for work, width in plans:
+                        params = {"skew": skew, "k": k, "k_tilde": k_tilde, "updates": length, "work": work,
+                                  "width": (width or "default") if name.startswith("eehh") else None}
+                        m = None
+                        if driver is not None:
+                            m = _measure_dphh(driver, name, cpp, k, k_tilde, keys, path, width, repeats)
+                        rows.append(_row(name, cpp, params, m, per_row=work == "row-update"))
         n = (1 << 21) if quick else (1 << 22)
-        addresses = ipv4_of_rank(zipf_ranks(1.1, 1 << 20, n, 1))
-        keys = keys_of_ipv4(addresses)
-        path = None if driver is None else _stream_file(tmp, addresses, "dpsw")
         rho = rho_from_epsilon_delta(DPSW_EPSILON, DPSW_DELTA)
-        for window, depth in DPSW_POINTS:
-            params = {"skew": 1.1, "window": window, "depth": depth, "updates": n - window}
-            m = None
-            if driver is not None:
-                cmd = [str(driver / "dpsw-driver"), path, str(window), "10", repr(1 / DPSW_WIDTH),
-                       str(DPSW_BETA[depth]), repr(rho), str(DPSW_ALPHA)]
-                m = _alternate(lambda: _ours_dpsw(window, depth, keys), lambda: _theirs(cmd), repeats)
-                m["ours_depth"] = m["cpp_depth"] = 1
-            rows.append(_row("dpsw hierarchy", "DPSW", params, m))
-    note = ("ratio = C++ seconds / dptop seconds for the same updates (EEHH: per row-update), by process "
-            "CPU time and by wall clock; medians of alternate runs")
+        for skew in (1.1, 1.5):
+            addresses = ipv4_of_rank(zipf_ranks(skew, 1 << 20, n, 1))
+            keys = keys_of_ipv4(addresses)
+            path = None if driver is None else _stream_file(tmp, addresses, f"dpsw{skew}")
+            for window, depth in DPSW_POINTS:
+                params = {"skew": skew, "window": window, "depth": depth, "cpp_depth": depth, "updates": n - window}
+                m = None
+                if driver is not None:
+                    cmd = [str(driver / "dpsw-driver"), path, str(window), "10", repr(1 / DPSW_WIDTH),
+                           str(DPSW_BETA[depth]), repr(rho), str(DPSW_ALPHA)]
+                    m = _alternate(lambda: _ours_dpsw(window, depth, keys), lambda: _theirs(cmd), min(repeats, 3))
+                rows.append(_row("dpsw hierarchy", "DPSW", params, m))
+    note = ("ratio = C++ seconds / dptop seconds for the same updates (work row-update: each side's time per "
+            "sketch row), by process CPU time and by wall clock; medians of alternate runs (ours, C++, ours, "
+            f"...: {repeats} each, DPSW {min(repeats, 3)}); load: 1-minute load average when the row's runs ended")
     if driver is None:
         note += "; no measurement without --anchors DIR (see dptop.engine.bench.anchors for the drivers)"
     return {"name": "anchors (authors' C++ side by side)", "rows": rows, "notes": note}

@@ -2,7 +2,10 @@
 
 The core suite feeds each algorithm a fixed synthetic stream (Zipf 1.1 and 1.5, 2^24 updates —
 2^20 with ``--quick`` — k in {128, 512}) after a warm-up, and reports the median of three runs,
-with the ratio to the exact-count baseline measured in the same run. Modules in
+the algorithms alternating (ABC ABC ABC), with the ratio to the exact-count baseline measured in
+the same runs. Every printed row carries ``load``, the 1-minute load average when it was measured
+(benches that do not stamp their rows get the load when their table is printed): the machine may
+be shared. Modules in
 ``EXTRA_BENCHES`` add their own tables (capture parser vs scapy, LazyCMS vs PunctualCMS,
 DPSW query latency, ...) through ``run_bench(quick) -> {"name", "rows", "notes"}``.
 """
@@ -14,6 +17,7 @@ import sys
 import time
 
 from dptop.engine.core.workload import zipf_keys
+from dptop.engine.bench.load import load_average
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 
@@ -39,16 +43,12 @@ def batched_rates(push, keys, batch: int = 1 << 16) -> tuple[float, float]:
     return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
 
 
-def _time_updates(name: str, settings: Settings, keys, repeats: int) -> float:
+def _time_update(name: str, settings: Settings, keys) -> float:
+    """Seconds of one ``update`` of the whole stream on a fresh instance (built before the clock)."""
     alg = registry.make(name, settings)
-    alg.update(keys[:1024])  # warm-up: compile or load the cached kernels
-    times = []
-    for _ in range(repeats):
-        alg.reset()
-        t0 = time.perf_counter()
-        alg.update(keys)
-        times.append(time.perf_counter() - t0)
-    return len(keys) / statistics.median(times)
+    t0 = time.perf_counter()
+    alg.update(keys)
+    return time.perf_counter() - t0
 
 
 def core_bench(quick: bool, names: list[str] | None = None) -> dict:
@@ -59,16 +59,23 @@ def core_bench(quick: bool, names: list[str] | None = None) -> dict:
         keys = zipf_keys(skew, 1 << 24, length, seed=7)
         for k in (128, 512):
             settings = Settings(k=k, epsilon=0.5, delta=1e-3, stream_length=length, window=length // 4, gamma=0.01)
-            base = None
             for name in names:
-                rate = _time_updates(name, settings, keys, repeats=1 if quick else 3)
-                base = rate if name == "exact" else base
-                rows.append({"algorithm": name, "skew": skew, "k": k, "updates": length, "updates_per_second": rate})
-            for row in rows[-len(names):]:
-                row["ratio_to_exact"] = row["updates_per_second"] / base if base else None
+                registry.make(name, settings).update(keys[:1024])  # warm-up: compile or load the kernels
+            times: dict[str, list[float]] = {name: [] for name in names}
+            for _ in range(1 if quick else 3):  # alternating: every algorithm once per round
+                for name in names:
+                    times[name].append(_time_update(name, settings, keys))
+            load = load_average()
+            rates = {name: length / statistics.median(ts) for name, ts in times.items()}
+            base = rates.get("exact")
+            for name in names:
+                rows.append({"algorithm": name, "skew": skew, "k": k, "updates": length,
+                             "updates_per_second": rates[name],
+                             "ratio_to_exact": rates[name] / base if base else None, "load": load})
     return {"name": "algorithms", "rows": rows,
-            "notes": f"Zipf streams of {length} updates over 2^24 items; median of {1 if quick else 3} runs after "
-                     "warm-up; ratio_to_exact = updates/s divided by the exact-count baseline's in the same run"}
+            "notes": f"Zipf streams of {length} updates over 2^24 items; median of {1 if quick else 3} alternating "
+                     "runs after warm-up; ratio_to_exact = updates/s divided by the exact-count baseline's in the "
+                     "same runs; load: 1-minute load average after each (skew, k) round"}
 
 
 def _fmt(v) -> str:
@@ -90,6 +97,9 @@ def _print_table(rows: list[dict], out) -> None:
 def print_report(report: dict, out) -> None:
     """One table per run of consecutive rows with the same columns."""
     print(f"\n== {report['name']} ==", file=out)
+    load = load_average()
+    for row in report["rows"]:
+        row.setdefault("load", load)
     group: list[dict] = []
     for row in report["rows"] + [None]:
         if group and (row is None or row.keys() != group[-1].keys()):

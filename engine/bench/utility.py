@@ -28,6 +28,7 @@ import numpy as np
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_ranks
+from dptop.engine.bench.load import load_average
 from dptop.engine.sliding_window.dpsw_hh import DPSWHeavyHitters
 from dptop.engine.sliding_window.geometry import rho_from_epsilon_delta
 
@@ -61,7 +62,7 @@ def _row(name: str, cpp: str, skew: float, k, eps: float, ours: list, theirs: li
     return {"dptop": name, "cpp": cpp, "skew": skew, "k": k, "epsilon": eps, "f1": mean(ours, 0),
             "cpp_f1": mean(theirs, 0), "mre": mean(ours, 1), "cpp_mre": mean(theirs, 1),
             "precision": mean(ours, 2), "recall": mean(ours, 3), "cpp_precision": mean(theirs, 2),
-            "cpp_recall": mean(theirs, 3)}
+            "cpp_recall": mean(theirs, 3), "load": load_average()}
 
 
 def _ours(name: str, k: int, k_tilde: int, eps: float, addresses: np.ndarray, keys: np.ndarray) -> dict[int, float]:

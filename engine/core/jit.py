@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 
 import numba
+import numpy as np
 from numba.core import event
 
 
@@ -66,3 +67,11 @@ hot = numba.njit(cache=True, nogil=True, _nrt=False)
 """``kernel`` without numba's reference counting, for per-packet batch loops that create no array
 (scratch comes in with the state). Inlined helpers that touch arrays inside branches otherwise pay
 atomic reference-count updates numba cannot prune: 10-15% of a SpaceSaving update (measured)."""
+
+
+@inner
+def ix(i):
+    """``i`` as an unsigned array index. Numba wraps a signed index around (a compare and an add
+    on every access); per-packet paths whose indices are non-negative by construction index with
+    ``ix`` (measured: 14 % of a SpaceSaving hit, lookup and stream-summary step)."""
+    return np.uint64(i)

@@ -107,7 +107,8 @@ def random_seed64() -> np.uint64:
     return np.uint64(int.from_bytes(os.urandom(8), "little"))
 
 
-_M1 = np.uint64(0x9E3779B97F4A7C15)
+LO_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+"""Multiplies the low word in ``hash_key`` (``hashtable.homes`` computes the same hash in steps)."""
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
 _M3 = np.uint64(0x94D049BB133111EB)
 _S30 = np.uint64(30)
@@ -126,7 +127,7 @@ def mix64(x):
 @inner
 def hash_key(hi, lo, seed):
     """64-bit hash of key ``(hi, lo)`` under ``seed`` (all uint64). Use the top bits for buckets."""
-    return mix64(mix64(hi ^ seed) ^ (lo * _M1) ^ seed)
+    return mix64(mix64(hi ^ seed) ^ (lo * LO_MULTIPLIER) ^ seed)
 
 
 class KeyBatch:

@@ -44,7 +44,7 @@ from dptop.engine.single_release.dpss import by_key
 from dptop.engine.single_release.epochs import Epoched
 from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
 from dptop.engine.core.topk import select
-from dptop.engine.core.jit import hot, inner, kernel
+from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import KEY_DTYPE
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import sorted_items
@@ -128,11 +128,11 @@ def _add_and_estimate(cells, seed_t, shift, scratch, col, sign, hi, lo, signed, 
             cells[r, col[r]] += sign[r] * delta
             scratch[r] = sign[r] * cells[r, col[r]]
         return select(scratch, d // 2)
-    est = cells[0, col[0]] + delta
-    cells[0, col[0]] = est
+    est = cells[0, ix(col[0])] + delta
+    cells[0, ix(col[0])] = est
     for r in range(1, d):
-        v = cells[r, col[r]] + delta
-        cells[r, col[r]] = v
+        v = cells[r, ix(col[r])] + delta
+        cells[r, ix(col[r])] = v
         est = min(est, v)
     return est
 
