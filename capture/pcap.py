@@ -31,6 +31,8 @@ from dptop.capture.wire import N_REASONS, REASON_NAMES, UNSUPPORTED
 from dptop.engine.core.keys import KeyBatch, concat
 
 MAX_TSOFFSET_S = rec.MAX_TSOFFSET_S
+COUNT_STEP = 1 << 24
+"""Bytes ``count_packets`` walks per kernel call: the pages behind are released between calls."""
 MAX_WARNINGS = 64
 """Distinct warnings kept per reader; later new ones are counted in one last line."""
 _LINK_SUPPORTED = np.zeros(LINKTYPE_MASK + 1, np.bool_)
@@ -235,7 +237,8 @@ class CaptureReader:
                              self._linktype, *rows, n, n_max, self._counts)
 
     def _count_pcap(self, rows, n, n_max):
-        pos, records, stop = rec.count_pcap(self._src.buf, self._pos, self._big, self._rec_hdr)
+        pos, records, stop = rec.count_pcap(self._src.buf, self._pos, self._big, self._rec_hdr,
+                                            self._pos + COUNT_STEP)
         return pos, n, records, stop
 
     def _walk_pcapng(self, rows, n, n_max):
@@ -263,11 +266,13 @@ class CaptureReader:
 
     def _fill(self, rows) -> int:
         """Fill ``rows`` (``linklayer.output_rows``) from the file; the number of rows written
-        (< their length only at the end)."""
+        (< their length only at the end, or after each step of ``count_packets``' walk)."""
         n, n_max = 0, len(rows[0])
         while n < n_max and not self._done:
             self._pos, n, records, stop = self._walk(rows, n, n_max)
             self.stats.packets += records
+            if stop == rec.FULL:
+                break
             if stop == rec.HEADER:
                 btype = rec.u32(self._src.buf, self._pos, self._big)
                 ok = self._section() if btype == rec.SHB else self._interface()
@@ -398,7 +403,7 @@ def warm_up() -> None:
     rows = output_rows(1)
     buf, counts, if_arr = np.zeros(16, np.uint8), np.zeros(N_REASONS, np.int64), np.zeros(1, np.int64)
     rec.walk_pcap(buf, 0, False, 1000, 16, 1, *rows, 0, 1, counts)
-    rec.count_pcap(buf, 0, False, 16)
+    rec.count_pcap(buf, 0, False, 16, 16)
     link = np.zeros(LINKTYPE_MASK + 1, np.int64)
     for ether_only in (True, False):
         rec.walk_pcapng(buf, 0, False, if_arr, if_arr, if_arr, if_arr, if_arr, if_arr, 0, ether_only,

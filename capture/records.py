@@ -63,12 +63,12 @@ def walk_pcap(buf, pos, big, frac_ns, rec_hdr, linktype, keys, dst, ts, length, 
 
 
 @hot
-def count_pcap(buf, pos, big, rec_hdr):
+def count_pcap(buf, pos, big, rec_hdr, until):
     """The record walk of ``walk_pcap`` without reading the frames (``count_packets``): returns
-    ``(pos, records, stop)``, stopping only at the end of the buffer or a record it cannot read."""
+    ``(pos, records, stop)``; ``FULL`` once ``pos`` reaches byte ``until``."""
     n = len(buf)
     records = 0
-    while True:
+    while pos < until:
         if pos + rec_hdr > n:
             return pos, records, PARTIAL if pos < n else END
         incl = u32(buf, pos + 8, big)
@@ -78,6 +78,7 @@ def count_pcap(buf, pos, big, rec_hdr):
             return pos, records, PARTIAL
         records += 1
         pos += rec_hdr + incl
+    return pos, records, FULL
 
 
 @inner
