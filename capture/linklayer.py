@@ -33,7 +33,7 @@ from dptop.capture.link_wan import WAN_LINKTYPES, wan_link
 from dptop.capture.link_wifi import WIFI_LINKTYPES, ppi_inner, wifi_link
 from dptop.capture.wire import (BAD_HEADER, BAD_VERSION, INNER_UNSUPPORTED, MULTICAST, NON_IP, OK, RESERVED_DESTINATION,
                                 TRUNCATED, UNSUPPORTED, u16, u32, word_be)
-from dptop.engine.core.jit import hot, inner, kernel
+from dptop.engine.core.jit import hot, inner
 from dptop.engine.core.keys import FLOW_PORT, IPV4_MAPPED, KEY_DTYPE, KeyBatch
 
 LINKTYPE_MASK = 0xFFFF
@@ -187,7 +187,7 @@ def store(keys, dst, ts, length, n, src_hi, src_lo, dst_hi, dst_lo, flow, t, wir
     length[1, n] = flow
 
 
-@kernel
+@hot
 def addresses_of_frames(buf, offsets, lengths, stamps, linktype, keys, dst, ts, length, counts):
     """Frames ``buf[offsets[i]:offsets[i]+lengths[i]]`` stamped ``stamps[i]`` -> outputs (filled
     from row 0; the wire length is the frame's length); returns the number of rows written and

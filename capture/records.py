@@ -25,7 +25,7 @@ import numpy as np
 
 from dptop.capture.linklayer import frame_addresses, store
 from dptop.capture.wire import MALFORMED, OK, UNKNOWN_INTERFACE, UNSUPPORTED, u16, u32
-from dptop.engine.core.jit import hot, inner, kernel
+from dptop.engine.core.jit import hot, inner
 
 FULL, END, PARTIAL, BAD, HEADER = 0, 1, 2, 3, 4
 
