@@ -33,7 +33,7 @@ from dptop.capture.link_wan import WAN_LINKTYPES, wan_link
 from dptop.capture.link_wifi import WIFI_LINKTYPES, ppi_inner, wifi_link
 from dptop.capture.wire import (BAD_HEADER, BAD_VERSION, INNER_UNSUPPORTED, MULTICAST, NON_IP, OK, RESERVED_DESTINATION,
                                 TRUNCATED, UNSUPPORTED, u16, u32, word_be)
-from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.jit import hot, inner
 from dptop.engine.core.keys import FLOW_PORT, IPV4_MAPPED, KEY_DTYPE, KeyBatch
 
 LINKTYPE_MASK = 0xFFFF
@@ -124,7 +124,7 @@ def ip_addresses(buf, o, end, version):
     return NON_IP, _Z, _Z, _Z, _Z, _NOFLOW
 
 
-@kernel
+@hot
 def link_payload(buf, start, end, linktype):
     """``(reason, offset, ethertype)`` of the network layer of a frame of any supported link type
     but Ethernet (a called function, not inlined: compiled once, outside the hot path)."""
@@ -177,17 +177,17 @@ def frame_addresses(buf, start, end, linktype, ether_only):
 
 @inner
 def store(keys, dst, ts, length, n, src_hi, src_lo, dst_hi, dst_lo, flow, t, wire_len):
-    """Write row ``n`` of the outputs (``length`` rows are (wire length, flow word))."""
+    """Write row ``n`` of the outputs (``length`` is (wire lengths, flow words): two rows)."""
     keys[n, 0] = src_hi
     keys[n, 1] = src_lo
     dst[n, 0] = dst_hi
     dst[n, 1] = dst_lo
     ts[n] = t
-    length[n, 0] = wire_len
-    length[n, 1] = flow
+    length[0, n] = wire_len
+    length[1, n] = flow
 
 
-@kernel
+@hot
 def addresses_of_frames(buf, offsets, lengths, stamps, linktype, keys, dst, ts, length, counts):
     """Frames ``buf[offsets[i]:offsets[i]+lengths[i]]`` stamped ``stamps[i]`` -> outputs (filled
     from row 0; the wire length is the frame's length); returns the number of rows written and
@@ -206,13 +206,14 @@ def addresses_of_frames(buf, offsets, lengths, stamps, linktype, keys, dst, ts, 
 
 def output_rows(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Empty outputs of the walks for ``n`` rows: source keys, destination keys, time stamps,
-    (wire length, flow word) pairs, as views of one block (one allocation per batch, not four)."""
+    and wire lengths above flow words (``(2, n)``: each row contiguous, so a batch takes them
+    without a copy), as views of one block (one allocation per batch, not four)."""
     block = np.empty(48 * n, np.uint8)
     return (block[:16 * n].view(KEY_DTYPE).reshape(n, 2), block[16 * n:32 * n].view(KEY_DTYPE).reshape(n, 2),
-            block[32 * n:40 * n].view(np.int64), block[40 * n:].view(np.uint32).reshape(n, 2))
+            block[32 * n:40 * n].view(np.int64), block[40 * n:].view(np.uint32).reshape(2, n))
 
 
 def batch_of(rows, n: int) -> KeyBatch:
-    """The first ``n`` rows of ``output_rows`` as a ``KeyBatch``."""
+    """The first ``n`` rows of ``output_rows`` as a ``KeyBatch`` (views, no copy)."""
     keys, dst, ts, length = rows
-    return KeyBatch(keys[:n], ts[:n], dst[:n], length[:n, 0], flow=length[:n, 1])
+    return KeyBatch(keys[:n], ts[:n], dst[:n], length[0, :n], flow=length[1, :n])

@@ -31,6 +31,8 @@ from dptop.capture.wire import N_REASONS, REASON_NAMES, UNSUPPORTED
 from dptop.engine.core.keys import KeyBatch, concat
 
 MAX_TSOFFSET_S = rec.MAX_TSOFFSET_S
+COUNT_STEP = 1 << 24
+"""Bytes ``count_packets`` walks per kernel call: the pages behind are released between calls."""
 MAX_WARNINGS = 64
 """Distinct warnings kept per reader; later new ones are counted in one last line."""
 _LINK_SUPPORTED = np.zeros(LINKTYPE_MASK + 1, np.bool_)
@@ -234,6 +236,11 @@ class CaptureReader:
         return rec.walk_pcap(self._src.buf, self._pos, self._big, self._frac_ns, self._rec_hdr,
                              self._linktype, *rows, n, n_max, self._counts)
 
+    def _count_pcap(self, rows, n, n_max):
+        pos, records, stop = rec.count_pcap(self._src.buf, self._pos, self._big, self._rec_hdr,
+                                            self._pos + COUNT_STEP)
+        return pos, n, records, stop
+
     def _walk_pcapng(self, rows, n, n_max):
         f = self._if
         pos, n, records, stop, self._last_ts, self._big, f.n = rec.walk_pcapng(
@@ -243,14 +250,15 @@ class CaptureReader:
         return pos, n, records, stop
 
     def _sync(self) -> None:
-        skipped = {REASON_NAMES[r]: int(c) for r, c in enumerate(self._counts)
+        skipped = {REASON_NAMES[r]: int(c) for r, c in enumerate(self._counts.tolist())
                    if c and r != UNSUPPORTED}
-        unsup = {int(lt): int(self._link_unsup[lt]) for lt in np.flatnonzero(self._link_unsup)}
-        if self._counts[UNSUPPORTED]:  # classic pcap: one link type
-            unsup[self._linktype] = unsup.get(self._linktype, 0) + int(self._counts[UNSUPPORTED])
-        for lt in np.flatnonzero((self._link_idbs != self._link_noted) & ~_LINK_SUPPORTED):
-            self._note_linktype(int(lt), int(self._link_idbs[lt] - self._link_noted[lt]))
-        self._link_noted[:] = self._link_idbs
+        if self._walk == self._walk_pcapng:  # per link type tables: only the pcapng walk fills them
+            unsup = {int(lt): int(self._link_unsup[lt]) for lt in np.flatnonzero(self._link_unsup)}
+            for lt in np.flatnonzero((self._link_idbs != self._link_noted) & ~_LINK_SUPPORTED):
+                self._note_linktype(int(lt), int(self._link_idbs[lt] - self._link_noted[lt]))
+            self._link_noted[:] = self._link_idbs
+        else:
+            unsup = {self._linktype: int(self._counts[UNSUPPORTED])} if self._counts[UNSUPPORTED] else {}
         for lt, c in unsup.items():
             skipped[_linktype_name(lt)] = c
         self.stats.skipped = skipped
@@ -258,11 +266,13 @@ class CaptureReader:
 
     def _fill(self, rows) -> int:
         """Fill ``rows`` (``linklayer.output_rows``) from the file; the number of rows written
-        (< their length only at the end)."""
+        (< their length only at the end, or after each step of ``count_packets``' walk)."""
         n, n_max = 0, len(rows[0])
         while n < n_max and not self._done:
             self._pos, n, records, stop = self._walk(rows, n, n_max)
             self.stats.packets += records
+            if stop == rec.FULL:
+                break
             if stop == rec.HEADER:
                 btype = rec.u32(self._src.buf, self._pos, self._big)
                 ok = self._section() if btype == rec.SHB else self._interface()
@@ -379,6 +389,8 @@ def read_keys(path, batch_size: int = 1 << 20) -> tuple[np.ndarray, np.ndarray, 
 def count_packets(path) -> int:
     """Number of packet records in the file (one pass of the record walk, keys discarded)."""
     with open_capture(path) as reader:
+        if reader._walk == reader._walk_pcap:  # records only: the frames are never read
+            reader._walk = reader._count_pcap
         rows = output_rows(1 << 16)
         while not reader._done:
             reader._fill(rows)
@@ -391,6 +403,7 @@ def warm_up() -> None:
     rows = output_rows(1)
     buf, counts, if_arr = np.zeros(16, np.uint8), np.zeros(N_REASONS, np.int64), np.zeros(1, np.int64)
     rec.walk_pcap(buf, 0, False, 1000, 16, 1, *rows, 0, 1, counts)
+    rec.count_pcap(buf, 0, False, 16, 16)
     link = np.zeros(LINKTYPE_MASK + 1, np.int64)
     for ether_only in (True, False):
         rec.walk_pcapng(buf, 0, False, if_arr, if_arr, if_arr, if_arr, if_arr, if_arr, 0, ether_only,

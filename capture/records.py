@@ -25,7 +25,7 @@ import numpy as np
 
 from dptop.capture.linklayer import frame_addresses, store
 from dptop.capture.wire import MALFORMED, OK, UNKNOWN_INTERFACE, UNSUPPORTED, u16, u32
-from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.jit import hot, inner
 
 FULL, END, PARTIAL, BAD, HEADER = 0, 1, 2, 3, 4
 
@@ -48,16 +48,37 @@ MAX_TSOFFSET_S = 1 << 32
 about 2100, still fit the int64 nanosecond clock. A larger offset is ignored with a warning."""
 
 
-@kernel
+@hot
 def walk_pcap(buf, pos, big, frac_ns, rec_hdr, linktype, keys, dst, ts, length, n_out, n_max, counts):
     """Classic pcap records (``rec_hdr`` 16, or 24 for the 'modified' Kuznetzov format);
     ``frac_ns`` = 1000 for microsecond files, 1 for nanosecond files.
     Returns ``(pos, n_out, records, stop)``."""
     if linktype == 1:  # an Ethernet-only copy of the loop (linklayer.frame_addresses)
+        if not big and rec_hdr == 16:  # the usual file: constant byte order and header length
+            return _walk_pcap(buf, pos, False, frac_ns, 16, 1, keys, dst, ts, length, n_out, n_max, counts, True)
         return _walk_pcap(buf, pos, big, frac_ns, rec_hdr, linktype, keys, dst, ts, length, n_out, n_max,
                           counts, True)
     return _walk_pcap(buf, pos, big, frac_ns, rec_hdr, linktype, keys, dst, ts, length, n_out, n_max,
                       counts, False)
+
+
+@hot
+def count_pcap(buf, pos, big, rec_hdr, until):
+    """The record walk of ``walk_pcap`` without reading the frames (``count_packets``): returns
+    ``(pos, records, stop)``; ``FULL`` once ``pos`` reaches byte ``until``."""
+    n = len(buf)
+    records = 0
+    while pos < until:
+        if pos + rec_hdr > n:
+            return pos, records, PARTIAL if pos < n else END
+        incl = u32(buf, pos + 8, big)
+        if incl > MAX_RECORD:
+            return pos, records, BAD
+        if pos + rec_hdr + incl > n:
+            return pos, records, PARTIAL
+        records += 1
+        pos += rec_hdr + incl
+    return pos, records, FULL
 
 
 @inner
@@ -103,7 +124,7 @@ def pcapng_time(raw, mul, div, shift, offset_ns):
     return offset_ns + (raw * mul) // div
 
 
-@kernel
+@hot
 def walk_pcapng(buf, pos, big, if_link, if_snap, if_mul, if_div, if_shift, if_off, n_if, ether_only,
                 link_supported, link_idbs, link_unsup, keys, dst, ts, length, n_out, n_max, counts, last_ts):
     """pcapng blocks: the packets, and the section headers and interface descriptions that are

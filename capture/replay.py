@@ -101,8 +101,9 @@ class FileReplay(Source):
                 if not len(batch):
                     continue
                 ts = batch.ts_ns + offset if offset else batch.ts_ns
-                lo = int(ts.min()) if lo is None else min(lo, int(ts.min()))
-                hi = int(ts.max()) if hi is None else max(hi, int(ts.max()))
+                if self.loop:  # the pass's time span shifts the next pass
+                    lo = int(ts.min()) if lo is None else min(lo, int(ts.min()))
+                    hi = int(ts.max()) if hi is None else max(hi, int(ts.max()))
                 if clock is None:
                     clock = [time.monotonic(), int(ts[0])]
                 if not self._feed(batch if ts is batch.ts_ns else batch.with_times(ts),

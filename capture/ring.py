@@ -18,7 +18,7 @@ import numpy as np
 
 from dptop.capture.linklayer import frame_addresses, store
 from dptop.capture.wire import OK, u16, u32
-from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.jit import hot, inner
 
 SOL_PACKET = 263
 PACKET_RX_RING = 5
@@ -28,10 +28,10 @@ PACKET_OUTGOING = 4
 _NS = np.int64(1_000_000_000)
 
 
-@kernel
+@hot
 def walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, linktype, skip_outgoing, counts):
-    """Consume ready blocks from block ``cur[0]`` on while their frames fit in ``keys``.
-    Returns ``(n_out, packets, blocks)``."""
+    """Consume ready blocks from block ``cur[0]`` on while their frames fit in ``keys``; the
+    outputs are ``linklayer.output_rows``. Returns ``(n_out, packets, blocks)``."""
     if linktype == 1:  # an Ethernet-only copy of the loop (linklayer.frame_addresses)
         return _walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, linktype,
                           skip_outgoing, counts, True)

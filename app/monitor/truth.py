@@ -20,6 +20,7 @@ labels only; recall/precision/ARE (dptop.engine.core.metrics) use the exact heav
 """
 from __future__ import annotations
 
+import bisect
 import queue
 import threading
 import time
@@ -37,15 +38,17 @@ ANCHOR_IDLE_SECONDS = 5.0  # drop a prefix counter nobody asked about for this l
 
 class Recording:
     """The last ``capacity`` keys and time stamps with their time-epoch cell (-1: none), addressed
-    by global position."""
+    by global position. Cells never decrease along the stream, so they are kept as runs (the
+    position where each cell's packets start), not one word per packet."""
 
     def __init__(self, capacity: int):
         if capacity < 1:
             raise ValueError(f"capacity ({capacity}) must be >= 1")
         self.capacity = int(capacity)
-        self.keys = np.zeros((self.capacity, 2), dtype=KEY_DTYPE)
-        self.ts = np.zeros(self.capacity, dtype=np.int64)
-        self.cell = np.full(self.capacity, -1, dtype=np.int64)
+        self.keys = np.empty((self.capacity, 2), dtype=KEY_DTYPE)
+        self.ts = np.empty(self.capacity, dtype=np.int64)
+        self._run_start: list[int] = []  # global position of each run's first packet, increasing
+        self._run_cell: list[int] = []  # its cell, non-decreasing
         self.pos = 0  # packets appended so far
         self.last_cell = -1  # the public clock's latest cell (ticks included)
 
@@ -65,15 +68,19 @@ class Recording:
             self.pos += skip
             keys, ts = keys[skip:], ts[skip:]
         cell = -1 if batch.epoch is None else batch.epoch
+        if not self._run_cell or self._run_cell[-1] != cell:
+            self._run_start.append(self.pos)
+            self._run_cell.append(cell)
         i = self.pos % self.capacity
         head = min(len(keys), self.capacity - i)
         rest = len(keys) - head
         for dst, src in ((self.keys, keys), (self.ts, ts)):
             dst[i:i + head] = src[:head]
             dst[:rest] = src[head:]
-        self.cell[i:i + head] = cell
-        self.cell[:rest] = cell
         self.pos += len(keys)
+        gone = bisect.bisect_right(self._run_start, self.first) - 1  # runs wholly older than the recording
+        if gone > 0 and 2 * gone >= len(self._run_start):
+            del self._run_start[:gone], self._run_cell[:gone]
 
     def holds(self, a: int, b: int) -> bool:
         return self.first <= a <= b <= self.pos
@@ -99,14 +106,9 @@ class Recording:
         return keys, ts
 
     def position_of_cell(self, cell: int) -> int:
-        """First global position whose cell is >= ``cell`` (cells never decrease)."""
-        offset = self.first
-        for p, q in self._parts(self.first, self.pos):
-            k = int(np.searchsorted(self.cell[p:q], cell, side="left"))
-            if k < q - p:
-                return offset + k
-            offset += q - p
-        return self.pos
+        """First held global position whose cell is >= ``cell`` (cells never decrease)."""
+        r = bisect.bisect_left(self._run_cell, cell)
+        return self.pos if r == len(self._run_cell) else min(self.pos, max(self.first, self._run_start[r]))
 
 
 def resolve_span(release: Release, origin: int, rec: Recording, finished: bool) -> tuple[int, int] | None:

@@ -21,7 +21,7 @@ import numpy as np
 from dptop.engine.core import hashtable as ht
 from dptop.engine.core.hashtable import found, is_empty, probe, store
 from dptop.engine.core.base import Algorithm, Footprint
-from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.keys import IPV4_MAPPED, KEY_DTYPE, mix64, random_seed64
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
@@ -32,6 +32,7 @@ PACKED_MAX = (1 << 32) - 2
 """The largest count a packed slot holds; more moves to the wide table (``_spill``)."""
 _LOW32 = np.uint64(0xFFFF_FFFF)
 _S32 = np.uint64(32)
+_Z64 = np.uint64(0)
 _TAG = np.uint64(IPV4_MAPPED >> 32)
 GROW, DONE = -1, -2  # what ``_count_packed`` stopped for, besides a slot to spill
 HOMES = 1024  # keys whose home positions ``_count_packed`` computes ahead of probing
@@ -54,20 +55,24 @@ def _probe_packed(slots, p, ip):
         p = (p + 1) & mask
 
 
-@kernel
-def _count_packed(slots, hashing, size, keys, weights, start, other, n_other):
+@hot
+def _count_packed(slots, hashing, size, keys, weights, start, other, n_other, homes):
     """Count ``keys[start:]`` (``weights[i]`` each, 1 when ``weights`` is empty): IPv4 keys in the
     packed ``slots``, the indices of the others appended to ``other[n_other:]``. Returns
     (index reached, size, n_other, why): ``why`` is DONE, GROW (the next new key would pass half
     load: grow and resume at the index) or a slot whose count would pass PACKED_MAX (move the
-    slot's count plus ``weights[index]`` to the wide table, zero it and resume after the index)."""
+    slot's count plus ``weights[index]`` to the wide table, zero it and resume after the index).
+    ``homes``: scratch of ``HOMES + 1`` entries."""
     weighted = len(weights) > 0
     limit = len(slots) // 2
-    homes = np.empty(HOMES, np.int64)
     for c in range(start, len(keys), HOMES):
         stop = min(len(keys), c + HOMES)
         for i in range(c, stop):  # the chunk's home positions first: a loop the compiler vectorises
             homes[i - c] = _packed_home(keys[i, 1] & _LOW32, hashing)
+        touched = _Z64  # then a read of each home slot: independent loads whose cache misses overlap,
+        for i in range(c, stop):  # so the probes below find their slots in the cache
+            touched ^= slots[homes[i - c]]
+        homes[HOMES] = np.int64(touched & _LOW32)  # kept, so the compiler keeps the loads
         for i in range(c, stop):
             hi = keys[i, 0]
             lo = keys[i, 1]
@@ -202,6 +207,7 @@ class ExactCounter:
         self.wide = 0  # distinct keys in the wide table
         self.shared = 0  # IPv4 keys whose count has spilled: in both tables
         self.total = 0
+        self._homes = np.empty(HOMES + 1, np.int64)  # scratch of ``_count_packed``
 
     @property
     def size(self) -> int:
@@ -215,7 +221,7 @@ class ExactCounter:
         start, n_other = 0, 0
         while start < len(keys):
             start, self.packed, n_other, why = _count_packed(self.slots, self.hashing, self.packed, keys, w, start,
-                                                             other, n_other)
+                                                             other, n_other, self._homes)
             if why == GROW:
                 self._grow_packed()
             elif why != DONE:
