@@ -173,13 +173,13 @@ def cmd_compile(args) -> int:
     """Compile kernels into the user cache now (``make`` runs ``--first`` after installing), so the
     first replay or window starts at once; the rest compile on first use."""
     from dptop.engine.core.jit import cache_dir
-    from dptop.kernels import PARSER, compile_kernels
+    from dptop.kernels import PCAP, PCAPNG, compile_kernels
 
-    names = algorithm_names(None) if args.first else catalogue.names()
+    tasks = [PCAP, *algorithm_names(None)] if args.first else [PCAP, PCAPNG, *catalogue.names()]
     t0 = time.perf_counter()
-    what = "the parser and the default algorithms" if args.first else "every kernel"
+    what = "the pcap parser and the default algorithms" if args.first else "every kernel"
     print(f"dptop: compiling {what} into {cache_dir()} (once per install) ...", file=sys.stderr, flush=True)
-    errors = compile_kernels([PARSER, *names])
+    errors = compile_kernels(tasks)
     if errors:
         print(f"dptop: error: {len(errors)} did not compile: {'; '.join(errors)}", file=sys.stderr)
         return 1
@@ -331,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compile", help="compile every kernel into the user cache now (make compiles --first)")
     p.add_argument("--first", action="store_true",
-                   help="only what the first run needs: the capture parser and the default algorithms")
+                   help="only what the first run needs: the pcap parser and the default algorithms")
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("list", help="list the algorithms")

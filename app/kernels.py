@@ -1,7 +1,7 @@
 """``dptop compile``: numba kernels compiled into the user's cache before they are needed.
 
-``make`` compiles what the first run needs (``--first``: the capture parser and the default
-algorithms, the ones ``make demo`` runs); everything else compiles on first use, the session saying
+``make`` compiles what the first run needs (``--first``: the pcap parser and the default
+algorithms, what ``make demo`` runs); everything else compiles on first use, the session saying
 so while it does. Plain ``dptop compile`` compiles every kernel. Kernels are compiled in
 ``workers`` processes at once (one per core, two at most: numba compiles on one thread), one taking
 the list from the front and the other from the back, so the two meet in the middle and algorithms
@@ -15,14 +15,15 @@ import queue
 import sys
 import time
 
-PARSER = "capture parser"
+PCAP, PCAPNG = "pcap parser", "pcapng parser"
+"""The capture parser's two record walks (the bundled capture is a classic pcap)."""
 
 
 def _compile(task: str) -> None:
-    if task == PARSER:
+    if task in (PCAP, PCAPNG):
         from dptop.capture.pcap import warm_up
 
-        warm_up()
+        warm_up(pcap=task == PCAP, pcapng=task == PCAPNG)
     else:
         from dptop.monitor import catalogue
 
@@ -47,7 +48,7 @@ def _worker(tasks: list[str], front, back, lock, done, from_back: bool) -> None:
 
 
 def compile_kernels(tasks: list[str], workers: int | None = None, progress=None) -> list[str]:
-    """Compile ``tasks`` (``PARSER`` and algorithm names); one progress line each as it finishes.
+    """Compile ``tasks`` (``PCAP``, ``PCAPNG`` and algorithm names); one progress line each as it finishes.
     Returns the errors (``"name: what"``), empty when every kernel compiled."""
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     workers = max(1, min(workers or os.cpu_count() or 1, 2, len(tasks)))

@@ -397,14 +397,15 @@ def count_packets(path) -> int:
         return reader.stats.packets
 
 
-def warm_up() -> None:
-    """Compile (or load from numba's cache) the record walks now, e.g. off the GUI thread at
-    start, instead of on the first file read."""
+def warm_up(pcap: bool = True, pcapng: bool = True) -> None:
+    """Compile (or load from numba's cache) the record walks of classic pcap and of pcapng now,
+    e.g. off the GUI thread at start, instead of on the first file read."""
     rows = output_rows(1)
     buf, counts, if_arr = np.zeros(16, np.uint8), np.zeros(N_REASONS, np.int64), np.zeros(1, np.int64)
-    rec.walk_pcap(buf, 0, False, 1000, 16, 1, *rows, 0, 1, counts)
-    rec.count_pcap(buf, 0, False, 16, 16)
+    if pcap:
+        rec.walk_pcap(buf, 0, False, 1000, 16, 1, *rows, 0, 1, counts)
+        rec.count_pcap(buf, 0, False, 16, 16)
     link = np.zeros(LINKTYPE_MASK + 1, np.int64)
-    for ether_only in (True, False):
+    for ether_only in (True, False) if pcapng else ():
         rec.walk_pcapng(buf, 0, False, if_arr, if_arr, if_arr, if_arr, if_arr, if_arr, 0, ether_only,
                         _LINK_SUPPORTED, link, link, *rows, 0, 1, counts, 0)
