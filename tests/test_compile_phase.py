@@ -95,3 +95,30 @@ def test_a_long_start_is_never_silent_for_more_than_a_few_seconds(monkeypatch):
     assert lines[1] == "dptop: counting packets, 5 s"
     assert lines[2] == "dptop: counting packets: compiling kernels (first use since install), 10 s", lines
     assert len(lines) == 3
+
+
+def test_a_change_to_any_kernel_source_names_a_new_cache_folder(tmp_path):
+    """Numba reloads a cached kernel after a change to a helper inlined from another file; the
+    cache folder is named by a digest of every source, so any change compiles everything anew."""
+    import shutil
+    from pathlib import Path
+
+    engine = Path(jit.__file__).resolve().parents[1]
+    shutil.copytree(engine, tmp_path / "engine")
+    shutil.copytree(engine.parent / "capture", tmp_path / "capture")
+    before = jit.sources_digest(tmp_path / "engine")
+    assert before == jit.sources_digest(tmp_path / "engine")
+    with open(tmp_path / "capture" / "wire.py", "a") as f:
+        f.write("\n# a helper changed\n")
+    assert jit.sources_digest(tmp_path / "engine") != before
+
+
+def test_cache_folders_of_other_sources_unused_for_a_week_are_removed(tmp_path):
+    current, recent, stale, other = (tmp_path / n for n in ("0" * 16, "1" * 16, "2" * 16, "notes"))
+    for folder in (recent, stale, other):
+        folder.mkdir()
+    week = jit.STALE_DAYS * 86400
+    os.utime(stale, (time.time() - week - 60,) * 2)
+    os.utime(other, (time.time() - week - 60,) * 2)
+    jit.prune(current)
+    assert current.is_dir() and recent.is_dir() and other.is_dir() and not stale.exists()

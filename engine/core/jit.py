@@ -10,11 +10,19 @@ the per-call reference counting of every array in a state tuple, which otherwise
 microsecond per update on state tuples of a dozen arrays.
 
 The cache goes to a user-writable folder, never into site-packages (which may be read-only):
-``$NUMBA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/dptop/numba`` (``~/.cache/dptop/numba``).
-Numba files each kernel under its source file's path, so two installs never share entries.
+``$NUMBA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/dptop/numba`` (``~/.cache/dptop/numba``),
+in a subfolder named by a digest of every kernel source (engine/ and capture/). Numba checks only a
+kernel's own file before it loads the kernel from its cache, not the files of the helpers inlined
+into it: after a change to a helper alone it would run the old machine code (which, with a changed
+layout, crashes). Any change to the sources names a new subfolder, so every kernel compiles anew;
+subfolders not written for a week are removed. Numba files each kernel under its source file's
+path, so two installs never share entries.
 """
+import hashlib
 import os
+import shutil
 import threading
+import time
 from pathlib import Path
 
 import numba
@@ -22,17 +30,52 @@ import numpy as np
 from numba.core import event
 
 
+STALE_DAYS = 7
+"""Cache subfolders of other sources not written for this long are removed."""
+
+
+def sources_digest(engine: Path = Path(__file__).resolve().parents[1]) -> str:
+    """16 hex digits over the path and bytes of every source file of ``engine`` and of the capture
+    package beside it."""
+    digest = hashlib.blake2b(digest_size=8)
+    for root in (engine, engine.parent / "capture"):
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root.parent)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def cache_dir() -> Path:
     """Where compiled kernels are kept (see the module docstring)."""
     if os.environ.get("NUMBA_CACHE_DIR"):
-        return Path(os.environ["NUMBA_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "dptop" / "numba"
+        base = Path(os.environ["NUMBA_CACHE_DIR"])
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dptop" / "numba"
+    return base / _DIGEST
+
+
+def prune(folder: Path) -> None:
+    """Mark ``folder`` as in use and remove its sibling subfolders (other sources) that were not
+    used for ``STALE_DAYS``."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.utime(folder)
+        siblings = [p for p in folder.parent.iterdir() if p != folder and p.is_dir() and len(p.name) == 16
+                    and all(c in "0123456789abcdef" for c in p.name)]
+        for p in siblings:
+            if time.time() - p.stat().st_mtime > STALE_DAYS * 86400:
+                shutil.rmtree(p, ignore_errors=True)
+    except OSError:
+        pass  # a cache we cannot tidy still works
+
+
+_DIGEST = sources_digest()
 
 
 # Read by numba when each decorated function's cache is first located, so it must be set before
 # any kernel below is decorated; setting it here (the only place kernels are decorated) suffices.
 numba.config.CACHE_DIR = str(cache_dir())
+prune(cache_dir())
 
 
 
