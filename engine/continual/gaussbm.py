@@ -25,7 +25,8 @@ from dptop.engine.core.jit import inner, kernel
 from dptop.engine.core.settings import check_positive_int
 
 NOISE_OS = (
-    "GaussBM node noise: Gaussian (ziggurat) from xoshiro256** (dptop.engine.privacy.bulknoise) seeded from os.urandom, "
+    "GaussBM node noise: Gaussian (ziggurat) from 64 interleaved xoshiro256** streams (dptop.engine.privacy.bulknoise) "
+    "seeded from os.urandom, "
     "a fast non-cryptographic generator for bulk per-update noise; one fresh draw per completed tree node"
 )
 NOISE_SEEDED = "seeded generator (Settings.seed): reproducible, NOT private"
@@ -175,7 +176,7 @@ class GaussBM:
         self.noiseless = bool(noiseless)
         self.seed = seed
         self.state = make_bm_state(d, w, self.height)
-        self.rng = bulknoise.make_rng(seed)
+        self.rng = bulknoise.make_lanes(seed)
 
     @property
     def noise_sigma(self) -> float:

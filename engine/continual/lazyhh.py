@@ -281,7 +281,7 @@ def _prune(st, k_tilde):
 def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
     """LAZYHH_UPDATE for every key (spec §6.5); returns the index of the last output step or -1.
     The per-arrival loop works on unpacked arrays (see ``gaussbm.push_column``)."""
-    p, seeds, sk_meta, bk, sg = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.bk, st.sk.sg
+    p, seeds, sk_meta, bk, sg, hm = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.bk, st.sk.sg, st.sk.hm
     ex, sx, pre, upd, z = st.sk.bm
     tab_hi, tab_lo, tab_val, hashing = st.tab
     cand_hi, cand_lo, cand_b, cand_home, meta = st.cand_hi, st.cand_lo, st.cand_b, st.cand_home, st.meta
@@ -298,7 +298,7 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
             homes(keys, n, min(n + CHUNK, len(keys)), hashing, home)
         hi = keys[n, 0]
         lo = keys[n, 1]
-        row_buckets(seeds, hi, lo, w, bk)
+        row_buckets(seeds, hm, hi, lo, w, bk)
         pos = lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, (n % CHUNK) * d)
         t += 1
         h = home[n % CHUNK]

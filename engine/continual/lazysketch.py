@@ -29,7 +29,7 @@ from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, BMSta
 from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
 from dptop.engine.core.base import Footprint
 from dptop.engine.core.jit import hot, inner, kernel
-from dptop.engine.core.keys import hash_key, keys_from_addresses
+from dptop.engine.core.keys import _M1, hash_key, keys_from_addresses, mix64
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
@@ -50,6 +50,7 @@ class SketchState(NamedTuple):
     bk: np.ndarray  # int64[d]: buckets of the last arrival (scratch)
     sg: np.ndarray  # int64[d]: its signs (CS scratch; all 1 for CMS)
     bm: BMState
+    hm: np.ndarray  # uint64[d + 1]: mix64(hi ^ seed_i) per row for the high word hm[d] (``row_buckets``)
 
 
 @inner
@@ -71,11 +72,33 @@ def cell(seeds, row, hi, lo, width):
 
 
 @inner
-def row_buckets(seeds, hi, lo, width, bk):
-    """``cell``'s buckets of (hi, lo) in every row at once, into ``bk``: one loop over the rows,
-    which the compiler vectorises."""
+def row_buckets(seeds, hm, hi, lo, width, bk):
+    """``cell``'s buckets of (hi, lo) in every row at once, into ``bk``. ``hash_key`` is
+    mix64(mix64(hi ^ s) ^ lo·M1 ^ s); its inner mix64(hi ^ s_i) is kept per row in ``hm`` for the
+    high word ``hm[d]`` and recomputed only when the high word changes (never for IPv4 keys), so
+    a key costs one mix per row. The row loop is vectorised."""
+    d = len(seeds)
+    if hi != hm[d]:
+        for i in range(d):
+            hm[i] = mix64(hi ^ seeds[i])
+        hm[d] = hi
+    m = lo * _M1
+    for i in range(d):
+        bk[i] = _bucket(mix64(hm[i] ^ m ^ seeds[i]), width)
+
+
+def high_word_mixes(seeds: np.ndarray) -> np.ndarray:
+    """A ``row_buckets`` cache, filled for the high word 0."""
+    hm = np.zeros(len(seeds) + 1, dtype=np.uint64)
+    _fill_mixes(seeds, hm)
+    return hm
+
+
+@kernel
+def _fill_mixes(seeds, hm):
     for i in range(len(seeds)):
-        bk[i] = _bucket(hash_key(hi, lo, seeds[i]), width)
+        hm[i] = mix64(seeds[i])
+    hm[len(seeds)] = 0
 
 
 @inner
@@ -90,11 +113,24 @@ def row_cells(seeds, hi, lo, width, bk, sg):
 @inner
 def cms_estimate(pre, buckets, c):
     """CMS f̂ from a key's stored buckets ``buckets[c]``: min over rows i of pre[buckets[c, i], i]
-    (row index, not a row view: a view per call costs more than the rows)."""
-    best = pre[buckets[c, 0], 0]
-    for i in range(1, buckets.shape[1]):
-        best = min(best, pre[buckets[c, i], i])
-    return best
+    (row index, not a row view: a view per call costs more than the rows). Four running minima,
+    not one: a single chain waits on every compare (min is exact, so the result is the same)."""
+    d = buckets.shape[1]
+    b0 = pre[buckets[c, 0], 0]
+    b1 = b0
+    b2 = b0
+    b3 = b0
+    i = 1
+    while i + 3 < d:
+        b0 = min(b0, pre[buckets[c, i], i])
+        b1 = min(b1, pre[buckets[c, i + 1], i + 1])
+        b2 = min(b2, pre[buckets[c, i + 2], i + 2])
+        b3 = min(b3, pre[buckets[c, i + 3], i + 3])
+        i += 4
+    while i < d:
+        b0 = min(b0, pre[buckets[c, i], i])
+        i += 1
+    return min(min(b0, b1), min(b2, b3))
 
 
 @inner
@@ -139,7 +175,7 @@ def lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, zo):
 
 @hot
 def _lazy_batch(st, signed, keys, sigma, rng):
-    p, seeds, meta, bk, sg = st.p, st.seeds, st.meta, st.bk, st.sg
+    p, seeds, meta, bk, sg, hm = st.p, st.seeds, st.meta, st.bk, st.sg, st.hm
     ex, sx, pre, upd, z = st.bm
     w, d = p.shape
     pos = meta[0]
@@ -150,7 +186,7 @@ def _lazy_batch(st, signed, keys, sigma, rng):
             if signed:
                 row_cells(seeds, keys[n, 0], keys[n, 1], w, bk, sg)
             else:
-                row_buckets(seeds, keys[n, 0], keys[n, 1], w, bk)
+                row_buckets(seeds, hm, keys[n, 0], keys[n, 1], w, bk)
             pos = lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, (n - c0) * d)
     meta[0] = pos
 
@@ -208,11 +244,12 @@ class PrivateSketch:
                              f"(depth {self.depth}, width {self.width}, H {self.height})")
         self.sigma = gaussbm_sigma(self.height, self.epsilon, self.delta, self.m)
         self.noiseless, self.seed = bool(noiseless), seed
+        seeds = hash_seeds(self.depth, seed)
         self.state = SketchState(np.zeros((self.width, self.depth), dtype=np.int64),
-                                 hash_seeds(self.depth, seed), np.zeros(1, dtype=np.int64),
+                                 seeds, np.zeros(1, dtype=np.int64),
                                  np.zeros(self.depth, dtype=np.int64), np.ones(self.depth, dtype=np.int64),
-                                 make_bm_state(self.depth, self.width, self.height))
-        self.rng = bulknoise.make_rng(seed)
+                                 make_bm_state(self.depth, self.width, self.height), high_word_mixes(seeds))
+        self.rng = bulknoise.make_lanes(seed)
         self.arrivals = 0
 
     @staticmethod
@@ -228,8 +265,8 @@ class PrivateSketch:
     @classmethod
     def state_bytes(cls, depth: int, width: int, height: int) -> int:
         """All the bytes of ``state``: the cells (``memory_bytes``), the pushes per column, the
-        pre-drawn noise (d·max(w, CHUNK) draws), the seeds and the per-row scratch."""
-        return cls.memory_bytes(depth, width, height) + 8 * width + 8 * depth * max(width, CHUNK) + 24 * depth + 8
+        pre-drawn noise (d·max(w, CHUNK) draws), the seeds, the per-row scratch and hash cache."""
+        return cls.memory_bytes(depth, width, height) + 8 * width + 8 * depth * max(width, CHUNK) + 32 * depth + 16
 
     @classmethod
     def height_for(cls, horizon: int, width: int) -> int:
