@@ -111,24 +111,25 @@ def row_cells(seeds, hi, lo, width, bk, sg):
 
 
 @inner
-def cms_estimate(pre, buckets, c):
-    """CMS f̂ from a key's stored buckets ``buckets[c]``: min over rows i of pre[buckets[c, i], i]
-    (row index, not a row view: a view per call costs more than the rows). Four running minima,
-    not one: a single chain waits on every compare (min is exact, so the result is the same)."""
-    d = buckets.shape[1]
-    b0 = pre[buckets[c, 0], 0]
+def cms_estimate(flat, cells, row):
+    """CMS f̂ of a key from its cells ``cells[row]``, flat indices i + d·h_i(x) into the released
+    ``pre`` (``flat`` = pre.reshape(-1)): the min over the rows. Unsigned indices (no negative
+    index check) and four running minima, not one chain that waits on every compare (min is
+    exact, so the result is the same)."""
+    d = cells.shape[1]
+    b0 = flat[cells[row, 0]]
     b1 = b0
     b2 = b0
     b3 = b0
     i = 1
     while i + 3 < d:
-        b0 = min(b0, pre[buckets[c, i], i])
-        b1 = min(b1, pre[buckets[c, i + 1], i + 1])
-        b2 = min(b2, pre[buckets[c, i + 2], i + 2])
-        b3 = min(b3, pre[buckets[c, i + 3], i + 3])
+        b0 = min(b0, flat[cells[row, i]])
+        b1 = min(b1, flat[cells[row, i + 1]])
+        b2 = min(b2, flat[cells[row, i + 2]])
+        b3 = min(b3, flat[cells[row, i + 3]])
         i += 4
     while i < d:
-        b0 = min(b0, pre[buckets[c, i], i])
+        b0 = min(b0, flat[cells[row, i]])
         i += 1
     return min(min(b0, b1), min(b2, b3))
 
