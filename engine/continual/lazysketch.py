@@ -44,7 +44,7 @@ _ONE = np.uint64(1)
 
 
 class SketchState(NamedTuple):
-    p: np.ndarray  # int64[w, d]: Lazy: pending exact increments; Punctual: one arrival's increments
+    p: np.ndarray  # int32 (int64 past 2^31 arrivals)[w, d]: Lazy: pending exact increments; Punctual: one arrival's increments
     seeds: np.ndarray  # uint64[d] secret row hash seeds (never released, P11)
     meta: np.ndarray  # int64[1]: next column to push (Lazy)
     bk: np.ndarray  # int64[d]: buckets of the last arrival (scratch)
@@ -168,9 +168,7 @@ def lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, zo):
     w, d = p.shape
     for i in range(d):
         p[bk[i], i] += sg[i]
-    push_column(ex, sx, pre, upd, pos, p, sigma, z, zo)
-    for i in range(d):
-        p[pos, i] = 0
+    push_column(ex, sx, pre, upd, pos, p, sigma, z, zo, True)
     return pos + 1 if pos + 1 < w else 0
 
 
@@ -205,10 +203,16 @@ def _punctual_batch(st, signed, keys, sigma, rng):
         if sigma > 0.0:
             bulknoise.fill_normal(rng, z[:w * d], 1.0)
         for j in range(w):
-            push_column(ex, sx, pre, upd, j, p, sigma, z, j * d)
+            push_column(ex, sx, pre, upd, j, p, sigma, z, j * d, False)
         for i in range(d):
             b, g = cell(seeds, i, keys[n, 0], keys[n, 1], w)
             p[b, i] = 0
+
+
+def exact_dtype(horizon: int):
+    """The dtype of P and of the node sums: a cell's count never passes the horizon, so int32
+    below 2^31 arrivals (half the memory every push streams), else int64."""
+    return np.int32 if horizon < 1 << 31 else np.int64
 
 
 def hash_seeds(depth: int, seed: int | None) -> np.ndarray:
@@ -239,17 +243,18 @@ class PrivateSketch:
         self.m = (4 if self.signed else 2) * self.depth
         self.cell_updates = self.cell_horizon(self.horizon, self.width)
         self.height = self.height_for(self.horizon, self.width)
-        size = self.memory_bytes(self.depth, self.width, self.height)
+        exact = exact_dtype(self.horizon)
+        size = self.memory_bytes(self.depth, self.width, self.height, exact().itemsize)
         if size > MAX_SKETCH_BYTES:
-            raise ValueError(f"sketch memory d*w*(16H+24) = {size} bytes exceeds {MAX_SKETCH_BYTES} "
+            raise ValueError(f"sketch memory d*w*(12H+20) = {size} bytes exceeds {MAX_SKETCH_BYTES} "
                              f"(depth {self.depth}, width {self.width}, H {self.height})")
         self.sigma = gaussbm_sigma(self.height, self.epsilon, self.delta, self.m)
         self.noiseless, self.seed = bool(noiseless), seed
         seeds = hash_seeds(self.depth, seed)
-        self.state = SketchState(np.zeros((self.width, self.depth), dtype=np.int64),
+        self.state = SketchState(np.zeros((self.width, self.depth), dtype=exact),
                                  seeds, np.zeros(1, dtype=np.int64),
                                  np.zeros(self.depth, dtype=np.int64), np.ones(self.depth, dtype=np.int64),
-                                 make_bm_state(self.depth, self.width, self.height), high_word_mixes(seeds))
+                                 make_bm_state(self.depth, self.width, self.height, exact), high_word_mixes(seeds))
         self.rng = bulknoise.make_lanes(seed)
         self.arrivals = 0
 
@@ -259,9 +264,10 @@ class PrivateSketch:
         raise NotImplementedError
 
     @staticmethod
-    def memory_bytes(depth: int, width: int, height: int) -> int:
-        """ex (8H) + suffix sums (8(H+1)) + release (8) + P (8) bytes per cell."""
-        return depth * width * (16 * height + 24)
+    def memory_bytes(depth: int, width: int, height: int, word: int = 4) -> int:
+        """ex (word·H) + suffix sums (8(H+1)) + release (8) + P (word) bytes per cell; ``word`` is
+        the size of an exact count (``exact_dtype``: 4 below 2^31 arrivals)."""
+        return depth * width * (word * (height + 1) + 8 * height + 16)
 
     @classmethod
     def state_bytes(cls, depth: int, width: int, height: int) -> int:
