@@ -304,6 +304,7 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
     t = meta[T_NOW]
     n_cand = meta[CAND_N]
     last = -1
+    until = k_tilde - t % k_tilde
     home = st.chunk
     for n in range(len(keys)):
         if n % CHUNK == 0:
@@ -315,6 +316,7 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
         row_buckets(seeds, hm, hi, lo, w, bk)
         pos = lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, (n % CHUNK) * d)
         t += 1
+        until -= 1
         h = home[n % CHUNK]
         q = probe_at(tab_hi, tab_lo, h, hi, lo)
         if not found(tab_hi, tab_lo, q, hi, lo):
@@ -326,7 +328,8 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
                 cells[row, i] = np.uint32(bk[i] * d + i)
             store(tab_hi, tab_lo, tab_val, q, hi, lo, n_cand)
             n_cand += 1
-        if t % k_tilde == 0:
+        if until == 0:  # t ≡ 0 mod k~, counted down (a division per arrival costs more)
+            until = k_tilde
             meta[CAND_N] = n_cand
             _output(st, t, k, k_tilde, gamma)
             _prune(st, k_tilde)
