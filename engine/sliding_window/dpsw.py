@@ -83,9 +83,12 @@ class DPSWState(NamedTuple):
     writes: np.ndarray  # int64[n_sk]   items added since creation
     last: np.ndarray  # int64[n_sk]     position of the last write (-1: none)
     geom: np.ndarray  # int64[5]        L, m, K, a, S
-    hm: np.ndarray  # uint64[H, a + 1] per channel: mix64(kh ^ seed_r) per row for the high word hm[ch, a]
+    hm: np.ndarray  # uint64[H*a]     mix64(kh ^ seed) per channel row, for the channel's high word hk[ch]
+    hk: np.ndarray  # uint64[H]
+    low: np.ndarray  # uint64[H*a]    mask[ch, 1] per channel row
+    span: np.ndarray  # int64[2, 2]   the channels an IPv4 [0] / other [1] item reaches lie in [span[f, 0], span[f, 1])
     ids: np.ndarray  # int64[2m - 1]  ingest scratch: the sketch ids holding the current position
-    hs: np.ndarray  # uint64[a]        ingest scratch: an item's row hashes
+    hs: np.ndarray  # uint64[H*a]     ingest scratch: an item's row hashes per channel
 
 
 @inner
@@ -168,10 +171,9 @@ def _ingest(st, keys):
     past its public end position, and reads check ``end <= t``). The arrays are unpacked once:
     no allocation and no reference counting in the per-item loop."""
     L, m, K, a, S = st.geom[0], st.geom[1], st.geom[2], st.geom[3], st.geom[4]
-    H = st.sigma.shape[0]
     ids, hs, cells, off, width, shift = st.ids, st.hs, st.cells, st.off, st.width, st.shift
     I, Ip, writes, last, seen = st.I, st.Ip, st.writes, st.last, st.seen
-    family, mask, seeds, hm = st.family, st.mask, st.seeds, st.hm
+    family, mask, seeds, hm, hk, low, span = st.family, st.mask, st.seeds.reshape(-1), st.hm, st.hk, st.low, st.span
     t, k, p = st.clock[0], st.clock[1], st.clock[2]
     for i in range(keys.shape[0]):
         t += 1
@@ -201,19 +203,19 @@ def _ingest(st, keys):
             writes[ids[j]] += 1
             last[ids[j]] = t
             seen[fam_row, ids[j]] = 1
-        for ch in range(H):
+        c0, c1 = span[fam_row, 0], span[fam_row, 1]
+        for ch in range(c0, c1):  # hash_key's inner mix per row, kept for each channel's last high word
+            kh = hi & mask[ch, 0]
+            if kh != hk[ch]:
+                for r in range(a):
+                    hm[ch * a + r] = mix64(kh ^ seeds[ch * a + r])
+                hk[ch] = kh
+        for f in range(c0 * a, c1 * a):  # every row hash of the reached channels in one vectorised loop
+            hs[f] = mix64(hm[f] ^ ((lo & low[f]) * _M1) ^ seeds[f])
+        for ch in range(c0, c1):
             fam = family[ch]
             if (fam == FAMILY_V4 and not v4) or (fam == FAMILY_V6 and v4):
                 continue  # the other family's position: a no-op for this channel
-            kh = hi & mask[ch, 0]
-            kl = lo & mask[ch, 1]
-            if kh != hm[ch, a]:  # hash_key's inner mix per row, kept for the last high word
-                for r in range(a):
-                    hm[ch, r] = mix64(kh ^ seeds[ch, r])
-                hm[ch, a] = kh
-            m1 = kl * _M1
-            for r in range(a):
-                hs[r] = mix64(hm[ch, r] ^ m1 ^ seeds[ch, r])
             base = ch * S
             for j in range(n):
                 sid = ids[j]
@@ -221,7 +223,7 @@ def _ingest(st, keys):
                 wd = width[sid]
                 sh = shift[sid]
                 for r in range(a):
-                    cells[o + r * wd + np.int64(hs[r] >> sh)] += 1.0
+                    cells[o + r * wd + np.int64(hs[ch * a + r] >> sh)] += 1.0
     st.clock[0] = t
     st.clock[1] = k
     st.clock[2] = p
@@ -266,17 +268,26 @@ def _estimate(st, ch, ids, keys, sum_min, out):
 
 @kernel
 def _fill_mixes(seeds, hm):
-    for ch in range(seeds.shape[0]):
-        for r in range(seeds.shape[1]):
-            hm[ch, r] = mix64(seeds[ch, r])
-        hm[ch, seeds.shape[1]] = 0
+    for f in range(seeds.size):
+        hm[f] = mix64(seeds.reshape(-1)[f])
 
 
-def _high_word_mixes(seeds: np.ndarray) -> np.ndarray:
-    """The ingest's per-channel hash cache, filled for the high word 0."""
-    hm = np.zeros((seeds.shape[0], seeds.shape[1] + 1), dtype=np.uint64)
+def _hash_cache(seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ingest's per-channel hash cache (``hm``, ``hk``), filled for the high word 0."""
+    hm = np.zeros(seeds.size, dtype=np.uint64)
     _fill_mixes(seeds, hm)
-    return hm
+    return hm, np.zeros(seeds.shape[0], dtype=np.uint64)
+
+
+def _spans(families) -> np.ndarray:
+    """``DPSWState.span``: per item family (IPv4, other) the range of channel indices holding every
+    channel that counts it (channels in between that do not are skipped one by one)."""
+    out = np.zeros((2, 2), dtype=np.int64)
+    for row, other in enumerate((FAMILY_V6, FAMILY_V4)):
+        reach = [c for c, fam in enumerate(families) if fam != other]
+        if reach:
+            out[row] = (min(reach), max(reach) + 1)
+    return out
 
 
 # ---------------------------------------------------------------- the engine
@@ -361,6 +372,7 @@ class DPSWSketch:
         else:
             seeds = np.array([[random_seed64() for _ in range(a)] for _ in range(H)], dtype=np.uint64)
         masks = np.array([c.masks() for c in self.channels], dtype=np.uint64)
+        hm, hk = _hash_cache(seeds)
         n_sk = len(qs)
         self.state = DPSWState(
             cells=np.zeros(H * S, dtype=np.float64), off=off, width=width,
@@ -373,8 +385,9 @@ class DPSWSketch:
             owner=np.full(n_sk, -1, dtype=np.int64), start=np.zeros(n_sk, dtype=np.int64),
             end=np.full(n_sk, np.iinfo(np.int64).max, dtype=np.int64),
             writes=np.zeros(n_sk, dtype=np.int64), last=np.full(n_sk, -1, dtype=np.int64),
-            geom=np.array([g.L, g.m, g.K, a, S], dtype=np.int64), hm=_high_word_mixes(seeds),
-            ids=np.zeros(2 * g.m - 1, dtype=np.int64), hs=np.zeros(a, dtype=np.uint64))
+            geom=np.array([g.L, g.m, g.K, a, S], dtype=np.int64), hm=hm, hk=hk,
+            low=np.repeat(masks[:, 1], a), span=_spans([c.family for c in self.channels]),
+            ids=np.zeros(2 * g.m - 1, dtype=np.int64), hs=np.zeros(H * a, dtype=np.uint64))
 
     def reset(self) -> None:
         """Forget everything: new hash seeds, new noise (a new instance, §9 P11)."""
