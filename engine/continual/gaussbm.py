@@ -122,7 +122,7 @@ def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo, clear):
     never the children's noise (P12); its suffix sum adds that of the next occupied level above
     (the next set bit of u, or the zero row H). The caller guarantees u < 2^H − 1 (the classes
     check the horizon before any kernel runs) and that each draw of ``z`` is used once. Half the
-    pushes land on level 0 and take one fused loop. Per-packet helpers take arrays rather than
+    pushes land on level 0 and a quarter on level 1: each takes one fused loop. Per-packet helpers take arrays rather than
     state tuples and contain no branch around the body: in numba either costs 50–80 ns per call
     (reference counting that is not pruned)."""
     d = ex.shape[2]
@@ -143,9 +143,21 @@ def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo, clear):
     sums = sx[level, j]
     out = pre[j]
     src = inc[j]
-    if level == 0:
+    if level == 0 and clear:  # the lazy sketch's common case: one loop, P cleared in it
         for i in range(d):
             e = src[i]
+            src[i] = 0
+            node[i] = e
+            v = (e + sigma * z[zo + i]) + above[i]
+            sums[i] = v
+            out[i] = v
+        upd[j] = u + 1
+        return
+    if level == 1:  # a quarter of the pushes: merge the one level below in the same loop
+        below = ex[0, j]
+        for i in range(d):
+            e = src[i] + below[i]
+            below[i] = 0
             node[i] = e
             v = (e + sigma * z[zo + i]) + above[i]
             sums[i] = v
