@@ -122,9 +122,9 @@ def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo, clear):
     never the children's noise (P12); its suffix sum adds that of the next occupied level above
     (the next set bit of u, or the zero row H). The caller guarantees u < 2^H − 1 (the classes
     check the horizon before any kernel runs) and that each draw of ``z`` is used once. Half the
-    pushes land on level 0 and a quarter on level 1: each takes one fused loop. Per-packet helpers take arrays rather than
-    state tuples and contain no branch around the body: in numba either costs 50–80 ns per call
-    (reference counting that is not pruned)."""
+    pushes land on level 0 and a quarter on level 1: each takes one fused loop. Per-packet
+    helpers take arrays rather than state tuples (in numba a tuple costs 50–80 ns per call:
+    reference counting that is not pruned); the kernels calling this one run without it."""
     d = ex.shape[2]
     u = upd[j]
     level = 0

@@ -44,7 +44,7 @@ _ONE = np.uint64(1)
 
 
 class SketchState(NamedTuple):
-    p: np.ndarray  # int32 (int64 past 2^31 arrivals)[w, d]: Lazy: pending exact increments; Punctual: one arrival's increments
+    p: np.ndarray  # int32[w, d] (int64 past 2^31 arrivals): Lazy: pending increments; Punctual: one arrival's
     seeds: np.ndarray  # uint64[d] secret row hash seeds (never released, P11)
     meta: np.ndarray  # int64[1]: next column to push (Lazy)
     bk: np.ndarray  # int64[d]: buckets of the last arrival (scratch)
@@ -164,7 +164,7 @@ def _estimates(st, signed, keys, out):
 def lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, zo):
     """LAZY_UPDATE(x) (spec §5.2) for x's cells ``bk`` and signs ``sg`` (all 1 for CMS): add x to
     P, then push column ``pos`` of P (zeros too, with draws ``z[zo:zo+d]``) and clear it; returns
-    the next column. No branch around the body (see ``push_column``)."""
+    the next column."""
     w, d = p.shape
     for i in range(d):
         p[bk[i], i] += sg[i]
