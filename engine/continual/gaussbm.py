@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.privacy import bulknoise
-from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.jit import hot, inner, kernel
 from dptop.engine.core.settings import check_positive_int
 
 NOISE_OS = (
@@ -180,7 +180,7 @@ def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo, clear):
     upd[j] = u + 1
 
 
-@kernel
+@hot
 def _push_steps(st, incs, sigma, rng):
     """Alg 2: at every step s each counter (i, j) receives incs[s, j, i] (zeros included, P3)."""
     ex, sx, pre, upd, z = st
