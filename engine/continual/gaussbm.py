@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.privacy import bulknoise
-from dptop.engine.core.jit import hot, inner, kernel
+from dptop.engine.core.jit import hot, inner
 from dptop.engine.core.settings import check_positive_int
 
 NOISE_OS = (
