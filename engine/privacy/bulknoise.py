@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from dptop.engine.core.jit import hot, inner, kernel
+from dptop.engine.core.jit import hot, inner
 from dptop.engine.core.keys import mix64
 
 _ONE = np.uint64(1)
