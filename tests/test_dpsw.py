@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dptop.engine.sliding_window.dpsw import Channel, DPSWSketch
+from dptop.engine.core.keys import hash_key
+from dptop.engine.core.workload import keys_of_ipv4
+from dptop.engine.sliding_window.dpsw import FAMILY_ANY, FAMILY_V4, FAMILY_V6, Channel, DPSWSketch
 from dptop.engine.privacy.measures import bun_steinke_rho, zcdp_epsilon
 from dptop.engine.sliding_window.geometry import (PREFIX, SUFFIX, WHOLE, Geometry, PlanEntry, budgets, checkpoints,
                                                   expected_max_normal, position_costs, rho_from_epsilon_delta)
@@ -305,6 +307,63 @@ def test_expiry_reuses_slots_with_fresh_noise_and_constant_memory():
     assert len(owners) == g.K and owners[-1] == -(-sk.t // g.L)
 
 
+def _range_counts(sk: DPSWSketch, history: np.ndarray, ch: int, sid: int) -> np.ndarray:
+    """The cells PCMS ``sid`` of channel ``ch`` must count: the items of its own range written so
+    far, of the channel's family, hashed as the channel hashes them (a plain Python reference)."""
+    st = sk.state
+    fam = sk.channels[ch].family
+    wd, sh = int(st.width[sid]), int(st.shift[sid])
+    out = np.zeros(sk.depth * wd)
+    for hi, lo in history[st.start[sid] - 1:min(st.end[sid], sk.t)]:
+        v4 = hi == 0 and int(lo) >> 32 == 0xFFFF
+        if (fam == FAMILY_V4 and not v4) or (fam == FAMILY_V6 and v4):
+            continue
+        kh, kl = hi & st.mask[ch, 0], lo & st.mask[ch, 1]
+        for r in range(sk.depth):
+            out[r * wd + int(hash_key(kh, kl, st.seeds[ch, r]) >> np.uint64(sh))] += 1
+    return out
+
+
+def test_reused_sketches_hold_only_their_own_range_and_noise():
+    """NEW_SUBSTREAM reuses the cells of an expired PCMS and clears them only when they hold
+    something: counts (an item of the channel's family was written) or noise (the sketch was read).
+    Substreams alternate IPv4-only, IPv6-only, mixed and empty stretches per family, and sketches
+    are read at random times; after every batch each PCMS of every channel must hold exactly the
+    counts of its own range plus, once read, its own noise. A count or a noise value left over from
+    the expired instance (a reuse not cleared, or cleared on the wrong flag) fails it."""
+    g = Geometry.make(48, 12, "1/2")
+    chans = [Channel(0.5, FAMILY_V4, 104), Channel(0.5, FAMILY_V4, 128), Channel(0.5, FAMILY_V6, 64),
+             Channel(0.5, FAMILY_ANY, 128)]
+    sk = DPSWSketch(g, chans, depth=3, width=64, seed=9)
+    rng = np.random.default_rng(17)
+    v4 = keys_of_ipv4(rng.integers(0, 40, 4000).astype(np.uint32) * np.uint32(0x01010101))
+    v6 = np.stack([rng.integers(1, 30, 4000).astype(np.uint64) << np.uint64(40),
+                   rng.integers(0, 9, 4000).astype(np.uint64)], axis=1)
+    history = np.zeros((0, 2), dtype=np.uint64)
+    reads = 0
+    for sub in range(6 * g.K):
+        pick = [v4, v6, None, v4][sub % 4]
+        if pick is None:
+            batch = np.where(rng.random((g.L, 1)) < 0.5, v4[:g.L], v6[:g.L])
+        else:
+            batch = pick[rng.integers(0, 4000, g.L)]
+        for part in np.array_split(batch, 3):
+            sk.update(part)
+            history = np.concatenate([history, part])
+            if sk.t >= g.w and rng.random() < 0.5:
+                sk.estimate(batch[:4], channel=int(rng.integers(0, len(chans))))
+                reads += 1
+            st = sk.state
+            for ch in range(len(chans)):
+                for sid in range(len(st.owner)):
+                    if st.owner[sid] < 1:
+                        continue
+                    o, n = ch * st.geom[4] + st.off[sid], sk.depth * st.width[sid]
+                    held = st.cells[o:o + n] - (0.0 if st.pending[ch, sid] else sk.noise(ch, sid))
+                    assert np.allclose(held, _range_counts(sk, history, ch, sid), atol=1e-6), (sub, ch, sid)
+    assert reads > 5
+
+
 def test_a_read_sees_counts_plus_the_instance_noise_the_same_on_every_read():
     """Noise is added when a frozen sketch is first read: the cells then hold the exact counts plus
     that instance's noise, a second read sees the same values, and later items leave them alone."""
@@ -367,14 +426,14 @@ def test_validation_messages():
 def test_bulk_normal_sampler_distribution():
     """dptop.engine.privacy.bulknoise.fill_normal (ziggurat) on 2^21 draws, fixed seed: KS and 100-bin chi-square
     p > 1e-3; the share beyond the base strip r = 3.654 (the tail branch) within 5 sd of 2·Φ(−r)."""
-    from dptop.engine.privacy.bulknoise import fill_normal, make_rng
+    from dptop.engine.privacy.bulknoise import fill_normal, make_lanes
     out = np.empty(1 << 21)
-    fill_normal(make_rng(99), out, 1.0)
+    fill_normal(make_lanes(99), out, 1.0)
     assert stats.kstest(out, "norm").pvalue > 1e-3
     counts, _ = np.histogram(out, stats.norm.ppf(np.linspace(0, 1, 101)))
     assert stats.chisquare(counts).pvalue > 1e-3
     p = 2 * stats.norm.sf(3.6541528853610088)
     assert abs((np.abs(out) > 3.6541528853610088).mean() - p) < 5 * math.sqrt(p / len(out))
     scaled = np.empty(1 << 16)
-    fill_normal(make_rng(7), scaled, 3.0)
+    fill_normal(make_lanes(7), scaled, 3.0)
     assert abs(scaled.std() / 3.0 - 1) < 5 * math.sqrt(1 / (2 * len(scaled)))

@@ -156,14 +156,25 @@ def test_variance_check_catches_reused_children_noise():
 
 
 def test_ziggurat_normals_match_standard_normal():
-    """The bulk noise sampler: KS test against N(0, 1) and the tail mass beyond R and 4.5 (alpha 1e-3)."""
-    out = np.empty(2_000_000)
-    bulknoise.fill_normal(bulknoise.make_rng(SEED), out, 1.0)
+    """The bulk noise sampler: KS test against N(0, 1) and the tail mass beyond R and 4.5 (alpha
+    1e-3), on a length that ends in a partial block of lanes (the part drawn from lane 0 alone)."""
+    out = np.empty(2_000_000 + bulknoise.LANES // 2)
+    bulknoise.fill_normal(bulknoise.make_lanes(SEED), out, 1.0)
     assert stats.kstest(out, "norm").pvalue > 1e-3
     for cut in (3.6541528853610088, 4.5):
         p = 2 * stats.norm.sf(cut)
         hits = int(np.sum(np.abs(out) > cut))
         assert stats.binomtest(hits, out.size, p).pvalue > 1e-3, (cut, hits, p * out.size)
+
+
+def test_lane_streams_are_uncorrelated():
+    """The LANES interleaved streams: draws one apart (neighbouring lanes) and LANES apart (the
+    same lane, next block) are uncorrelated (|rho| < 5 sigma of the estimate)."""
+    out = np.empty(1 << 20)
+    bulknoise.fill_normal(bulknoise.make_lanes(SEED + 9), out, 1.0)
+    bound = 5 / np.sqrt(out.size)
+    for lag in (1, bulknoise.LANES - 1, bulknoise.LANES):
+        assert abs(np.corrcoef(out[:-lag], out[lag:])[0, 1]) < bound, lag
 
 
 def test_seeded_runs_repeat_and_os_seeded_runs_differ():

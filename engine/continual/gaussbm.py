@@ -21,11 +21,12 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.privacy import bulknoise
-from dptop.engine.core.jit import inner, kernel
+from dptop.engine.core.jit import hot, inner
 from dptop.engine.core.settings import check_positive_int
 
 NOISE_OS = (
-    "GaussBM node noise: Gaussian (ziggurat) from xoshiro256** (dptop.engine.privacy.bulknoise) seeded from os.urandom, "
+    "GaussBM node noise: Gaussian (ziggurat) from 64 interleaved xoshiro256** streams (dptop.engine.privacy.bulknoise) "
+    "seeded from os.urandom, "
     "a fast non-cryptographic generator for bulk per-update noise; one fresh draw per completed tree node"
 )
 NOISE_SEEDED = "seeded generator (Settings.seed): reproducible, NOT private"
@@ -85,23 +86,25 @@ class BMState(NamedTuple):
     so a lazy sketch, which pushes columns round robin, walks each level's memory in order (the
     hardware prefetcher streams it; columns are cold by the time their turn comes round).
 
-    Instead of each node's noisy value the cell keeps ``sx[b]`` = Σ over the occupied levels
-    b' ≥ b of the noisy node values (``sx[H]`` = 0). A new node on level L only needs
-    ``sx[L] = (exact + own draw) + sx[L + 1]`` and ``sx[b < L] = sx[L]``, so a push costs
-    O(L + 1), not O(H), and every value is a fresh sum of node values (no subtraction, no drift).
+    Instead of each node's noisy value the cell keeps, for every occupied level b, ``sx[b]`` = Σ
+    over the occupied levels b' ≥ b of the noisy node values (``sx[H]`` = 0; a free level's row
+    is stale and never read). A new node on level L only needs ``sx[L] = (exact + own draw) +
+    sx[A]`` with A the next occupied level above L (or H), so a push writes one suffix row, and
+    every value is a fresh sum of node values (no subtraction, no drift).
     """
 
-    ex: np.ndarray  # int64[H, w, d]     exact node sums (0 on free levels)
-    sx: np.ndarray  # float64[H+1, w, d] suffix sums of the noisy node values
+    ex: np.ndarray  # int64 or int32[H, w, d] exact node sums (0 on free levels)
+    sx: np.ndarray  # float64[H+1, w, d] suffix sums of the noisy node values (occupied levels, row H = 0)
     pre: np.ndarray  # float64[w, d]     cached release per cell (= sx[..., 0])
     upd: np.ndarray  # int64[w]          pushes so far per column (0-based index of the next one)
     z: np.ndarray  # float64[d·max(w, CHUNK)] pre-drawn N(0, 1), each used by exactly one node
 
 
-def make_bm_state(depth: int, width: int, height: int) -> BMState:
-    """Empty trees for a ``depth × width`` grid of counters with ``height`` levels each."""
+def make_bm_state(depth: int, width: int, height: int, exact=np.int64) -> BMState:
+    """Empty trees for a ``depth × width`` grid of counters with ``height`` levels each; node
+    sums of dtype ``exact`` (int32 halves the memory a push streams, where no sum can pass 2^31)."""
     return BMState(
-        np.zeros((height, width, depth), dtype=np.int64),
+        np.zeros((height, width, depth), dtype=exact),
         np.zeros((height + 1, width, depth), dtype=np.float64),
         np.zeros((width, depth), dtype=np.float64),
         np.zeros(width, dtype=np.int64),
@@ -110,41 +113,74 @@ def make_bm_state(depth: int, width: int, height: int) -> BMState:
 
 
 @inner
-def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo):
+def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo, clear):
     """GBM_PUSH(inc[j, i]) into every cell (i, j) of column ``j`` (spec §2.3), arrays of a
-    ``BMState``; cell i's new node draws ``z[zo + i]``.
+    ``BMState``; cell i's new node draws ``z[zo + i]``; ``clear`` zeroes ``inc[j]`` after it.
 
     The new node lands on level L = number of trailing ones of u: the completed siblings below
     it are merged into it (exact sums added, levels cleared) and it gets its own fresh draw,
-    never the children's noise (P12). The caller guarantees u < 2^H − 1 (the classes check the
-    horizon before any kernel runs) and that each draw of ``z`` is used once. Per-packet
-    helpers take arrays rather than state tuples and contain no branch around the body: in
-    numba either costs 50–80 ns per call (reference counting that is not pruned)."""
+    never the children's noise (P12); its suffix sum adds that of the next occupied level above
+    (the next set bit of u, or the zero row H). The caller guarantees u < 2^H − 1 (the classes
+    check the horizon before any kernel runs) and that each draw of ``z`` is used once. Half the
+    pushes land on level 0 and a quarter on level 1: each takes one fused loop. Per-packet
+    helpers take arrays rather than state tuples (in numba a tuple costs 50–80 ns per call:
+    reference counting that is not pruned); the kernels calling this one run without it."""
     d = ex.shape[2]
     u = upd[j]
     level = 0
     while (u >> level) & 1:
         level += 1
+    top = level + 1
+    rest = u >> top
+    if rest == 0:
+        top = ex.shape[0]
+    else:
+        while not rest & 1:
+            rest >>= 1
+            top += 1
     node = ex[level, j]  # free before this push (bit ``level`` of u is 0)
-    for i in range(d):
-        node[i] = inc[j, i]
-    for b in range(level):  # level by level over the column: contiguous, vectorised loops
-        below = ex[b, j]
-        for i in range(d):
-            node[i] += below[i]
-            below[i] = 0
+    above = sx[top, j]
+    sums = sx[level, j]
     out = pre[j]
-    above = sx[level + 1, j]
-    for i in range(d):
-        out[i] = (node[i] + sigma * z[zo + i]) + above[i]
-    for b in range(level + 1):
-        sums = sx[b, j]
+    src = inc[j]
+    if level == 0 and clear:  # the lazy sketch's common case: one loop, P cleared in it
         for i in range(d):
-            sums[i] = out[i]
+            e = src[i]
+            src[i] = 0
+            node[i] = e
+            v = (e + sigma * z[zo + i]) + above[i]
+            sums[i] = v
+            out[i] = v
+        upd[j] = u + 1
+        return
+    if level == 1:  # a quarter of the pushes: merge the one level below in the same loop
+        below = ex[0, j]
+        for i in range(d):
+            e = src[i] + below[i]
+            below[i] = 0
+            node[i] = e
+            v = (e + sigma * z[zo + i]) + above[i]
+            sums[i] = v
+            out[i] = v
+    else:
+        for i in range(d):
+            node[i] = src[i]
+        for b in range(level):  # level by level over the column: contiguous, vectorised loops
+            below = ex[b, j]
+            for i in range(d):
+                node[i] += below[i]
+                below[i] = 0
+        for i in range(d):
+            v = (node[i] + sigma * z[zo + i]) + above[i]
+            sums[i] = v
+            out[i] = v
+    if clear:
+        for i in range(d):
+            src[i] = 0
     upd[j] = u + 1
 
 
-@kernel
+@hot
 def _push_steps(st, incs, sigma, rng):
     """Alg 2: at every step s each counter (i, j) receives incs[s, j, i] (zeros included, P3)."""
     ex, sx, pre, upd, z = st
@@ -153,7 +189,7 @@ def _push_steps(st, incs, sigma, rng):
         if sigma > 0.0:
             bulknoise.fill_normal(rng, z, 1.0)
         for j in range(w):
-            push_column(ex, sx, pre, upd, j, incs[s], sigma, z, j * d)
+            push_column(ex, sx, pre, upd, j, incs[s], sigma, z, j * d, False)
 
 
 class GaussBM:
@@ -175,7 +211,7 @@ class GaussBM:
         self.noiseless = bool(noiseless)
         self.seed = seed
         self.state = make_bm_state(d, w, self.height)
-        self.rng = bulknoise.make_rng(seed)
+        self.rng = bulknoise.make_lanes(seed)
 
     @property
     def noise_sigma(self) -> float:

@@ -177,10 +177,16 @@ T_NOW, CAND_N, OUT_N, OUT_T = 0, 1, 2, 3
 
 
 class HHState(NamedTuple):
+    """Candidates in arrival order in ``cand_*[:n]``; each keeps its cells in row ``cand_slot[c]``
+    of ``cells``, so PRUNE moves one slot number per candidate, not d cells. ``cand_slot`` is a
+    permutation of the rows: past the candidates it lists the free ones."""
+
     sk: SketchState
     cand_hi: np.ndarray  # uint64[2k~]
     cand_lo: np.ndarray
-    cand_b: np.ndarray  # int64[2k~, d] candidates' buckets (computed once, on entry)
+    cand_slot: np.ndarray  # int64[2k~] the candidate's row of ``cells`` (then the free rows)
+    cells: np.ndarray  # uint32[2k~, d] a candidate's cells as flat indices i + d·h_i(x) of ``pre`` (computed on entry)
+    drop: np.ndarray  # int64[2k~] PRUNE scratch: the rows it frees
     cand_home: np.ndarray  # int64[2k~] their home positions in ``tab``
     chunk: np.ndarray  # int64[CHUNK]: scratch, home positions of the keys of a batch chunk
     cand_val: np.ndarray  # float64[2k~] estimates at the last output (scratch; never released)
@@ -197,7 +203,8 @@ def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
     cap = 2 * k_tilde
     return HHState(
         sketch.state, np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE),
-        np.zeros((cap, sketch.depth), np.int64), np.zeros(cap, np.int64), np.zeros(CHUNK, np.int64), np.zeros(cap),
+        np.arange(cap, dtype=np.int64), np.zeros((cap, sketch.depth), np.uint32), np.zeros(cap, np.int64),
+        np.zeros(cap, np.int64), np.zeros(CHUNK, np.int64), np.zeros(cap),
         ht.make_table(4 * k_tilde, seed=table_seed),
         np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap), np.zeros(1), np.zeros(cap),
         np.zeros(4, np.int64),
@@ -205,20 +212,21 @@ def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
 
 
 def hh_state_bytes(depth: int, width: int, height: int, k_tilde: int) -> int:
-    """The bytes of ``make_hh_state``: the sketch's state and 2k~ candidates with their d buckets."""
+    """The bytes of ``make_hh_state``: the sketch's state and 2k~ candidates with their d cells."""
     cap = 2 * k_tilde
-    return (LazySketch.state_bytes(depth, width, height) + cap * (64 + 8 * depth) + 8 * CHUNK + 40
+    return (LazySketch.state_bytes(depth, width, height) + cap * (80 + 4 * depth) + 8 * CHUNK + 40
             + ht.table_bytes(4 * k_tilde))
 
 
 @kernel
 def _output(st, t, k, k_tilde, gamma):
     """OUTPUT(t): estimate every candidate, publish those above τ(t) (spec §6.5)."""
-    pre, cand_b, cand_val = st.sk.bm.pre, st.cand_b, st.cand_val
+    pre, cells, cand_val = st.sk.bm.pre, st.cells, st.cand_val
     tau = suppression_threshold(t, k, k_tilde, pre.shape[0], gamma)
+    flat = pre.reshape(-1)
     m = 0
     for c in range(st.meta[CAND_N]):
-        v = cms_estimate(pre, cand_b, c)
+        v = cms_estimate(flat, cells, st.cand_slot[c])
         cand_val[c] = v
         if v > tau:
             st.out_hi[m] = st.cand_hi[c]
@@ -246,7 +254,7 @@ def _prune(st, k_tilde):
     n = st.meta[CAND_N]
     if n <= k_tilde:
         return
-    vals, cand_b = st.cand_val, st.cand_b
+    vals, slot, drop = st.cand_val, st.cand_slot, st.drop
     cut = _kth_largest(vals, n, k_tilde, st.sel)
     above = 0
     for c in range(n):
@@ -257,6 +265,7 @@ def _prune(st, k_tilde):
     tab_hi[:] = EMPTY_WORD
     tab_lo[:] = EMPTY_WORD
     m = 0
+    freed = 0
     for c in range(n):
         keep = vals[c] > cut
         if not keep and vals[c] == cut and ties > 0:
@@ -268,12 +277,16 @@ def _prune(st, k_tilde):
             st.cand_hi[m] = hi
             st.cand_lo[m] = lo
             st.cand_home[m] = st.cand_home[c]
-            for i in range(cand_b.shape[1]):
-                cand_b[m, i] = cand_b[c, i]
+            slot[m] = slot[c]
             vals[m] = vals[c]
             q = probe_at(tab_hi, tab_lo, st.cand_home[m], hi, lo)
             store(tab_hi, tab_lo, tab_val, q, hi, lo, m)
             m += 1
+        else:
+            drop[freed] = slot[c]
+            freed += 1
+    for j in range(freed):  # the freed rows join the free ones past the candidates
+        slot[m + j] = drop[j]
     st.meta[CAND_N] = m
 
 
@@ -281,15 +294,17 @@ def _prune(st, k_tilde):
 def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
     """LAZYHH_UPDATE for every key (spec §6.5); returns the index of the last output step or -1.
     The per-arrival loop works on unpacked arrays (see ``gaussbm.push_column``)."""
-    p, seeds, sk_meta, bk, sg = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.bk, st.sk.sg
+    p, seeds, sk_meta, bk, sg, hm = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.bk, st.sk.sg, st.sk.hm
     ex, sx, pre, upd, z = st.sk.bm
     tab_hi, tab_lo, tab_val, hashing = st.tab
-    cand_hi, cand_lo, cand_b, cand_home, meta = st.cand_hi, st.cand_lo, st.cand_b, st.cand_home, st.meta
+    cand_hi, cand_lo, cand_slot, cells, cand_home, meta = (st.cand_hi, st.cand_lo, st.cand_slot, st.cells,
+                                                           st.cand_home, st.meta)
     w, d = p.shape
     pos = sk_meta[0]
     t = meta[T_NOW]
     n_cand = meta[CAND_N]
     last = -1
+    until = k_tilde - t % k_tilde
     home = st.chunk
     for n in range(len(keys)):
         if n % CHUNK == 0:
@@ -298,20 +313,23 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
             homes(keys, n, min(n + CHUNK, len(keys)), hashing, home)
         hi = keys[n, 0]
         lo = keys[n, 1]
-        row_buckets(seeds, hi, lo, w, bk)
+        row_buckets(seeds, hm, hi, lo, w, bk)
         pos = lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, (n % CHUNK) * d)
         t += 1
+        until -= 1
         h = home[n % CHUNK]
         q = probe_at(tab_hi, tab_lo, h, hi, lo)
         if not found(tab_hi, tab_lo, q, hi, lo):
             cand_hi[n_cand] = hi
             cand_lo[n_cand] = lo
             cand_home[n_cand] = h
+            row = cand_slot[n_cand]
             for i in range(d):
-                cand_b[n_cand, i] = bk[i]
+                cells[row, i] = np.uint32(bk[i] * d + i)
             store(tab_hi, tab_lo, tab_val, q, hi, lo, n_cand)
             n_cand += 1
-        if t % k_tilde == 0:
+        if until == 0:  # t ≡ 0 mod k~, counted down (a division per arrival costs more)
+            until = k_tilde
             meta[CAND_N] = n_cand
             _output(st, t, k, k_tilde, gamma)
             _prune(st, k_tilde)

@@ -29,7 +29,7 @@ from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, BMSta
 from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
 from dptop.engine.core.base import Footprint
 from dptop.engine.core.jit import hot, inner, kernel
-from dptop.engine.core.keys import hash_key, keys_from_addresses
+from dptop.engine.core.keys import _M1, hash_key, keys_from_addresses, mix64
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
@@ -44,12 +44,13 @@ _ONE = np.uint64(1)
 
 
 class SketchState(NamedTuple):
-    p: np.ndarray  # int64[w, d]: Lazy: pending exact increments; Punctual: one arrival's increments
+    p: np.ndarray  # int32[w, d] (int64 past 2^31 arrivals): Lazy: pending increments; Punctual: one arrival's
     seeds: np.ndarray  # uint64[d] secret row hash seeds (never released, P11)
     meta: np.ndarray  # int64[1]: next column to push (Lazy)
     bk: np.ndarray  # int64[d]: buckets of the last arrival (scratch)
     sg: np.ndarray  # int64[d]: its signs (CS scratch; all 1 for CMS)
     bm: BMState
+    hm: np.ndarray  # uint64[d + 1]: mix64(hi ^ seed_i) per row for the high word hm[d] (``row_buckets``)
 
 
 @inner
@@ -71,11 +72,33 @@ def cell(seeds, row, hi, lo, width):
 
 
 @inner
-def row_buckets(seeds, hi, lo, width, bk):
-    """``cell``'s buckets of (hi, lo) in every row at once, into ``bk``: one loop over the rows,
-    which the compiler vectorises."""
+def row_buckets(seeds, hm, hi, lo, width, bk):
+    """``cell``'s buckets of (hi, lo) in every row at once, into ``bk``. ``hash_key`` is
+    mix64(mix64(hi ^ s) ^ lo·M1 ^ s); its inner mix64(hi ^ s_i) is kept per row in ``hm`` for the
+    high word ``hm[d]`` and recomputed only when the high word changes (never for IPv4 keys), so
+    a key costs one mix per row. The row loop is vectorised."""
+    d = len(seeds)
+    if hi != hm[d]:
+        for i in range(d):
+            hm[i] = mix64(hi ^ seeds[i])
+        hm[d] = hi
+    m = lo * _M1
+    for i in range(d):
+        bk[i] = _bucket(mix64(hm[i] ^ m ^ seeds[i]), width)
+
+
+def high_word_mixes(seeds: np.ndarray) -> np.ndarray:
+    """A ``row_buckets`` cache, filled for the high word 0."""
+    hm = np.zeros(len(seeds) + 1, dtype=np.uint64)
+    _fill_mixes(seeds, hm)
+    return hm
+
+
+@kernel
+def _fill_mixes(seeds, hm):
     for i in range(len(seeds)):
-        bk[i] = _bucket(hash_key(hi, lo, seeds[i]), width)
+        hm[i] = mix64(seeds[i])
+    hm[len(seeds)] = 0
 
 
 @inner
@@ -88,13 +111,27 @@ def row_cells(seeds, hi, lo, width, bk, sg):
 
 
 @inner
-def cms_estimate(pre, buckets, c):
-    """CMS f̂ from a key's stored buckets ``buckets[c]``: min over rows i of pre[buckets[c, i], i]
-    (row index, not a row view: a view per call costs more than the rows)."""
-    best = pre[buckets[c, 0], 0]
-    for i in range(1, buckets.shape[1]):
-        best = min(best, pre[buckets[c, i], i])
-    return best
+def cms_estimate(flat, cells, row):
+    """CMS f̂ of a key from its cells ``cells[row]``, flat indices i + d·h_i(x) into the released
+    ``pre`` (``flat`` = pre.reshape(-1)): the min over the rows. Unsigned indices (no negative
+    index check) and four running minima, not one chain that waits on every compare (min is
+    exact, so the result is the same)."""
+    d = cells.shape[1]
+    b0 = flat[cells[row, 0]]
+    b1 = b0
+    b2 = b0
+    b3 = b0
+    i = 1
+    while i + 3 < d:
+        b0 = min(b0, flat[cells[row, i]])
+        b1 = min(b1, flat[cells[row, i + 1]])
+        b2 = min(b2, flat[cells[row, i + 2]])
+        b3 = min(b3, flat[cells[row, i + 3]])
+        i += 4
+    while i < d:
+        b0 = min(b0, flat[cells[row, i]])
+        i += 1
+    return min(min(b0, b1), min(b2, b3))
 
 
 @inner
@@ -127,19 +164,17 @@ def _estimates(st, signed, keys, out):
 def lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, zo):
     """LAZY_UPDATE(x) (spec §5.2) for x's cells ``bk`` and signs ``sg`` (all 1 for CMS): add x to
     P, then push column ``pos`` of P (zeros too, with draws ``z[zo:zo+d]``) and clear it; returns
-    the next column. No branch around the body (see ``push_column``)."""
+    the next column."""
     w, d = p.shape
     for i in range(d):
         p[bk[i], i] += sg[i]
-    push_column(ex, sx, pre, upd, pos, p, sigma, z, zo)
-    for i in range(d):
-        p[pos, i] = 0
+    push_column(ex, sx, pre, upd, pos, p, sigma, z, zo, True)
     return pos + 1 if pos + 1 < w else 0
 
 
 @hot
 def _lazy_batch(st, signed, keys, sigma, rng):
-    p, seeds, meta, bk, sg = st.p, st.seeds, st.meta, st.bk, st.sg
+    p, seeds, meta, bk, sg, hm = st.p, st.seeds, st.meta, st.bk, st.sg, st.hm
     ex, sx, pre, upd, z = st.bm
     w, d = p.shape
     pos = meta[0]
@@ -150,14 +185,15 @@ def _lazy_batch(st, signed, keys, sigma, rng):
             if signed:
                 row_cells(seeds, keys[n, 0], keys[n, 1], w, bk, sg)
             else:
-                row_buckets(seeds, keys[n, 0], keys[n, 1], w, bk)
+                row_buckets(seeds, hm, keys[n, 0], keys[n, 1], w, bk)
             pos = lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, (n - c0) * d)
     meta[0] = pos
 
 
-@kernel
+@hot
 def _punctual_batch(st, signed, keys, sigma, rng):
-    """Alg 3: per arrival, every column is pushed; P holds only this arrival's increments."""
+    """Alg 3: per arrival, every column is pushed; P holds only this arrival's increments. Without
+    reference counting (``hot``): with it the w inlined pushes per arrival cost four times as much."""
     p, seeds = st.p, st.seeds
     ex, sx, pre, upd, z = st.bm
     w, d = p.shape
@@ -168,10 +204,16 @@ def _punctual_batch(st, signed, keys, sigma, rng):
         if sigma > 0.0:
             bulknoise.fill_normal(rng, z[:w * d], 1.0)
         for j in range(w):
-            push_column(ex, sx, pre, upd, j, p, sigma, z, j * d)
+            push_column(ex, sx, pre, upd, j, p, sigma, z, j * d, False)
         for i in range(d):
             b, g = cell(seeds, i, keys[n, 0], keys[n, 1], w)
             p[b, i] = 0
+
+
+def exact_dtype(horizon: int):
+    """The dtype of P and of the node sums: a cell's count never passes the horizon, so int32
+    below 2^31 arrivals (half the memory every push streams), else int64."""
+    return np.int32 if horizon < 1 << 31 else np.int64
 
 
 def hash_seeds(depth: int, seed: int | None) -> np.ndarray:
@@ -202,17 +244,19 @@ class PrivateSketch:
         self.m = (4 if self.signed else 2) * self.depth
         self.cell_updates = self.cell_horizon(self.horizon, self.width)
         self.height = self.height_for(self.horizon, self.width)
-        size = self.memory_bytes(self.depth, self.width, self.height)
+        exact = exact_dtype(self.horizon)
+        size = self.memory_bytes(self.depth, self.width, self.height, exact().itemsize)
         if size > MAX_SKETCH_BYTES:
-            raise ValueError(f"sketch memory d*w*(16H+24) = {size} bytes exceeds {MAX_SKETCH_BYTES} "
+            raise ValueError(f"sketch memory d*w*(12H+20) = {size} bytes exceeds {MAX_SKETCH_BYTES} "
                              f"(depth {self.depth}, width {self.width}, H {self.height})")
         self.sigma = gaussbm_sigma(self.height, self.epsilon, self.delta, self.m)
         self.noiseless, self.seed = bool(noiseless), seed
-        self.state = SketchState(np.zeros((self.width, self.depth), dtype=np.int64),
-                                 hash_seeds(self.depth, seed), np.zeros(1, dtype=np.int64),
+        seeds = hash_seeds(self.depth, seed)
+        self.state = SketchState(np.zeros((self.width, self.depth), dtype=exact),
+                                 seeds, np.zeros(1, dtype=np.int64),
                                  np.zeros(self.depth, dtype=np.int64), np.ones(self.depth, dtype=np.int64),
-                                 make_bm_state(self.depth, self.width, self.height))
-        self.rng = bulknoise.make_rng(seed)
+                                 make_bm_state(self.depth, self.width, self.height, exact), high_word_mixes(seeds))
+        self.rng = bulknoise.make_lanes(seed)
         self.arrivals = 0
 
     @staticmethod
@@ -221,15 +265,16 @@ class PrivateSketch:
         raise NotImplementedError
 
     @staticmethod
-    def memory_bytes(depth: int, width: int, height: int) -> int:
-        """ex (8H) + suffix sums (8(H+1)) + release (8) + P (8) bytes per cell."""
-        return depth * width * (16 * height + 24)
+    def memory_bytes(depth: int, width: int, height: int, word: int = 4) -> int:
+        """ex (word·H) + suffix sums (8(H+1)) + release (8) + P (word) bytes per cell; ``word`` is
+        the size of an exact count (``exact_dtype``: 4 below 2^31 arrivals)."""
+        return depth * width * (word * (height + 1) + 8 * height + 16)
 
     @classmethod
     def state_bytes(cls, depth: int, width: int, height: int) -> int:
         """All the bytes of ``state``: the cells (``memory_bytes``), the pushes per column, the
-        pre-drawn noise (d·max(w, CHUNK) draws), the seeds and the per-row scratch."""
-        return cls.memory_bytes(depth, width, height) + 8 * width + 8 * depth * max(width, CHUNK) + 24 * depth + 8
+        pre-drawn noise (d·max(w, CHUNK) draws), the seeds, the per-row scratch and hash cache."""
+        return cls.memory_bytes(depth, width, height) + 8 * width + 8 * depth * max(width, CHUNK) + 32 * depth + 16
 
     @classmethod
     def height_for(cls, horizon: int, width: int) -> int:
