@@ -29,7 +29,7 @@ from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, BMSta
 from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
 from dptop.engine.core.base import Footprint
 from dptop.engine.core.jit import hot, inner, kernel
-from dptop.engine.core.keys import _M1, hash_key, keys_from_addresses, mix64
+from dptop.engine.core.keys import LO_MULTIPLIER, hash_key, keys_from_addresses, mix64
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
@@ -82,7 +82,7 @@ def row_buckets(seeds, hm, hi, lo, width, bk):
         for i in range(d):
             hm[i] = mix64(hi ^ seeds[i])
         hm[d] = hi
-    m = lo * _M1
+    m = lo * LO_MULTIPLIER
     for i in range(d):
         bk[i] = _bucket(mix64(hm[i] ^ m ^ seeds[i]), width)
 

@@ -46,7 +46,7 @@ import numpy as np
 
 from dptop.engine.privacy.bulknoise import add_normal_stream, make_rng
 from dptop.engine.core.jit import hot, inner, kernel
-from dptop.engine.core.keys import _M1, hash_key, mix64, random_seed64
+from dptop.engine.core.keys import LO_MULTIPLIER, hash_key, mix64, random_seed64
 from dptop.engine.core.settings import check_positive_int
 from dptop.engine.sliding_window.geometry import (ESTIMATORS, PREFIX, SUFFIX, Geometry, Plan,
                                                   PlanEntry, budgets, expected_max_normal,
@@ -211,7 +211,7 @@ def _ingest(st, keys):
                     hm[ch * a + r] = mix64(kh ^ seeds[ch * a + r])
                 hk[ch] = kh
         for f in range(c0 * a, c1 * a):  # every row hash of the reached channels in one vectorised loop
-            hs[f] = mix64(hm[f] ^ ((lo & low[f]) * _M1) ^ seeds[f])
+            hs[f] = mix64(hm[f] ^ ((lo & low[f]) * LO_MULTIPLIER) ^ seeds[f])
         for ch in range(c0, c1):
             fam = family[ch]
             if (fam == FAMILY_V4 and not v4) or (fam == FAMILY_V6 and v4):
