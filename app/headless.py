@@ -53,14 +53,18 @@ class Progress:
                        f"{now - self.phase_since:.0f} s")
             self.phase_shown = now
         elapsed = now - self.start
-        if elapsed < PROGRESS_AFTER or (not self.tty and now - self.last < PROGRESS_EVERY_PIPE):
-            return
-        st = self.session.source_stats()
+        st = self.session.source_stats() if elapsed >= PROGRESS_AFTER else None
         if st is None:
+            return
+        # no packet read yet while numba compiles the reader's kernels (a first use since install)
+        compiling = st.packets == 0 and compiles() > self.compiled
+        if not self.tty and now - self.last < (PHASE_EVERY if compiling else PROGRESS_EVERY_PIPE):
             return
         rate = st.ip_packets / elapsed if elapsed else 0.0
         text = f"{si(st.ip_packets)} packets, {si(rate)}/s"
-        if st.fraction:
+        if compiling:
+            text = f"compiling kernels (first use since install), {elapsed:.0f} s"
+        elif st.fraction:
             total = self.session.public.get("stream_length") or 0
             eta = elapsed * (1 - st.fraction) / st.fraction
             text = (f"{si(st.packets)}/{si(total)} records ({100 * st.fraction:.0f} %), "
