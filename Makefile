@@ -21,11 +21,14 @@ system-deps:
 	    || echo "note: could not install $$missing; live BPF filters / the Xvfb screenshot test will be unavailable"; fi; \
 	fi
 
-# pip prints a line per package it fetches (no progress bars), so a first install is never silent
-# for long; the kernels the first run needs compile here, the rest on first use (dptop compile).
+# pip prints a line per package it fetches (no progress bars) but nothing while it unpacks them, so
+# the install goes in three steps (the core, the window's Qt, the rest) to never be silent for long;
+# the kernels the first run needs compile here, the rest on first use (dptop compile).
 PIP := $(PY) -m pip install --progress-bar off --disable-pip-version-check
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) -e .
+	$(PIP) -e '.[gui]'
 	$(PIP) -e '.[test]'
 	$(VENV)/bin/dptop compile --first
 	touch $(STAMP)
