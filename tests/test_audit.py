@@ -139,10 +139,11 @@ def test_weak_noise_is_narrower():
 
 QUICK_RUNS = {"dpss": 300, "dpss-small-noise": 300, "dpss-exact-n": 300, "dpss-wrong-tie": 300,
               "dpmg": 300, "dpmg-small-noise": 300, "dpsw": 150, "dpsw-early-read": 150,
-              "eehh-cms": 30, "eehh-cms-exact-n": 100, "lazyhh": 30}
+              "eehh-cms": 30, "eehh-cms-exact-n": 100, "lazyhh": 30, "lazyhh-noiseless": 300}
 SLOW_RUNS = {"dpss": 5000, "dpss-small-noise": 5000, "dpss-exact-n": 5000, "dpss-wrong-tie": 5000,
              "dpmg": 5000, "dpmg-small-noise": 5000, "dpsw": 2000, "dpsw-early-read": 2000,
-             "eehh-cms": 400, "eehh-cms-exact-n": 400, "lazyhh": 400, "laplace-count": 20000, "laplace-small-noise": 20000}
+             "eehh-cms": 400, "eehh-cms-exact-n": 400, "lazyhh": 400, "lazyhh-noiseless": 400, "laplace-count": 20000,
+             "laplace-small-noise": 20000}
 
 
 def _check(name: str, runs: int, seed: int):

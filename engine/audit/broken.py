@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from dptop.engine.continual.lazyhh import LazyHH, LazyHHInstance
 from dptop.engine.single_release.dpss import DPSpaceSaving, dpss_threshold
 from dptop.engine.single_release.eehh import CountMinEEHH
 from dptop.engine.sliding_window.dpsw import DPSWSketch
@@ -136,3 +137,12 @@ class EarlyReadDPSW(DPSWHeavyHitters):
         super().reset()
         self.sketch = EarlyReadSketch(self.geometry, self._channels(), self.depth, self.width,
                                       self.settings.seed)
+
+
+class NoiselessLazyHH(LazyHH):
+    """Broken LazyHH: its sketch's Gaussian tree noise switched off (lazyhh.md §6.7: the estimates
+    then move by the substituted packet's 1, with nothing to hide it)."""
+
+    def _new_instance(self):
+        seed = None if self.settings.seed is None else self.settings.seed + self.epoch
+        return LazyHHInstance(self.params, seed=seed, noiseless=True)

@@ -12,6 +12,7 @@ Broken variants, built by subclassing or reconfiguring the real classes (never b
 * ``dpss-exact-n``, ``eehh-cms-exact-n``: DPSS / EEHH whose threshold uses the exact stream length
   (dpss-eehh.md §4.5, P3);
 * ``dpss-wrong-tie``: DPSS over a SpaceSaving whose recency is set only on insertion (§2.5);
+* ``lazyhh-noiseless``: LazyHH whose sketch adds no Gaussian tree noise (lazyhh.md §6.7);
 * ``dpsw-early-read``: DPSW whose query plan reads the open substream's sketch before it is
   complete (dpsw-sketch.md §9 P1).
 
@@ -41,7 +42,7 @@ from dptop.engine.privacy.noise import NoiseSource
 from dptop.engine.core.settings import Range, Settings
 from dptop.engine.baselines.spacesaving import snapshot
 from dptop.engine.audit.broken import (NOISE_FACTOR, EarlyReadDPSW, EntryTimeDPSS, EntryTimeSpaceSaving,
-                                       ExactLengthDPSS, ExactLengthEEHH, WeakNoise)
+                                       ExactLengthDPSS, ExactLengthEEHH, NoiselessLazyHH, WeakNoise)
 from dptop.engine.audit.streams import Pair, run_seeds, address, blocks, remove_one, stream
 from dptop.engine.audit.user_level import USER_LEVEL_TARGETS
 
@@ -260,6 +261,7 @@ class EEHHExactN(EEHHTarget):
 
 class LazyHHTarget(Target):
     name = "lazyhh"
+    cls = LazyHH
     description = ("LazyHH (lazyhh.md §6), k=2, k~=8, ε=0.9, δ=1e-6, horizon 2^15; outputs at "
                    "t=k~·j around the boundary and at the end")
     horizon = 1 << 15
@@ -295,7 +297,7 @@ class LazyHHTarget(Target):
         cuts = [self.boundary, len(keys)]
         out = []
         for s in run_seeds(seed, 11, runs):
-            mech = LazyHH(self.settings(s))
+            mech = self.cls(self.settings(s))
             rec, start = {}, 0
             for c in cuts:
                 mech.consume(KeyBatch(keys[start:c]))
@@ -304,6 +306,13 @@ class LazyHHTarget(Target):
                 rec.update(features_of(rel.items, None, prefix=f"t={c} "))
             out.append(rec)
         return out
+
+
+class LazyHHNoiseless(LazyHHTarget):
+    name = "lazyhh-noiseless"
+    broken = True
+    cls = NoiselessLazyHH
+    description = "LazyHH whose sketch adds no Gaussian tree noise (lazyhh.md §6.7)"
 
 
 class DPSWTarget(Target):
@@ -399,7 +408,8 @@ class LaplaceSmallNoise(LaplaceCount):
 
 TARGETS = {t.name: t for t in (
     DPSSTarget, DPMGTarget, EEHHTarget, LazyHHTarget, DPSWTarget, LaplaceCount,
-    DPSSSmallNoise, DPSSExactN, DPSSWrongTie, DPMGSmallNoise, EEHHExactN, DPSWEarlyRead, LaplaceSmallNoise)}
+    DPSSSmallNoise, DPSSExactN, DPSSWrongTie, DPMGSmallNoise, EEHHExactN, LazyHHNoiseless, DPSWEarlyRead,
+    LaplaceSmallNoise)}
 TARGETS.update({t.name: t for t in USER_LEVEL_TARGETS})
 
 
