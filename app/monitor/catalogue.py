@@ -49,12 +49,12 @@ def entries() -> list[AlgorithmEntry]:
 
 
 def preview(name: str, settings: Settings) -> Guarantee | None:
-    """The guarantee ``name`` would carry under ``settings`` (None for a non-private baseline),
-    from a scratch instance built only if its memory fits the limit (``ValueError`` otherwise)."""
+    """The guarantee ``name`` would carry under ``settings``, its defaults chosen as a session
+    chooses them (``RunConfig.settings_for``); None for a non-private baseline. From a scratch
+    instance built only if its memory fits the limit (``ValueError`` otherwise)."""
     cls = registry.get(name)
     if not cls.private:
         return None
-    settings = cls.with_defaults(settings)
     error = memory_error({name: cls.footprint(settings)}, default_limit())
     if error:
         raise ValueError(error)

@@ -34,7 +34,7 @@ from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.fanout import Fanout
 from dptop.monitor.lanes import Lane, LaneView, SessionSnapshot
 from dptop.monitor.ledger import Ledger
-from dptop.monitor.precheck import SourceFacts
+from dptop.monitor.precheck import SourceFacts, read_facts
 from dptop.monitor.states import Lifecycle, State
 from dptop.monitor.truth import Truth
 
@@ -179,7 +179,7 @@ class Session:
 
     def _facts(self, spec: SourceSpec, path: str) -> SourceFacts:
         """The file's public facts (the audit's broken variants read others)."""
-        return sources.file_facts(spec, path, self.config.settings.epoch_seconds)
+        return read_facts(path, spec.time_range, self.config.settings.epoch_seconds, spec.loop)
 
     def _replay_plan(self):
         """The canonical order the replay reads the file in (``SourceFacts.plan``)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.monitor.config import SourceSpec
-from dptop.monitor.precheck import SourceFacts, read_facts
+from dptop.monitor.precheck import SourceFacts
 
 REPLAY_BATCH = 1 << 16
 """Replay batch size: large, so the per-batch Python work of the threads stays small; slow
@@ -30,11 +30,6 @@ class SyntheticFile:
 
     def cleanup(self) -> None:
         self._dir.cleanup()
-
-
-def file_facts(spec: SourceSpec, path: str, epoch_seconds: float | None) -> SourceFacts:
-    """The facts of the file a file or synthetic source replays (one read, ``read_facts``)."""
-    return read_facts(path, spec.time_range, epoch_seconds, spec.loop)
 
 
 def file_replay(path: str, sink, spec: SourceSpec, facts: SourceFacts, plan):
