@@ -23,6 +23,7 @@ from dptop.engine.audit.cases import CONFIDENCE, EVENTS, RUNS
 from dptop.engine.core.settings import SEED, Range
 from dptop.monitor import catalogue
 from dptop.monitor.config import SourceSpec, config_errors
+from dptop.monitor.memory import map_large_blocks
 from dptop.options import Parser, json_target, names_arg, nonempty, ranged
 from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
@@ -366,6 +367,7 @@ def _check(args) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     """Exit codes: 0 done, 1 runtime error, 2 usage (bad option or parameter), 128 + signal."""
+    map_large_blocks()
     try:
         try:
             args = build_parser().parse_args(argv)

@@ -13,13 +13,18 @@ from dptop.monitor.truth import TruthResult
 
 CHUNK_SECONDS = 0.2
 """A lane is fed chunks it processes in about this long, so it notices a stop well within a second."""
+LIVE_QUEUE = 8
+"""Chunks a live lane holds before it drops packets: bursts of over a second ride through."""
+REPLAY_QUEUE = 4
+"""Chunks a replay lane holds (the reader waits for room, nothing is dropped): enough to keep it
+busy, few enough that the batches in flight stay small (each chunk holds its batch's block)."""
 
 
 class Lane:
     """One algorithm's runner and where it joined the stream."""
 
     def __init__(self, name: str, config: RunConfig, public: dict, generation: int, history: int, make,
-                 clock_start: float | None = None):
+                 clock_start: float | None = None, live: bool = False):
         self.name, self.generation = name, generation
         self.settings = config.settings_for(name, public)
         self.origin: int | None = None
@@ -29,8 +34,8 @@ class Lane:
         self.rate = 0.0  # packets per CPU-second measured so far (0: unknown)
         self.runner: Runner | None = None
         try:
-            self.runner = Runner([make(name, self.settings)], queue_size=8, live_interval=0.1,
-                                 history=history, clock_start=clock_start).start()
+            self.runner = Runner([make(name, self.settings)], queue_size=LIVE_QUEUE if live else REPLAY_QUEUE,
+                                 live_interval=0.1, history=history, clock_start=clock_start).start()
         except (ValueError, TypeError) as exc:
             self.error = str(exc)
 

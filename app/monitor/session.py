@@ -232,9 +232,10 @@ class Session:
 
     def _lane(self, name: str) -> Lane:
         self._generation += 1
-        clock = self.public.get("time_range", (None,))[0] if self.spec is not None and self.spec.kind == "live" else None
+        live = self.spec is not None and self.spec.kind == "live"
+        clock = self.public.get("time_range", (None,))[0] if live else None
         lane = Lane(name, self.config, self.public, self._generation, self.history, self._make,
-                    clock_start=None if clock is None else clock / 1e9)
+                    clock_start=None if clock is None else clock / 1e9, live=live)
         if lane.runner is not None:
             self._runners = [r for r in self._runners if any(w.thread.is_alive() for w in r.workers)]
             self._runners.append(lane.runner)

@@ -1,0 +1,288 @@
+"""IPv4 counts in four bytes a slot: the compact table of the exact baseline (``exact.py``).
+
+A bijective scramble of the 32-bit address, ``x = scramble(ip)``, splits into a *home*, its top
+``bits`` bits, and a *remainder*, the other ``32 - bits``. The table has ``2^bits`` homes and
+``PAD`` positions after the last one (so a probe never wraps), and keeps each address in one
+``uint32`` word:
+
+    [ remainder: 32 - bits | displacement (position - home): 6 bits | count: bits - 6 ]
+
+Entries are kept in Robin Hood order (every cluster sorted by home), which keeps displacements
+short: six bits hold them, and the home of a word is its position minus its displacement, so the
+address is rebuilt from the word and where it lies (quotienting). A count that reaches
+``saturated(bits)`` (all ones) stays so, and the address's count goes on in a small *heavy* table
+of (scrambled address, int64 count) pairs: a packed count never overflows, and the few heaviest
+sources, most of the packets, cost one more probe, not another hash. 0 is an empty slot (a stored
+count is at least 1).
+
+Growth doubles the homes in place (``regrow``): the array is reallocated (its pages move, they are
+not copied) and rehashed from the last position down. An entry's new home (its old home with one
+more bit of the scramble) lies at or after its old position, except for the few entries whose home
+is below their displacement: those are set aside and put back at the end. So growing never holds
+two tables, and 2^24 addresses take 2^25 words (128 MiB).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dptop.engine.core.jit import hot, inner, kernel
+
+D_BITS = 6
+D_MAX = (1 << D_BITS) - 1
+"""The largest displacement a word holds; an insertion that would pass it grows the table."""
+PAD = D_MAX + 1
+"""Positions after the last home: an entry lies at most ``D_MAX`` after its home, so the last
+position of the array is always empty and every probe and shift ends inside it."""
+MIN_BITS = 10
+MAX_BITS = 31
+"""Homes of the largest table (one remainder bit left)."""
+GROW, GROW_HEAVY, DONE = -1, -2, -3  # why ``count_ipv4`` stopped
+HEAVY_EMPTY = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+"""An empty slot of the heavy table (a scrambled address has 32 bits)."""
+STASH = 1024
+"""Entries ``regrow`` can set aside (at most 2·D_MAX are, plus any it could not place)."""
+
+_M32 = np.uint64(0xFFFF_FFFF)
+_C1 = np.uint64(0x85EBCA6B)  # the murmur3 finaliser's multipliers, odd: invertible mod 2^32
+_C2 = np.uint64(0xC2B2AE35)
+_C1_INV = np.uint64(pow(0x85EBCA6B, -1, 1 << 32))
+_C2_INV = np.uint64(pow(0xC2B2AE35, -1, 1 << 32))
+_S13, _S16, _S26, _S32 = np.uint64(13), np.uint64(16), np.uint64(26), np.uint64(32)
+_DMASK = np.uint64(D_MAX)
+_ONE = np.uint64(1)
+_TAG = np.uint64(0xFFFF)  # the high 32 bits of an IPv4-mapped key's low word
+
+
+@inner
+def scramble(ip, seed):
+    """A bijection of 32-bit ``ip`` (the murmur3 finaliser of ``ip ^ seed``)."""
+    x = ip ^ seed
+    x ^= x >> _S16
+    x = (x * _C1) & _M32
+    x ^= x >> _S13
+    x = (x * _C2) & _M32
+    return x ^ (x >> _S16)
+
+
+@inner
+def unscramble(x, seed):
+    """The inverse of ``scramble``."""
+    x ^= x >> _S16
+    x = (x * _C2_INV) & _M32
+    x ^= (x >> _S13) ^ (x >> _S26)
+    x = (x * _C1_INV) & _M32
+    x ^= x >> _S16
+    return x ^ seed
+
+
+@inner
+def saturated(bits):
+    """The count field's all-ones value: the address counts on in the wide table."""
+    return (1 << (bits - D_BITS)) - 1
+
+
+@inner
+def _find(slots, bits, x):
+    """(position, displacement, found) of scrambled address ``x``: its word, or where it goes."""
+    uc = np.uint64(bits - D_BITS)
+    rest = np.uint64(32 - bits)
+    tag = (x & ((_ONE << rest) - _ONE)) << np.uint64(D_BITS)  # the word's top bits at displacement 0
+    p = x >> rest
+    dist = np.uint64(0)
+    while True:
+        s = np.uint64(slots[p])
+        if s == 0:
+            return p, dist, False
+        top = s >> uc  # remainder and displacement
+        if top == tag | dist:
+            return p, dist, True
+        if top & _DMASK < dist:  # Robin Hood order: x would lie before this word
+            return p, dist, False
+        p += _ONE
+        dist += _ONE
+
+
+@inner
+def _insert(slots, bits, p, dist, x, count):
+    """Write ``x`` with ``count`` at ``p`` (from ``_find``), shifting the entries from ``p`` to
+    the next empty slot one position on; False, writing nothing, when a displacement would pass
+    ``D_MAX``."""
+    uc = np.uint64(bits - D_BITS)
+    if dist > _DMASK:
+        return False
+    e = p
+    while slots[e] != 0:
+        if (np.uint64(slots[e]) >> uc) & _DMASK == _DMASK:
+            return False
+        e += _ONE
+    step = _ONE << uc
+    while e > p:
+        slots[e] = np.uint64(slots[e - _ONE]) + step
+        e -= _ONE
+    rest = np.uint64(32 - bits)
+    slots[p] = ((x & ((_ONE << rest) - _ONE)) << np.uint64(bits)) | (dist << uc) | count
+    return True
+
+
+@inner
+def heavy_slot(heavy_x, x):
+    """Position of scrambled address ``x`` in the heavy table, or of the empty slot where it goes
+    (linear probing from its top bits; the caller keeps the load at most 1/2)."""
+    mask = np.uint64(len(heavy_x) - 1)
+    p = (x * np.uint64(len(heavy_x))) >> _S32  # the top bits of x
+    while True:
+        k = heavy_x[p]
+        if k == x or k == HEAVY_EMPTY:
+            return p
+        p = (p + _ONE) & mask
+
+
+@kernel
+def regrow_heavy(old_x, old_n, new_x, new_n):
+    for i in range(len(old_x)):
+        if old_x[i] != HEAVY_EMPTY:
+            p = heavy_slot(new_x, old_x[i])
+            new_x[p] = old_x[i]
+            new_n[p] = old_n[i]
+
+
+@hot
+def count_ipv4(slots, bits, seed, size, keys, weights, start, other, n_other, xs, heavy_x, heavy_n, heavy_size):
+    """Count ``keys[start:]`` (``weights[i]`` each, 1 when ``weights`` is empty): IPv4-mapped keys
+    in ``slots``, a saturated count in the heavy table; the indices of other keys are appended to
+    ``other[n_other:]``. Returns (index reached, size, n_other, heavy_size, why): ``why`` is DONE,
+    GROW (grow ``slots``, then resume at the index) or GROW_HEAVY (grow the heavy table, then
+    resume). ``xs``: scratch for ``len(xs) - 1`` scrambled keys at a time."""
+    weighted = len(weights) > 0
+    limit = 3 << (bits - 2)  # grow past load 3/4
+    heavy_limit = len(heavy_x) // 2
+    rest = np.uint64(32 - bits)
+    sat = np.uint64(saturated(bits))
+    chunk = len(xs) - 1
+    for c in range(start, len(keys), chunk):
+        stop = min(len(keys), c + chunk)
+        for i in range(c, stop):  # the chunk's scrambles first: a loop the compiler vectorises
+            xs[i - c] = scramble(keys[i, 1] & _M32, seed)
+        touched = np.uint64(0)  # then a read of each home word: independent loads whose cache
+        for i in range(c, stop):  # misses overlap, so the probes below find them in the cache
+            touched ^= np.uint64(slots[xs[i - c] >> rest])
+        xs[chunk] = touched  # kept, so the compiler keeps the loads
+        for i in range(c, stop):
+            hi = keys[i, 0]
+            lo = keys[i, 1]
+            if hi != 0 or (lo >> _S32) != _TAG:
+                other[n_other] = i
+                n_other += 1
+                continue
+            x = xs[i - c]
+            w = np.uint64(weights[i]) if weighted else _ONE
+            q = heavy_slot(heavy_x, x)  # the heaviest sources first: most packets end here
+            if heavy_x[q] == x:
+                heavy_n[q] += np.int64(w)
+                continue
+            p, dist, hit = _find(slots, bits, x)
+            count = np.uint64(slots[p]) & sat if hit else np.uint64(0)
+            if count + w < sat:
+                if hit:
+                    slots[p] = np.uint64(slots[p]) + w
+                    continue
+                if size >= limit or not _insert(slots, bits, p, dist, x, w):
+                    return i, size, n_other, heavy_size, GROW
+                size += 1
+                continue
+            # the count passes the field: it goes on in the heavy table
+            if heavy_size >= heavy_limit:
+                return i, size, n_other, heavy_size, GROW_HEAVY
+            if hit:
+                slots[p] = np.uint64(slots[p]) | sat
+            else:
+                if size >= limit or not _insert(slots, bits, p, dist, x, sat):
+                    return i, size, n_other, heavy_size, GROW
+                size += 1
+            heavy_x[q] = x
+            heavy_n[q] = np.int64(count + w)
+            heavy_size += 1
+    return len(keys), size, n_other, heavy_size, DONE
+
+
+@inner
+def _place(slots, bits, x, count):
+    p, dist, _ = _find(slots, bits, x)
+    return _insert(slots, bits, p, dist, x, count)
+
+
+@kernel
+def regrow(slots, bits, stash_x, stash_c, pending):
+    """Rehash the table of ``2^bits`` homes in ``slots``, already enlarged (zeros after the old
+    end) to ``2^(bits+1) + PAD`` positions, into the doubled one; then place the ``pending``
+    entries of the stash. Returns the entries it could not place, left at the stash's start
+    (-1 when the stash overflowed)."""
+    uc = np.uint64(bits - D_BITS)
+    ub = np.uint64(bits)
+    rest = np.uint64(32 - bits)
+    old_sat = np.uint64(saturated(bits))
+    new_sat = np.uint64(saturated(bits + 1))
+    n = pending
+    for p in range((1 << bits) + PAD - 1, -1, -1):
+        s = np.uint64(slots[p])
+        if s == 0:
+            continue
+        slots[p] = 0
+        x = ((np.uint64(p) - ((s >> uc) & _DMASK)) << rest) | (s >> ub)
+        count = s & old_sat
+        if count == old_sat:
+            count = new_sat
+        if np.int64(x >> (rest - _ONE)) >= p and _place(slots, bits + 1, x, count):
+            continue  # its new home lies at or after p: only moved entries are there
+        if n == len(stash_x):
+            return -1
+        stash_x[n] = x
+        stash_c[n] = count
+        n += 1
+    left = 0
+    for j in range(n):
+        if not _place(slots, bits + 1, stash_x[j], stash_c[j]):
+            stash_x[left] = stash_x[j]
+            stash_c[left] = stash_c[j]
+            left += 1
+    return left
+
+
+@kernel
+def count_of(slots, bits, seed, heavy_x, heavy_n, ip):
+    """The count of address ``ip`` (0 when absent)."""
+    x = scramble(ip, seed)
+    p, _, hit = _find(slots, bits, x)
+    if not hit:
+        return np.int64(0)
+    count = np.uint64(slots[p]) & np.uint64(saturated(bits))
+    return heavy_n[heavy_slot(heavy_x, x)] if count == saturated(bits) else np.int64(count)
+
+
+@inner
+def decode(slots, bits, seed, p):
+    """(address, count field) of the word at position ``p`` (occupied)."""
+    s = np.uint64(slots[p])
+    uc = np.uint64(bits - D_BITS)
+    x = ((np.uint64(p) - ((s >> uc) & _DMASK)) << np.uint64(32 - bits)) | (s >> np.uint64(bits))
+    return unscramble(x, seed), np.int64(s & np.uint64(saturated(bits)))
+
+
+@kernel
+def entries(slots, bits, seed, heavy_x, heavy_n):
+    """(addresses, counts) of every entry."""
+    sat = saturated(bits)
+    n = 0
+    for p in range(len(slots)):
+        if slots[p] != 0:
+            n += 1
+    ips = np.empty(n, np.uint64)
+    counts = np.empty(n, np.int64)
+    n = 0
+    for p in range(len(slots)):
+        if slots[p] != 0:
+            ip, count = decode(slots, bits, seed, p)
+            ips[n] = ip
+            counts[n] = count if count != sat else heavy_n[heavy_slot(heavy_x, scramble(ip, seed))]
+            n += 1
+    return ips, counts
