@@ -26,7 +26,7 @@ import numpy as np
 
 from dptop.capture import records as rec
 from dptop.capture.filebytes import GzipBytes, open_bytes
-from dptop.capture.linklayer import LINKTYPE_MASK, SUPPORTED_LINKTYPES, batch_of, output_rows
+from dptop.capture.linklayer import LINKTYPE_MASK, SUPPORTED_LINKTYPES, BlockPool, batch_of, output_rows
 from dptop.capture.wire import N_REASONS, REASON_NAMES, UNSUPPORTED
 from dptop.engine.core.keys import KeyBatch, concat
 
@@ -306,8 +306,9 @@ class CaptureReader:
         source and destination keys, time stamps and wire lengths."""
         if batch_size < 1:
             raise ValueError(f"batch_size ({batch_size}) must be >= 1")
+        pool = BlockPool()
         while not self._done:
-            rows = output_rows(batch_size)
+            rows = pool.rows(batch_size)
             n = self._fill(rows)
             if n:
                 yield batch_of(rows, n)

@@ -4,12 +4,12 @@ terminal view), and what a closed session held must go back to the system.
 glibc gives each thread that allocates its own heap arena (up to 8 per core) and keeps an arena's
 peak after its arrays are freed; every session starts fresh worker threads, so without a bound
 each Start/Stop cycle left tens of MiB behind (measured: +120 MiB over 20 cycles on a 300k-packet
-capture, flat with two arenas). A replay's batches (3 MiB blocks, freed by whichever lane ends
-last) are the other leftover: glibc raises its mmap threshold to the largest block freed (up to
-32 MiB), so after the first batch they came from the arenas and stayed there; a fixed threshold
-(``map_large_blocks``) maps them on their own and gives them back when freed (measured: -28 MiB of
-peak RSS replaying 2^24 distinct sources with the default algorithms). These functions are
-no-ops where there is no glibc.
+capture, flat with two arenas). The other leftover is a replay's large per-batch arrays: glibc
+raises its mmap threshold to the largest block freed (up to 32 MiB), so after the first batches
+they came from the arenas, whose peak stayed; a fixed threshold (``map_large_blocks``) maps them
+on their own and gives them back when freed (measured: -29 MiB of peak RSS replaying 2^24
+distinct sources with the default algorithms). These functions are no-ops where there is no
+glibc.
 """
 from __future__ import annotations
 

@@ -5,15 +5,15 @@ A bijective scramble of the 32-bit address, ``x = scramble(ip)``, splits into a 
 ``PAD`` positions after the last one (so a probe never wraps), and keeps each address in one
 ``uint32`` word:
 
-    [ remainder: 32 - bits | displacement (position - home): 6 bits | count: bits - 6 ]
+    [ remainder: 32 - bits | displacement (position - home): 8 bits | count: bits - 8 ]
 
-Entries are kept in Robin Hood order (every cluster sorted by home), which keeps displacements
-short: six bits hold them, and the home of a word is its position minus its displacement, so the
-address is rebuilt from the word and where it lies (quotienting). A count that reaches
-``saturated(bits)`` (all ones) stays so, and the address's count goes on in a small *heavy* table
-of (scrambled address, int64 count) pairs: a packed count never overflows, and the few heaviest
-sources, most of the packets, cost one more probe, not another hash. 0 is an empty slot (a stored
-count is at least 1).
+Linear probing, first come first served (the heavy sources, seen early, sit at their homes),
+below load 5/8, where the longest displacement of 2^25 homes stays near 180: eight bits hold it,
+and the home of a word is its position minus its displacement, so the address is rebuilt from the
+word and where it lies (quotienting). A count that reaches ``saturated(bits)`` (all ones) stays so,
+and the address's count goes on in a small *heavy* table of (scrambled address, int64 count),
+probed first: a packed count never overflows, and the few heaviest sources, most of the packets,
+cost one probe of a table that stays in the cache. 0 is an empty slot (a stored count is >= 1).
 
 Growth doubles the homes in place (``regrow``): the array is reallocated (its pages move, they are
 not copied) and rehashed from the last position down. An entry's new home (its old home with one
@@ -27,13 +27,13 @@ import numpy as np
 
 from dptop.engine.core.jit import hot, inner, kernel
 
-D_BITS = 6
+D_BITS = 8
 D_MAX = (1 << D_BITS) - 1
 """The largest displacement a word holds; an insertion that would pass it grows the table."""
 PAD = D_MAX + 1
 """Positions after the last home: an entry lies at most ``D_MAX`` after its home, so the last
 position of the array is always empty and every probe and shift ends inside it."""
-MIN_BITS = 10
+MIN_BITS = 12
 MAX_BITS = 31
 """Homes of the largest table (one remainder bit left)."""
 GROW, GROW_HEAVY, DONE = -1, -2, -3  # why ``count_ipv4`` stopped
@@ -41,6 +41,7 @@ HEAVY_EMPTY = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 """An empty slot of the heavy table (a scrambled address has 32 bits)."""
 STASH = 1024
 """Entries ``regrow`` can set aside (at most 2·D_MAX are, plus any it could not place)."""
+
 
 _M32 = np.uint64(0xFFFF_FFFF)
 _C1 = np.uint64(0x85EBCA6B)  # the murmur3 finaliser's multipliers, odd: invertible mod 2^32
@@ -83,7 +84,8 @@ def saturated(bits):
 
 @inner
 def _find(slots, bits, x):
-    """(position, displacement, found) of scrambled address ``x``: its word, or where it goes."""
+    """(position, displacement, found) of scrambled address ``x``: its word, or the empty slot
+    where it goes."""
     uc = np.uint64(bits - D_BITS)
     rest = np.uint64(32 - bits)
     tag = (x & ((_ONE << rest) - _ONE)) << np.uint64(D_BITS)  # the word's top bits at displacement 0
@@ -93,41 +95,27 @@ def _find(slots, bits, x):
         s = np.uint64(slots[p])
         if s == 0:
             return p, dist, False
-        top = s >> uc  # remainder and displacement
-        if top == tag | dist:
+        if s >> uc == tag | dist:
             return p, dist, True
-        if top & _DMASK < dist:  # Robin Hood order: x would lie before this word
-            return p, dist, False
         p += _ONE
         dist += _ONE
 
 
 @inner
 def _insert(slots, bits, p, dist, x, count):
-    """Write ``x`` with ``count`` at ``p`` (from ``_find``), shifting the entries from ``p`` to
-    the next empty slot one position on; False, writing nothing, when a displacement would pass
-    ``D_MAX``."""
-    uc = np.uint64(bits - D_BITS)
+    """Write ``x`` with ``count`` at the empty slot ``p`` (from ``_find``); False, writing
+    nothing, when its displacement would pass ``D_MAX``."""
     if dist > _DMASK:
         return False
-    e = p
-    while slots[e] != 0:
-        if (np.uint64(slots[e]) >> uc) & _DMASK == _DMASK:
-            return False
-        e += _ONE
-    step = _ONE << uc
-    while e > p:
-        slots[e] = np.uint64(slots[e - _ONE]) + step
-        e -= _ONE
     rest = np.uint64(32 - bits)
-    slots[p] = ((x & ((_ONE << rest) - _ONE)) << np.uint64(bits)) | (dist << uc) | count
+    slots[p] = ((x & ((_ONE << rest) - _ONE)) << np.uint64(bits)) | (dist << np.uint64(bits - D_BITS)) | count
     return True
 
 
 @inner
 def heavy_slot(heavy_x, x):
     """Position of scrambled address ``x`` in the heavy table, or of the empty slot where it goes
-    (linear probing from its top bits; the caller keeps the load at most 1/2)."""
+    (linear probing from its top bits; the caller keeps the load at most 1/8)."""
     mask = np.uint64(len(heavy_x) - 1)
     p = (x * np.uint64(len(heavy_x))) >> _S32  # the top bits of x
     while True:
@@ -154,8 +142,8 @@ def count_ipv4(slots, bits, seed, size, keys, weights, start, other, n_other, xs
     GROW (grow ``slots``, then resume at the index) or GROW_HEAVY (grow the heavy table, then
     resume). ``xs``: scratch for ``len(xs) - 1`` scrambled keys at a time."""
     weighted = len(weights) > 0
-    limit = 3 << (bits - 2)  # grow past load 3/4
-    heavy_limit = len(heavy_x) // 2
+    limit = 5 << (bits - 3)  # grow past load 5/8 (the module's docstring)
+    heavy_limit = len(heavy_x) // 8  # sparse, so a miss costs one probe: it is tried first
     rest = np.uint64(32 - bits)
     sat = np.uint64(saturated(bits))
     chunk = len(xs) - 1
