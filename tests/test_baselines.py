@@ -34,7 +34,7 @@ def test_exact_counter_grows_and_matches_counter():
 
 def test_exact_counter_mixed_families_weights_and_spills_match_a_dict():
     """IPv4 keys (compact table), IPv6 and near-IPv4 keys (wide table), byte weights that push
-    packed counts past their field (saturated, counted on in the heavy table) and past 2^32:
+    packed counts past their field (carried to the heavy table) and past 2^32:
     counts, size, items and top agree with a plain dict, ties broken by key ascending."""
     rng = np.random.default_rng(7)
     n = 60_000
@@ -54,7 +54,7 @@ def test_exact_counter_mixed_families_weights_and_spills_match_a_dict():
         ec.add(keys[i:i + 7_000], weights[i:i + 7_000])
     for (hi, lo), w in zip(keys.tolist(), weights.tolist()):
         truth[(hi, lo)] = truth.get((hi, lo), 0) + w
-    assert ec.heavy > 0  # some packed counts did saturate
+    assert ec.heavy > 0  # some packed counts did carry
     k, c = ec.items()
     assert {(int(h), int(l)): int(v) for (h, l), v in zip(k.tolist(), c.tolist())} == truth
     assert ec.size == len(truth) and ec.total == sum(truth.values())

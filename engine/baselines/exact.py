@@ -5,7 +5,7 @@ Two growable tables, so memory follows the number of distinct sources:
 - IPv4 sources, nearly all traffic, live in a *compact* table of one ``uint32`` word per slot
   (``quotient.py``: the address is rebuilt from the word and its position), which grows in place:
   2^24 distinct sources take 128 MiB, and growing never holds two tables.
-  The few sources whose packed count saturates count on in its small heavy table.
+  What passes a packed count's field is carried to its small heavy table.
 - Every other key (IPv6) is counted in a *wide* table of 128-bit keys and int64 values
   (``dptop.engine.core.hashtable``: linear probing, load at most 1/2, doubled by copying).
 
@@ -29,7 +29,7 @@ from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
 
 SCRAMBLED = 1024  # keys ``count_ipv4`` scrambles ahead of probing
-HEAVY_CAPACITY = 64  # slots of a new counter's heavy table (it doubles as sources saturate)
+HEAVY_CAPACITY = 64  # slots of a new counter's heavy table (it doubles as sources carry)
 
 
 @kernel
@@ -104,13 +104,13 @@ def _top_entries(slots, bits, seed, heavy_x, heavy_n, tab_hi, tab_lo, tab_val, l
     his = np.empty(limit, KEY_DTYPE)
     los = np.empty(limit, KEY_DTYPE)
     n = 0
-    sat = qt.saturated(bits)
+    heavy = (heavy_x != qt.HEAVY_EMPTY).any()
     tag = np.uint64(IPV4_MAPPED)
     for p in range(len(slots)):
         if slots[p] != 0:
             ip, count = qt.decode(slots, bits, seed, p)
-            if count == sat:
-                count = heavy_n[qt.heavy_slot(heavy_x, qt.scramble(ip, seed))]
+            if heavy:
+                count += qt.carried(heavy_x, heavy_n, qt.scramble(ip, seed))
             n = _offer(counts, his, los, n, count, np.uint64(0), tag | ip)
     for p in range(len(tab_hi)):
         if not is_empty(tab_hi, tab_lo, p):
@@ -133,7 +133,7 @@ class ExactCounter:
         self.slots = np.zeros((1 << self.bits) + qt.PAD, dtype=np.uint32)
         self.seed = np.uint64(int(random_seed64()) & 0xFFFF_FFFF)
         self.compact = 0  # distinct keys in the compact table
-        self.heavy_x = np.full(HEAVY_CAPACITY, qt.HEAVY_EMPTY, dtype=np.uint64)  # its saturated counts
+        self.heavy_x = np.full(HEAVY_CAPACITY, qt.HEAVY_EMPTY, dtype=np.uint64)  # its carried counts
         self.heavy_n = np.zeros(HEAVY_CAPACITY, dtype=np.int64)
         self.heavy = 0
         self.table = ht.make_table(8)  # the wide table

@@ -10,10 +10,11 @@ A bijective scramble of the 32-bit address, ``x = scramble(ip)``, splits into a 
 Linear probing, first come first served (the heavy sources, seen early, sit at their homes),
 below load 5/8, where the longest displacement of 2^25 homes stays near 180: eight bits hold it,
 and the home of a word is its position minus its displacement, so the address is rebuilt from the
-word and where it lies (quotienting). A count that reaches ``saturated(bits)`` (all ones) stays so,
-and the address's count goes on in a small *heavy* table of (scrambled address, int64 count),
-probed first: a packed count never overflows, and the few heaviest sources, most of the packets,
-cost one probe of a table that stays in the cache. 0 is an empty slot (a stored count is >= 1).
+word and where it lies (quotienting). A count that would pass its field (``saturated(bits)``)
+keeps 1 there and carries the rest to a small *heavy* table of (scrambled address, int64 count):
+a source's count is its field plus its carry, a packed count never overflows, and a packet costs
+one probe of the compact table (a carry one more, every 2^(bits-8) packets of a source at most).
+0 is an empty slot (a stored count is at least 1).
 
 Growth doubles the homes in place (``regrow``): the array is reallocated (its pages move, they are
 not copied) and rehashed from the last position down. An entry's new home (its old home with one
@@ -32,7 +33,7 @@ D_MAX = (1 << D_BITS) - 1
 """The largest displacement a word holds; an insertion that would pass it grows the table."""
 PAD = D_MAX + 1
 """Positions after the last home: an entry lies at most ``D_MAX`` after its home, so the last
-position of the array is always empty and every probe and shift ends inside it."""
+position of the array is always empty and every probe ends inside it."""
 MIN_BITS = 12
 MAX_BITS = 31
 """Homes of the largest table (one remainder bit left)."""
@@ -78,7 +79,7 @@ def unscramble(x, seed):
 
 @inner
 def saturated(bits):
-    """The count field's all-ones value: the address counts on in the wide table."""
+    """The count field's largest value (all ones)."""
     return (1 << (bits - D_BITS)) - 1
 
 
@@ -115,7 +116,7 @@ def _insert(slots, bits, p, dist, x, count):
 @inner
 def heavy_slot(heavy_x, x):
     """Position of scrambled address ``x`` in the heavy table, or of the empty slot where it goes
-    (linear probing from its top bits; the caller keeps the load at most 1/8)."""
+    (linear probing from its top bits; the caller keeps the load at most 1/2)."""
     mask = np.uint64(len(heavy_x) - 1)
     p = (x * np.uint64(len(heavy_x))) >> _S32  # the top bits of x
     while True:
@@ -137,13 +138,13 @@ def regrow_heavy(old_x, old_n, new_x, new_n):
 @hot
 def count_ipv4(slots, bits, seed, size, keys, weights, start, other, n_other, xs, heavy_x, heavy_n, heavy_size):
     """Count ``keys[start:]`` (``weights[i]`` each, 1 when ``weights`` is empty): IPv4-mapped keys
-    in ``slots``, a saturated count in the heavy table; the indices of other keys are appended to
+    in ``slots``, what overflows a field carried to the heavy table; the indices of other keys go to
     ``other[n_other:]``. Returns (index reached, size, n_other, heavy_size, why): ``why`` is DONE,
     GROW (grow ``slots``, then resume at the index) or GROW_HEAVY (grow the heavy table, then
     resume). ``xs``: scratch for ``len(xs) - 1`` scrambled keys at a time."""
     weighted = len(weights) > 0
     limit = 5 << (bits - 3)  # grow past load 5/8 (the module's docstring)
-    heavy_limit = len(heavy_x) // 8  # sparse, so a miss costs one probe: it is tried first
+    heavy_limit = len(heavy_x) // 2
     rest = np.uint64(32 - bits)
     sat = np.uint64(saturated(bits))
     chunk = len(xs) - 1
@@ -164,13 +165,9 @@ def count_ipv4(slots, bits, seed, size, keys, weights, start, other, n_other, xs
                 continue
             x = xs[i - c]
             w = np.uint64(weights[i]) if weighted else _ONE
-            q = heavy_slot(heavy_x, x)  # the heaviest sources first: most packets end here
-            if heavy_x[q] == x:
-                heavy_n[q] += np.int64(w)
-                continue
             p, dist, hit = _find(slots, bits, x)
             count = np.uint64(slots[p]) & sat if hit else np.uint64(0)
-            if count + w < sat:
+            if count + w <= sat:
                 if hit:
                     slots[p] = np.uint64(slots[p]) + w
                     continue
@@ -178,18 +175,21 @@ def count_ipv4(slots, bits, seed, size, keys, weights, start, other, n_other, xs
                     return i, size, n_other, heavy_size, GROW
                 size += 1
                 continue
-            # the count passes the field: it goes on in the heavy table
-            if heavy_size >= heavy_limit:
+            # the field would overflow: it keeps 1, the rest is carried to the heavy table
+            q = heavy_slot(heavy_x, x)
+            if heavy_x[q] != x and heavy_size >= heavy_limit:
                 return i, size, n_other, heavy_size, GROW_HEAVY
             if hit:
-                slots[p] = np.uint64(slots[p]) | sat
+                slots[p] = np.uint64(slots[p]) - count + _ONE
             else:
-                if size >= limit or not _insert(slots, bits, p, dist, x, sat):
+                if size >= limit or not _insert(slots, bits, p, dist, x, _ONE):
                     return i, size, n_other, heavy_size, GROW
                 size += 1
-            heavy_x[q] = x
-            heavy_n[q] = np.int64(count + w)
-            heavy_size += 1
+            if heavy_x[q] != x:
+                heavy_x[q] = x
+                heavy_n[q] = 0
+                heavy_size += 1
+            heavy_n[q] += np.int64(count + w - _ONE)
     return len(keys), size, n_other, heavy_size, DONE
 
 
@@ -208,8 +208,7 @@ def regrow(slots, bits, stash_x, stash_c, pending):
     uc = np.uint64(bits - D_BITS)
     ub = np.uint64(bits)
     rest = np.uint64(32 - bits)
-    old_sat = np.uint64(saturated(bits))
-    new_sat = np.uint64(saturated(bits + 1))
+    field = np.uint64(saturated(bits))
     n = pending
     for p in range((1 << bits) + PAD - 1, -1, -1):
         s = np.uint64(slots[p])
@@ -217,9 +216,7 @@ def regrow(slots, bits, stash_x, stash_c, pending):
             continue
         slots[p] = 0
         x = ((np.uint64(p) - ((s >> uc) & _DMASK)) << rest) | (s >> ub)
-        count = s & old_sat
-        if count == old_sat:
-            count = new_sat
+        count = s & field
         if np.int64(x >> (rest - _ONE)) >= p and _place(slots, bits + 1, x, count):
             continue  # its new home lies at or after p: only moved entries are there
         if n == len(stash_x):
@@ -236,6 +233,13 @@ def regrow(slots, bits, stash_x, stash_c, pending):
     return left
 
 
+@inner
+def carried(heavy_x, heavy_n, x):
+    """What the heavy table holds of scrambled address ``x`` (0 when nothing)."""
+    q = heavy_slot(heavy_x, x)
+    return heavy_n[q] if heavy_x[q] == x else np.int64(0)
+
+
 @kernel
 def count_of(slots, bits, seed, heavy_x, heavy_n, ip):
     """The count of address ``ip`` (0 when absent)."""
@@ -243,8 +247,7 @@ def count_of(slots, bits, seed, heavy_x, heavy_n, ip):
     p, _, hit = _find(slots, bits, x)
     if not hit:
         return np.int64(0)
-    count = np.uint64(slots[p]) & np.uint64(saturated(bits))
-    return heavy_n[heavy_slot(heavy_x, x)] if count == saturated(bits) else np.int64(count)
+    return np.int64(np.uint64(slots[p]) & np.uint64(saturated(bits))) + carried(heavy_x, heavy_n, x)
 
 
 @inner
@@ -259,7 +262,7 @@ def decode(slots, bits, seed, p):
 @kernel
 def entries(slots, bits, seed, heavy_x, heavy_n):
     """(addresses, counts) of every entry."""
-    sat = saturated(bits)
+    heavy = (heavy_x != HEAVY_EMPTY).any()
     n = 0
     for p in range(len(slots)):
         if slots[p] != 0:
@@ -271,6 +274,6 @@ def entries(slots, bits, seed, heavy_x, heavy_n):
         if slots[p] != 0:
             ip, count = decode(slots, bits, seed, p)
             ips[n] = ip
-            counts[n] = count if count != sat else heavy_n[heavy_slot(heavy_x, scramble(ip, seed))]
+            counts[n] = count + carried(heavy_x, heavy_n, scramble(ip, seed)) if heavy else count
             n += 1
     return ips, counts
