@@ -83,12 +83,10 @@ class DPSWState(NamedTuple):
     writes: np.ndarray  # int64[n_sk]   items added since creation
     last: np.ndarray  # int64[n_sk]     position of the last write (-1: none)
     geom: np.ndarray  # int64[5]        L, m, K, a, S
-    hm: np.ndarray  # uint64[H*a]     mix64(kh ^ seed) per channel row, for the channel's high word hk[ch]
+    hm: np.ndarray  # uint64[H*a]     mix64(kh ^ seed) ^ seed per channel row, for the channel's high word hk[ch]
     hk: np.ndarray  # uint64[H]
-    low: np.ndarray  # uint64[H*a]    mask[ch, 1] per channel row
-    span: np.ndarray  # int64[2, 2]   the channels an IPv4 [0] / other [1] item reaches lie in [span[f, 0], span[f, 1])
     ids: np.ndarray  # int64[2m - 1]  ingest scratch: the sketch ids holding the current position
-    hs: np.ndarray  # uint64[H*a]     ingest scratch: an item's row hashes per channel
+    hs: np.ndarray  # uint64[a]       ingest scratch: an item's row hashes in one channel
 
 
 @inner
@@ -165,65 +163,95 @@ def _noise_of(st, ch, sid, out):
     add_normal_stream(st.rng, ch, sid, st.owner[sid], out, st.sigma[ch, sid])
 
 
+@inner
+def _segment_end(I, Ip, m, L, p):
+    """The last position of the run that starts at position ``p + 1``, in which every position
+    lies in the same sketches: the run ends before the next prefix end ``I[q]`` or suffix start
+    ``I'[q]`` is crossed, or at ``L``."""
+    e = L
+    for q in range(1, m):
+        if I[q] > p and I[q] < e:
+            e = I[q]
+        if Ip[q] - 1 > p and Ip[q] - 1 < e:
+            e = Ip[q] - 1
+    return e
+
+
 @hot
 def _ingest(st, keys):
     """PROCESS(e) of §3.5 for every key of the batch (FREEZE is implicit: a PCMS is never written
-    past its public end position, and reads check ``end <= t``). The arrays are unpacked once:
-    no allocation and no reference counting in the per-item loop."""
+    past its public end position, and reads check ``end <= t``). The batch is cut into runs of
+    positions that lie in the same sketches (between two checkpoints of §3.2): the sketch ids and
+    their clocks are set once per run, and each channel then takes the whole run in turn, so only
+    that channel's sketches are in the cache while it counts. No allocation and no reference
+    counting in the per-item loops."""
     L, m, K, a, S = st.geom[0], st.geom[1], st.geom[2], st.geom[3], st.geom[4]
     ids, hs, cells, off, width, shift = st.ids, st.hs, st.cells, st.off, st.width, st.shift
     I, Ip, writes, last, seen = st.I, st.Ip, st.writes, st.last, st.seen
-    family, mask, seeds, hm, hk, low, span = st.family, st.mask, st.seeds.reshape(-1), st.hm, st.hk, st.low, st.span
+    family, mask, seeds, hm, hk = st.family, st.mask, st.seeds.reshape(-1), st.hm, st.hk
+    H = family.shape[0]
     t, k, p = st.clock[0], st.clock[1], st.clock[2]
-    for i in range(keys.shape[0]):
-        t += 1
-        p += 1
-        if p > L:
-            p = 1
+    i0 = 0
+    nk = keys.shape[0]
+    while i0 < nk:
+        if p >= L:
+            p = 0
             k += 1
-            _new_substream(st, k, t)
+            _new_substream(st, k, t + 1)
+        e = _segment_end(I, Ip, m, L, p)
+        i1 = min(nk, i0 + e - p)
         slot = (k - 1) % K
         ids[0] = slot * m
         n = 1
         for q in range(1, m):  # prefixes: p <= I[q]; I decreasing
-            if p > I[q]:
+            if p + 1 > I[q]:
                 break
             ids[n] = K * m + q - 1
             n += 1
         for q in range(1, m):  # suffixes: p >= I'[q]; I' increasing
-            if p < Ip[q]:
+            if p + 1 < Ip[q]:
                 break
             ids[n] = slot * m + q
             n += 1
-        hi = keys[i, 0]
-        lo = keys[i, 1]
-        v4 = _is_v4(hi, lo)
-        fam_row = 0 if v4 else 1
+        n4 = 0
+        for i in range(i0, i1):
+            if _is_v4(keys[i, 0], keys[i, 1]):
+                n4 += 1
+        t += i1 - i0
+        p += i1 - i0
         for j in range(n):
-            writes[ids[j]] += 1
+            writes[ids[j]] += i1 - i0
             last[ids[j]] = t
-            seen[fam_row, ids[j]] = 1
-        c0, c1 = span[fam_row, 0], span[fam_row, 1]
-        for ch in range(c0, c1):  # hash_key's inner mix per row, kept for each channel's last high word
-            kh = hi & mask[ch, 0]
-            if kh != hk[ch]:
-                for r in range(a):
-                    hm[ch * a + r] = mix64(kh ^ seeds[ch * a + r])
-                hk[ch] = kh
-        for f in range(c0 * a, c1 * a):  # every row hash of the reached channels in one vectorised loop
-            hs[f] = mix64(hm[f] ^ ((lo & low[f]) * LO_MULTIPLIER) ^ seeds[f])
-        for ch in range(c0, c1):
+            if n4 > 0:
+                seen[0, ids[j]] = 1
+            if n4 < i1 - i0:
+                seen[1, ids[j]] = 1
+        for ch in range(H):
             fam = family[ch]
-            if (fam == FAMILY_V4 and not v4) or (fam == FAMILY_V6 and v4):
-                continue  # the other family's position: a no-op for this channel
-            base = ch * S
-            for j in range(n):
-                sid = ids[j]
-                o = base + off[sid]
-                wd = width[sid]
-                sh = shift[sid]
-                for r in range(a):
-                    cells[o + r * wd + np.int64(hs[ch * a + r] >> sh)] += 1.0
+            if (fam == FAMILY_V4 and n4 == 0) or (fam == FAMILY_V6 and n4 == i1 - i0):
+                continue  # no item of the channel's family in this run
+            m0, m1, base, f0 = mask[ch, 0], mask[ch, 1], ch * S, ch * a
+            for i in range(i0, i1):
+                hi = keys[i, 0]
+                lo = keys[i, 1]
+                if fam != FAMILY_ANY and (fam == FAMILY_V4) != _is_v4(hi, lo):
+                    continue  # the other family's position: a no-op for this channel
+                kh = hi & m0
+                if kh != hk[ch]:  # hash_key's inner mix per row, kept for the channel's last high word
+                    for r in range(a):
+                        hm[f0 + r] = mix64(kh ^ seeds[f0 + r]) ^ seeds[f0 + r]
+                    hk[ch] = kh
+                x = (lo & m1) * LO_MULTIPLIER
+                for r in range(a):  # hash_key(kh, lo & m1, seed) of every row
+                    hs[r] = mix64(hm[f0 + r] ^ x)
+                for j in range(n):
+                    sid = ids[j]
+                    o = base + off[sid]
+                    wd = width[sid]
+                    sh = shift[sid]
+                    for r in range(a):
+                        cells[o + r * wd + np.int64(hs[r] >> sh)] += 1.0
+        i0 = i1
     st.clock[0] = t
     st.clock[1] = k
     st.clock[2] = p
@@ -269,7 +297,7 @@ def _estimate(st, ch, ids, keys, sum_min, out):
 @kernel
 def _fill_mixes(seeds, hm):
     for f in range(seeds.size):
-        hm[f] = mix64(seeds.reshape(-1)[f])
+        hm[f] = mix64(seeds.reshape(-1)[f]) ^ seeds.reshape(-1)[f]
 
 
 def _hash_cache(seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -277,17 +305,6 @@ def _hash_cache(seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     hm = np.zeros(seeds.size, dtype=np.uint64)
     _fill_mixes(seeds, hm)
     return hm, np.zeros(seeds.shape[0], dtype=np.uint64)
-
-
-def _spans(families) -> np.ndarray:
-    """``DPSWState.span``: per item family (IPv4, other) the range of channel indices holding every
-    channel that counts it (channels in between that do not are skipped one by one)."""
-    out = np.zeros((2, 2), dtype=np.int64)
-    for row, other in enumerate((FAMILY_V6, FAMILY_V4)):
-        reach = [c for c, fam in enumerate(families) if fam != other]
-        if reach:
-            out[row] = (min(reach), max(reach) + 1)
-    return out
 
 
 # ---------------------------------------------------------------- the engine
@@ -386,8 +403,7 @@ class DPSWSketch:
             end=np.full(n_sk, np.iinfo(np.int64).max, dtype=np.int64),
             writes=np.zeros(n_sk, dtype=np.int64), last=np.full(n_sk, -1, dtype=np.int64),
             geom=np.array([g.L, g.m, g.K, a, S], dtype=np.int64), hm=hm, hk=hk,
-            low=np.repeat(masks[:, 1], a), span=_spans([c.family for c in self.channels]),
-            ids=np.zeros(2 * g.m - 1, dtype=np.int64), hs=np.zeros(H * a, dtype=np.uint64))
+            ids=np.zeros(2 * g.m - 1, dtype=np.int64), hs=np.zeros(a, dtype=np.uint64))
 
     def reset(self) -> None:
         """Forget everything: new hash seeds, new noise (a new instance, §9 P11)."""
