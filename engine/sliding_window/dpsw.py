@@ -45,7 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.privacy.bulknoise import add_normal_stream, make_rng
-from dptop.engine.core.jit import hot, inner, kernel
+from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import LO_MULTIPLIER, hash_key, mix64, random_seed64
 from dptop.engine.core.settings import check_positive_int
 from dptop.engine.sliding_window.geometry import (ESTIMATORS, PREFIX, SUFFIX, Geometry, Plan,
@@ -86,7 +86,8 @@ class DPSWState(NamedTuple):
     hm: np.ndarray  # uint64[H*a]     mix64(kh ^ seed) ^ seed per channel row, for the channel's high word hk[ch]
     hk: np.ndarray  # uint64[H]
     ids: np.ndarray  # int64[2m - 1]  ingest scratch: the sketch ids holding the current position
-    hs: np.ndarray  # uint64[a]       ingest scratch: an item's row hashes in one channel
+    rows: np.ndarray  # uint64[(2m-1)*a] ingest scratch: the first cell of each row of each sketch in ids
+    shs: np.ndarray  # uint64[2m - 1]  ingest scratch: the column shift of each sketch in ids
 
 
 @inner
@@ -186,7 +187,7 @@ def _ingest(st, keys):
     that channel's sketches are in the cache while it counts. No allocation and no reference
     counting in the per-item loops."""
     L, m, K, a, S = st.geom[0], st.geom[1], st.geom[2], st.geom[3], st.geom[4]
-    ids, hs, cells, off, width, shift = st.ids, st.hs, st.cells, st.off, st.width, st.shift
+    ids, rows, shs, cells, off, width, shift = st.ids, st.rows, st.shs, st.cells, st.off, st.width, st.shift
     I, Ip, writes, last, seen = st.I, st.Ip, st.writes, st.last, st.seen
     family, mask, seeds, hm, hk = st.family, st.mask, st.seeds.reshape(-1), st.hm, st.hk
     H = family.shape[0]
@@ -230,10 +231,15 @@ def _ingest(st, keys):
             fam = family[ch]
             if (fam == FAMILY_V4 and n4 == 0) or (fam == FAMILY_V6 and n4 == i1 - i0):
                 continue  # no item of the channel's family in this run
-            m0, m1, base, f0 = mask[ch, 0], mask[ch, 1], ch * S, ch * a
+            m0, m1, f0 = mask[ch, 0], mask[ch, 1], ch * a
+            for j in range(n):  # the first cell of every row of every sketch the run reaches
+                sid = ids[j]
+                for r in range(a):
+                    rows[j * a + r] = np.uint64(ch * S + off[sid] + r * width[sid])
+                shs[j] = shift[sid]
             for i in range(i0, i1):
-                hi = keys[i, 0]
-                lo = keys[i, 1]
+                hi = keys[ix(i), 0]
+                lo = keys[ix(i), 1]
                 if fam != FAMILY_ANY and (fam == FAMILY_V4) != _is_v4(hi, lo):
                     continue  # the other family's position: a no-op for this channel
                 kh = hi & m0
@@ -243,14 +249,9 @@ def _ingest(st, keys):
                     hk[ch] = kh
                 x = (lo & m1) * LO_MULTIPLIER
                 for r in range(a):  # hash_key(kh, lo & m1, seed) of every row
-                    hs[r] = mix64(hm[f0 + r] ^ x)
-                for j in range(n):
-                    sid = ids[j]
-                    o = base + off[sid]
-                    wd = width[sid]
-                    sh = shift[sid]
-                    for r in range(a):
-                        cells[o + r * wd + np.int64(hs[r] >> sh)] += 1.0
+                    h = mix64(hm[f0 + r] ^ x)
+                    for j in range(n):
+                        cells[ix(rows[j * a + r] + (h >> shs[j]))] += 1.0
         i0 = i1
     st.clock[0] = t
     st.clock[1] = k
@@ -403,7 +404,8 @@ class DPSWSketch:
             end=np.full(n_sk, np.iinfo(np.int64).max, dtype=np.int64),
             writes=np.zeros(n_sk, dtype=np.int64), last=np.full(n_sk, -1, dtype=np.int64),
             geom=np.array([g.L, g.m, g.K, a, S], dtype=np.int64), hm=hm, hk=hk,
-            ids=np.zeros(2 * g.m - 1, dtype=np.int64), hs=np.zeros(a, dtype=np.uint64))
+            ids=np.zeros(2 * g.m - 1, dtype=np.int64), rows=np.zeros((2 * g.m - 1) * a, dtype=np.uint64),
+            shs=np.zeros(2 * g.m - 1, dtype=np.uint64))
 
     def reset(self) -> None:
         """Forget everything: new hash seeds, new noise (a new instance, §9 P11)."""
