@@ -7,16 +7,17 @@ of §3.2. Every cell of every PCMS gets its own ``N(0, a/ρ_j)`` draw and only +
 (§0, §9 P1/P2): a PCMS is read only once its whole public range has been absorbed, and no write
 reaches it after that; a query is then post-processing, so queries are unlimited (§1.2).
 
-When the noise is drawn [design]: a PCMS created by NEW_SUBSTREAM (§3.5) starts at zero with its
-noise *pending*; the noise is added when the frozen PCMS is first read. Each PCMS instance (channel,
-sketch id, owning substream) has its own stream of a generator keyed from ``os.urandom`` at build
-(``bulknoise.add_normal_stream``), so its noise is the same whenever it is drawn, independent of
+When the noise is drawn [design]: the cells hold the exact counts only (int32: a count never
+exceeds ``L``), and a read adds the noise to a copy of each frozen PCMS it reads. Each PCMS instance
+(channel, sketch id, owning substream) has its own stream of a generator keyed from ``os.urandom``
+at build (``bulknoise.add_normal_stream``), so its noise is the same on every read, independent of
 the data and of every other instance: the frozen sketch a query reads is distributed exactly as if
 the noise had been drawn at creation, and output does not depend on when (or whether) earlier
 queries ran. Sketches that expire unread never draw noise: at w = 100 000 nearly all of them, which
-made the per-substream draws cost as much as the ingest. A new instance reuses the cells of the expired one
-and clears them only if they hold anything (``_fresh``): an instance no item of its channel's
-address family reached and nobody read is still all zero. This module implements 004 with the spec's fixes
+made the per-substream draws cost as much as the ingest; and no cell ever holds noise, so half the
+bytes of float64 cells serve, and cells of a family no item reached are never touched. A new
+instance reuses the cells of the expired one and clears them only if an item of its channel's
+address family was written since the last reset (``_fresh``). This module implements 004 with the spec's fixes
 (§8 D5-D9): variance ``a/ρ_j``, prefixes frozen at their checkpoint, the newest complete substream
 included, suffix ``l'`` (not ``l``), suffix ranges holding ``I[j]`` items.
 
@@ -63,7 +64,7 @@ NOISE_SEEDED = "seeded generator (Settings.seed): reproducible, NOT private"
 # ---------------------------------------------------------------- numba state and kernels
 
 class DPSWState(NamedTuple):
-    cells: np.ndarray  # float64[H*S]   every channel's PCMS cells, flat (channel block of S cells)
+    cells: np.ndarray  # int32[H*S]     every channel's PCMS counts, flat (channel block of S cells)
     off: np.ndarray  # int64[n_sk]      offset of sketch id inside a channel block
     width: np.ndarray  # int64[n_sk]    columns of sketch id
     shift: np.ndarray  # uint64[n_sk]   column = hash >> shift
@@ -74,7 +75,6 @@ class DPSWState(NamedTuple):
     mask: np.ndarray  # uint64[H, 2]    channel key = (hi & mask[0], lo & mask[1])
     family: np.ndarray  # int64[H]       FAMILY_ANY / FAMILY_V4 / FAMILY_V6
     rng: np.ndarray  # uint64[4]      the noise generator's key (one stream per PCMS instance)
-    pending: np.ndarray  # uint8[H, n_sk] 1: the PCMS holds counts only, its noise not yet added
     seen: np.ndarray  # uint8[2, n_sk]  items of IPv4 [0] / other [1] keys written since the id's last reset
     clock: np.ndarray  # int64[3]       t (items so far), k (current substream), p (position in it)
     owner: np.ndarray  # int64[n_sk]    substream whose PCMS the id holds (instrumentation + checks)
@@ -97,7 +97,7 @@ def _is_v4(hi, lo):
 
 @kernel
 def _new_substream(st, k, t):
-    """NEW_SUBSTREAM(k) of §3.5: fresh instances (zero, noise pending) of the slot's whole + suffix sketches and the prefix block."""
+    """NEW_SUBSTREAM(k) of §3.5: fresh instances (zero counts) of the slot's whole + suffix sketches and the prefix block."""
     L, m, K, a, S = st.geom[0], st.geom[1], st.geom[2], st.geom[3], st.geom[4]
     slot = (k - 1) % K
     for q in range(m):
@@ -129,11 +129,10 @@ def _new_substream(st, k, t):
 
 @inner
 def _fresh(st, ch, sid, a, S):
-    """A new PCMS instance in the cells of the one ``sid`` held: zero cells, its noise pending.
-    The cells are cleared only if they hold anything: noise (settled) or counts (an item of the
-    channel's family was written since the last reset, ``seen``); otherwise they are still zero
-    (at w = 100 000 with IPv4 traffic the IPv6 levels are never written: two thirds of the
-    zeroing)."""
+    """A new PCMS instance in the cells of the one ``sid`` held: zero counts. The cells are cleared
+    only if an item of the channel's family was written since the last reset (``seen``); otherwise
+    they are still zero (at w = 100 000 with IPv4 traffic the IPv6 levels are never written: two
+    thirds of the zeroing)."""
     fam = st.family[ch]
     if fam == FAMILY_V4:
         written = st.seen[0, sid]
@@ -141,20 +140,9 @@ def _fresh(st, ch, sid, a, S):
         written = st.seen[1, sid]
     else:
         written = st.seen[0, sid] | st.seen[1, sid]
-    if written or not st.pending[ch, sid]:
+    if written:
         o = ch * S + st.off[sid]
-        st.cells[o:o + a * st.width[sid]] = 0.0
-    st.pending[ch, sid] = 1
-
-
-@inner
-def _settle(st, ch, sid):
-    """Add the pending noise of PCMS ``sid`` of channel ``ch`` (its instance's own stream)."""
-    if st.pending[ch, sid]:
-        a, S = st.geom[3], st.geom[4]
-        o = ch * S + st.off[sid]
-        add_normal_stream(st.rng, ch, sid, st.owner[sid], st.cells[o:o + a * st.width[sid]], st.sigma[ch, sid])
-        st.pending[ch, sid] = 0
+        st.cells[o:o + a * st.width[sid]] = 0
 
 
 @kernel
@@ -251,7 +239,7 @@ def _ingest(st, keys):
                 for r in range(a):  # hash_key(kh, lo & m1, seed) of every row
                     h = mix64(hm[f0 + r] ^ x)
                     for j in range(n):
-                        cells[ix(rows[j * a + r] + (h >> shs[j]))] += 1.0
+                        cells[ix(rows[j * a + r] + (h >> shs[j]))] += np.int32(1)
         i0 = i1
     st.clock[0] = t
     st.clock[1] = k
@@ -261,13 +249,26 @@ def _ingest(st, keys):
 @kernel
 def _estimate(st, ch, ids, keys, sum_min, out):
     """ESTIMATE of §4.1 for every key over the PCMSs ``ids`` of channel ``ch``: the sum of per-sketch
-    row minima (``sum_min=False``) or the row minimum of per-row sums (§4.4 (ii))."""
+    row minima (``sum_min=False``) or the row minimum of per-row sums (§4.4 (ii)). The PCMSs are
+    read as a copy of their counts plus their instance's noise (``vals``, for this call only). No
+    key, no read."""
+    if keys.shape[0] == 0:
+        return
     a, S = st.geom[3], st.geom[4]
     base = ch * S
+    start = np.empty(ids.shape[0] + 1, dtype=np.int64)
+    start[0] = 0
+    for j in range(ids.shape[0]):
+        start[j + 1] = start[j] + a * st.width[ids[j]]
+    vals = np.empty(start[-1], dtype=np.float64)
+    for j in range(ids.shape[0]):
+        sid = ids[j]
+        o = base + st.off[sid]
+        for u in range(start[j + 1] - start[j]):
+            vals[start[j] + u] = st.cells[o + u]
+        add_normal_stream(st.rng, ch, sid, st.owner[sid], vals[start[j]:start[j + 1]], st.sigma[ch, sid])
     hs = np.empty(a, dtype=np.uint64)
     rows = np.empty(a, dtype=np.float64)
-    for j in range(ids.shape[0]):
-        _settle(st, ch, ids[j])
     for i in range(keys.shape[0]):
         kh = keys[i, 0] & st.mask[ch, 0]
         kl = keys[i, 1] & st.mask[ch, 1]
@@ -277,12 +278,11 @@ def _estimate(st, ch, ids, keys, sum_min, out):
         total = 0.0
         for j in range(ids.shape[0]):
             sid = ids[j]
-            o = base + st.off[sid]
             wd = st.width[sid]
             sh = st.shift[sid]
             best = np.inf
             for r in range(a):
-                v = st.cells[o + r * wd + np.int64(hs[r] >> sh)]
+                v = vals[start[j] + r * wd + np.int64(hs[r] >> sh)]
                 rows[r] += v
                 if v < best:
                     best = v
@@ -343,6 +343,8 @@ class DPSWSketch:
                 raise ValueError(f"channel rho ({c.rho!r}) must be > 0 and finite")
             if not 1 <= c.prefix <= 128:
                 raise ValueError(f"channel prefix ({c.prefix}) must be in [1, 128]")
+        if g.L >= 1 << 31:
+            raise ValueError(f"substream length L ({g.L}) must be < 2^31: a cell counts at most L items, in int32")
         self.depth = check_positive_int("depth", depth)
         self.width = check_positive_int("width", width, minimum=2)
         if self.width & (self.width - 1) or self.width > 1 << 30:
@@ -369,12 +371,12 @@ class DPSWSketch:
     @classmethod
     def nbytes(cls, geometry: Geometry, channels: int, depth: int, width: int) -> int:
         """The bytes ``_build`` allocates for ``channels`` channels of depth x width sketches,
-        from the geometry and the sizes alone: the cells, and per sketch its layout, noise scales
+        from the geometry and the sizes alone: the int32 cells, and per sketch its layout, noise scales
         and clock; the seeds and masks per channel."""
         qs = cls._indices(geometry)
         widths = sketch_widths(width, geometry.I)
-        cells = 8 * channels * depth * sum(widths[q] for q in qs)
-        per_sketch = len(qs) * (8 * 8 + 9 * channels)
+        cells = 4 * channels * depth * sum(widths[q] for q in qs)
+        per_sketch = len(qs) * (8 * 8 + 8 * channels + 2)
         return cells + per_sketch + 8 * channels * (depth + 3) + 8 * (len(geometry.I) + len(geometry.Ip)) + 64
 
     def _build(self) -> None:
@@ -393,11 +395,11 @@ class DPSWSketch:
         hm, hk = _hash_cache(seeds)
         n_sk = len(qs)
         self.state = DPSWState(
-            cells=np.zeros(H * S, dtype=np.float64), off=off, width=width,
+            cells=np.zeros(H * S, dtype=np.int32), off=off, width=width,
             shift=np.array([64 - (int(v).bit_length() - 1) for v in width], dtype=np.uint64),
             sigma=sigma, I=np.array(g.I, dtype=np.int64), Ip=np.array(g.Ip, dtype=np.int64),
             seeds=seeds, mask=masks, family=np.array([c.family for c in self.channels], dtype=np.int64),
-            rng=make_rng(self.seed), pending=np.ones((H, n_sk), dtype=np.uint8),
+            rng=make_rng(self.seed),
             seen=np.zeros((2, n_sk), dtype=np.uint8),
             clock=np.array([0, 0, g.L], dtype=np.int64),
             owner=np.full(n_sk, -1, dtype=np.int64), start=np.zeros(n_sk, dtype=np.int64),
@@ -426,7 +428,7 @@ class DPSWSketch:
             _ingest(self.state, np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1, 2))
 
     def noise(self, channel: int, sid: int) -> np.ndarray:
-        """The noise of PCMS ``sid`` of ``channel`` as now owned (drawn or pending): for tests."""
+        """The noise a read adds to PCMS ``sid`` of ``channel`` as now owned: for tests."""
         out = np.empty(self.depth * int(self.state.width[sid]), dtype=np.float64)
         _noise_of(self.state, channel, sid, out)
         return out
