@@ -425,6 +425,8 @@ def test_validation_messages():
         DPSWSketch(g, [Channel(1.0)], width=100)
     with pytest.raises(ValueError, match="channel rho"):
         DPSWSketch(g, [Channel(0.0)])
+    with pytest.raises(ValueError, match=r"substream length L \(2147483648\) must be < 2\^31"):
+        DPSWSketch(Geometry.make(1 << 32, 1 << 31, "1/2"), [Channel(1.0)])  # int32 cells: a count must fit
     with pytest.raises(ValueError, match="estimator"):
         DPSWSketch(g, [Channel(1.0)]).estimate(keys_of([1]), estimator="median")
 
