@@ -284,7 +284,7 @@ def test_noise_variance_matches_a_over_rho_j():
     other = DPSWSketch(g, [Channel(0.3)], depth=4, width=1 << 18)
     other.update(keys_of([0]))
     assert not np.array_equal(other.noise(0, 1)[:1000], sk.noise(0, 1)[:1000])
-    assert st.pending[0, 1] == 1 and not st.cells[st.off[1]:st.off[1] + 1000].any()  # drawn when first read
+    assert not st.cells[st.off[1]:st.off[1] + 1000].any()  # the cells hold counts only: noise is added by reads
 
 
 def test_expiry_reuses_slots_with_fresh_noise_and_constant_memory():
@@ -296,10 +296,10 @@ def test_expiry_reuses_slots_with_fresh_noise_and_constant_memory():
     o, n = st.off[sid], 2 * st.width[sid]
     sk.update(keys_of([1]))
     first = sk.noise(0, sid)  # substream 1, fresh
-    st.cells[o:o + n] = 7.0  # stale content the reuse must clear
+    st.cells[o:o + n] = 7  # stale content the reuse must clear
     sk.update(keys_of([1] * (g.K * g.L)))  # slot 0 reused by substream K + 1 at its first item
     assert st.owner[sid] == g.K + 1 and st.writes[sid] == 0
-    assert not st.cells[o:o + n].any() and st.pending[0, sid] == 1
+    assert not st.cells[o:o + n].any()
     assert not np.array_equal(first, sk.noise(0, sid))
     sk.update(keys_of(np.arange(10 * g.w) % 13))
     assert sk.state.cells.nbytes == nbytes
@@ -326,11 +326,12 @@ def _range_counts(sk: DPSWSketch, history: np.ndarray, ch: int, sid: int) -> np.
 
 def test_reused_sketches_hold_only_their_own_range_and_noise():
     """NEW_SUBSTREAM reuses the cells of an expired PCMS and clears them only when they hold
-    something: counts (an item of the channel's family was written) or noise (the sketch was read).
-    Substreams alternate IPv4-only, IPv6-only, mixed and empty stretches per family, and sketches
-    are read at random times; after every batch each PCMS of every channel must hold exactly the
-    counts of its own range plus, once read, its own noise. A count or a noise value left over from
-    the expired instance (a reuse not cleared, or cleared on the wrong flag) fails it."""
+    counts (an item of the channel's family was written since the last reset). Substreams
+    alternate IPv4-only, IPv6-only, mixed and empty stretches per family, and sketches are read at
+    random times; after every batch each PCMS of every channel must hold exactly the counts of its
+    own range (reads add the noise to a copy, never to the cells). A count left over from the
+    expired instance (a reuse not cleared, or cleared on the wrong flag) or noise written back by a
+    read fails it."""
     g = Geometry.make(48, 12, "1/2")
     chans = [Channel(0.5, FAMILY_V4, 104), Channel(0.5, FAMILY_V4, 128), Channel(0.5, FAMILY_V6, 64),
              Channel(0.5, FAMILY_ANY, 128)]
@@ -359,14 +360,14 @@ def test_reused_sketches_hold_only_their_own_range_and_noise():
                     if st.owner[sid] < 1:
                         continue
                     o, n = ch * st.geom[4] + st.off[sid], sk.depth * st.width[sid]
-                    held = st.cells[o:o + n] - (0.0 if st.pending[ch, sid] else sk.noise(ch, sid))
-                    assert np.allclose(held, _range_counts(sk, history, ch, sid), atol=1e-6), (sub, ch, sid)
+                    assert np.array_equal(st.cells[o:o + n], _range_counts(sk, history, ch, sid)), (sub, ch, sid)
     assert reads > 5
 
 
 def test_a_read_sees_counts_plus_the_instance_noise_the_same_on_every_read():
-    """Noise is added when a frozen sketch is first read: the cells then hold the exact counts plus
-    that instance's noise, a second read sees the same values, and later items leave them alone."""
+    """A read sees the exact counts of each frozen sketch plus that instance's noise: every estimate
+    equals the sum of per-sketch row minima of cells + ``noise()`` (a plain Python reference), the
+    cells keep the counts only, a second read sees the same values, and later items leave them alone."""
     g = Geometry.make(100, 10, "1/2")
     sk = DPSWSketch(g, [Channel(0.1)], depth=2, width=64, seed=5)
     stream = np.arange(3 * g.L) % 7
@@ -374,16 +375,21 @@ def test_a_read_sees_counts_plus_the_instance_noise_the_same_on_every_read():
     plan = sk.plan()
     ids = sk.plan_ids(plan)
     st = sk.state
-    assert all(st.pending[0, sid] for sid in ids)
-    before = sk.estimate(keys_of(range(7)), plan=plan)
+    cells_before = st.cells.copy()
+    keys = keys_of(range(7))
+    before = sk.estimate(keys, plan=plan)
+    assert np.array_equal(st.cells, cells_before)  # nothing written back
+    want = np.zeros(len(keys))
     for sid in ids:
-        o, n = st.off[sid], 2 * st.width[sid]
-        counts = st.cells[o:o + n] - sk.noise(0, sid)
-        assert st.pending[0, sid] == 0
-        assert np.allclose(counts, np.round(counts), atol=1e-6) and counts.min() > -1e-6  # +1s only
-        assert round(counts.sum()) == 2 * st.writes[sid]  # every item once per row
+        o, wd, sh = st.off[sid], int(st.width[sid]), int(st.shift[sid])
+        counts = st.cells[o:o + 2 * wd]
+        assert counts.min() >= 0 and counts.sum() == 2 * st.writes[sid]  # +1s only, every item once per row
+        vals = counts + sk.noise(0, sid)
+        for i, (hi, lo) in enumerate(keys):
+            want[i] += min(vals[r * wd + int(hash_key(hi, lo, st.seeds[0, r]) >> np.uint64(sh))] for r in range(2))
+    assert np.array_equal(before, want)
     sk.update(keys_of(stream[: g.L // 2]))
-    assert np.array_equal(sk.estimate(keys_of(range(7)), plan=plan), before)
+    assert np.array_equal(sk.estimate(keys, plan=plan), before)
 
 
 def test_seeded_output_does_not_depend_on_when_queries_ran():
@@ -419,6 +425,8 @@ def test_validation_messages():
         DPSWSketch(g, [Channel(1.0)], width=100)
     with pytest.raises(ValueError, match="channel rho"):
         DPSWSketch(g, [Channel(0.0)])
+    with pytest.raises(ValueError, match=r"substream length L \(2147483648\) must be < 2\^31"):
+        DPSWSketch(Geometry.make(1 << 32, 1 << 31, "1/2"), [Channel(1.0)])  # int32 cells: a count must fit
     with pytest.raises(ValueError, match="estimator"):
         DPSWSketch(g, [Channel(1.0)]).estimate(keys_of([1]), estimator="median")
 

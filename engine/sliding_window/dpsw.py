@@ -7,16 +7,17 @@ of §3.2. Every cell of every PCMS gets its own ``N(0, a/ρ_j)`` draw and only +
 (§0, §9 P1/P2): a PCMS is read only once its whole public range has been absorbed, and no write
 reaches it after that; a query is then post-processing, so queries are unlimited (§1.2).
 
-When the noise is drawn [design]: a PCMS created by NEW_SUBSTREAM (§3.5) starts at zero with its
-noise *pending*; the noise is added when the frozen PCMS is first read. Each PCMS instance (channel,
-sketch id, owning substream) has its own stream of a generator keyed from ``os.urandom`` at build
-(``bulknoise.add_normal_stream``), so its noise is the same whenever it is drawn, independent of
+When the noise is drawn [design]: the cells hold the exact counts only (int32: a count never
+exceeds ``L``), and a read adds the noise to a copy of each frozen PCMS it reads. Each PCMS instance
+(channel, sketch id, owning substream) has its own stream of a generator keyed from ``os.urandom``
+at build (``bulknoise.add_normal_stream``), so its noise is the same on every read, independent of
 the data and of every other instance: the frozen sketch a query reads is distributed exactly as if
 the noise had been drawn at creation, and output does not depend on when (or whether) earlier
 queries ran. Sketches that expire unread never draw noise: at w = 100 000 nearly all of them, which
-made the per-substream draws cost as much as the ingest. A new instance reuses the cells of the expired one
-and clears them only if they hold anything (``_fresh``): an instance no item of its channel's
-address family reached and nobody read is still all zero. This module implements 004 with the spec's fixes
+made the per-substream draws cost as much as the ingest; and no cell ever holds noise, so half the
+bytes of float64 cells serve, and cells of a family no item reached are never touched. A new
+instance reuses the cells of the expired one and clears them only if an item of its channel's
+address family was written since the last reset (``_fresh``). This module implements 004 with the spec's fixes
 (§8 D5-D9): variance ``a/ρ_j``, prefixes frozen at their checkpoint, the newest complete substream
 included, suffix ``l'`` (not ``l``), suffix ranges holding ``I[j]`` items.
 
@@ -45,7 +46,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dptop.engine.privacy.bulknoise import add_normal_stream, make_rng
-from dptop.engine.core.jit import hot, inner, kernel
+from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import LO_MULTIPLIER, hash_key, mix64, random_seed64
 from dptop.engine.core.settings import check_positive_int
 from dptop.engine.sliding_window.geometry import (ESTIMATORS, PREFIX, SUFFIX, Geometry, Plan,
@@ -63,7 +64,7 @@ NOISE_SEEDED = "seeded generator (Settings.seed): reproducible, NOT private"
 # ---------------------------------------------------------------- numba state and kernels
 
 class DPSWState(NamedTuple):
-    cells: np.ndarray  # float64[H*S]   every channel's PCMS cells, flat (channel block of S cells)
+    cells: np.ndarray  # int32[H*S]     every channel's PCMS counts, flat (channel block of S cells)
     off: np.ndarray  # int64[n_sk]      offset of sketch id inside a channel block
     width: np.ndarray  # int64[n_sk]    columns of sketch id
     shift: np.ndarray  # uint64[n_sk]   column = hash >> shift
@@ -74,7 +75,6 @@ class DPSWState(NamedTuple):
     mask: np.ndarray  # uint64[H, 2]    channel key = (hi & mask[0], lo & mask[1])
     family: np.ndarray  # int64[H]       FAMILY_ANY / FAMILY_V4 / FAMILY_V6
     rng: np.ndarray  # uint64[4]      the noise generator's key (one stream per PCMS instance)
-    pending: np.ndarray  # uint8[H, n_sk] 1: the PCMS holds counts only, its noise not yet added
     seen: np.ndarray  # uint8[2, n_sk]  items of IPv4 [0] / other [1] keys written since the id's last reset
     clock: np.ndarray  # int64[3]       t (items so far), k (current substream), p (position in it)
     owner: np.ndarray  # int64[n_sk]    substream whose PCMS the id holds (instrumentation + checks)
@@ -83,12 +83,11 @@ class DPSWState(NamedTuple):
     writes: np.ndarray  # int64[n_sk]   items added since creation
     last: np.ndarray  # int64[n_sk]     position of the last write (-1: none)
     geom: np.ndarray  # int64[5]        L, m, K, a, S
-    hm: np.ndarray  # uint64[H*a]     mix64(kh ^ seed) per channel row, for the channel's high word hk[ch]
+    hm: np.ndarray  # uint64[H*a]     mix64(kh ^ seed) ^ seed per channel row, for the channel's high word hk[ch]
     hk: np.ndarray  # uint64[H]
-    low: np.ndarray  # uint64[H*a]    mask[ch, 1] per channel row
-    span: np.ndarray  # int64[2, 2]   the channels an IPv4 [0] / other [1] item reaches lie in [span[f, 0], span[f, 1])
     ids: np.ndarray  # int64[2m - 1]  ingest scratch: the sketch ids holding the current position
-    hs: np.ndarray  # uint64[H*a]     ingest scratch: an item's row hashes per channel
+    rows: np.ndarray  # uint64[(2m-1)*a] ingest scratch: the first cell of each row of each sketch in ids
+    shs: np.ndarray  # uint64[2m - 1]  ingest scratch: the column shift of each sketch in ids
 
 
 @inner
@@ -98,7 +97,7 @@ def _is_v4(hi, lo):
 
 @kernel
 def _new_substream(st, k, t):
-    """NEW_SUBSTREAM(k) of §3.5: fresh instances (zero, noise pending) of the slot's whole + suffix sketches and the prefix block."""
+    """NEW_SUBSTREAM(k) of §3.5: fresh instances (zero counts) of the slot's whole + suffix sketches and the prefix block."""
     L, m, K, a, S = st.geom[0], st.geom[1], st.geom[2], st.geom[3], st.geom[4]
     slot = (k - 1) % K
     for q in range(m):
@@ -130,11 +129,10 @@ def _new_substream(st, k, t):
 
 @inner
 def _fresh(st, ch, sid, a, S):
-    """A new PCMS instance in the cells of the one ``sid`` held: zero cells, its noise pending.
-    The cells are cleared only if they hold anything: noise (settled) or counts (an item of the
-    channel's family was written since the last reset, ``seen``); otherwise they are still zero
-    (at w = 100 000 with IPv4 traffic the IPv6 levels are never written: two thirds of the
-    zeroing)."""
+    """A new PCMS instance in the cells of the one ``sid`` held: zero counts. The cells are cleared
+    only if an item of the channel's family was written since the last reset (``seen``); otherwise
+    they are still zero (at w = 100 000 with IPv4 traffic the IPv6 levels are never written: two
+    thirds of the zeroing)."""
     fam = st.family[ch]
     if fam == FAMILY_V4:
         written = st.seen[0, sid]
@@ -142,20 +140,9 @@ def _fresh(st, ch, sid, a, S):
         written = st.seen[1, sid]
     else:
         written = st.seen[0, sid] | st.seen[1, sid]
-    if written or not st.pending[ch, sid]:
+    if written:
         o = ch * S + st.off[sid]
-        st.cells[o:o + a * st.width[sid]] = 0.0
-    st.pending[ch, sid] = 1
-
-
-@inner
-def _settle(st, ch, sid):
-    """Add the pending noise of PCMS ``sid`` of channel ``ch`` (its instance's own stream)."""
-    if st.pending[ch, sid]:
-        a, S = st.geom[3], st.geom[4]
-        o = ch * S + st.off[sid]
-        add_normal_stream(st.rng, ch, sid, st.owner[sid], st.cells[o:o + a * st.width[sid]], st.sigma[ch, sid])
-        st.pending[ch, sid] = 0
+        st.cells[o:o + a * st.width[sid]] = 0
 
 
 @kernel
@@ -165,65 +152,95 @@ def _noise_of(st, ch, sid, out):
     add_normal_stream(st.rng, ch, sid, st.owner[sid], out, st.sigma[ch, sid])
 
 
+@inner
+def _segment_end(I, Ip, m, L, p):
+    """The last position of the run that starts at position ``p + 1``, in which every position
+    lies in the same sketches: the run ends before the next prefix end ``I[q]`` or suffix start
+    ``I'[q]`` is crossed, or at ``L``."""
+    e = L
+    for q in range(1, m):
+        if I[q] > p and I[q] < e:
+            e = I[q]
+        if Ip[q] - 1 > p and Ip[q] - 1 < e:
+            e = Ip[q] - 1
+    return e
+
+
 @hot
 def _ingest(st, keys):
     """PROCESS(e) of §3.5 for every key of the batch (FREEZE is implicit: a PCMS is never written
-    past its public end position, and reads check ``end <= t``). The arrays are unpacked once:
-    no allocation and no reference counting in the per-item loop."""
+    past its public end position, and reads check ``end <= t``). The batch is cut into runs of
+    positions that lie in the same sketches (between two checkpoints of §3.2): the sketch ids and
+    their clocks are set once per run, and each channel then takes the whole run in turn, so only
+    that channel's sketches are in the cache while it counts. No allocation and no reference
+    counting in the per-item loops."""
     L, m, K, a, S = st.geom[0], st.geom[1], st.geom[2], st.geom[3], st.geom[4]
-    ids, hs, cells, off, width, shift = st.ids, st.hs, st.cells, st.off, st.width, st.shift
+    ids, rows, shs, cells, off, width, shift = st.ids, st.rows, st.shs, st.cells, st.off, st.width, st.shift
     I, Ip, writes, last, seen = st.I, st.Ip, st.writes, st.last, st.seen
-    family, mask, seeds, hm, hk, low, span = st.family, st.mask, st.seeds.reshape(-1), st.hm, st.hk, st.low, st.span
+    family, mask, seeds, hm, hk = st.family, st.mask, st.seeds.reshape(-1), st.hm, st.hk
+    H = family.shape[0]
     t, k, p = st.clock[0], st.clock[1], st.clock[2]
-    for i in range(keys.shape[0]):
-        t += 1
-        p += 1
-        if p > L:
-            p = 1
+    i0 = 0
+    nk = keys.shape[0]
+    while i0 < nk:
+        if p >= L:
+            p = 0
             k += 1
-            _new_substream(st, k, t)
+            _new_substream(st, k, t + 1)
+        e = _segment_end(I, Ip, m, L, p)
+        i1 = min(nk, i0 + e - p)
         slot = (k - 1) % K
         ids[0] = slot * m
         n = 1
         for q in range(1, m):  # prefixes: p <= I[q]; I decreasing
-            if p > I[q]:
+            if p + 1 > I[q]:
                 break
             ids[n] = K * m + q - 1
             n += 1
         for q in range(1, m):  # suffixes: p >= I'[q]; I' increasing
-            if p < Ip[q]:
+            if p + 1 < Ip[q]:
                 break
             ids[n] = slot * m + q
             n += 1
-        hi = keys[i, 0]
-        lo = keys[i, 1]
-        v4 = _is_v4(hi, lo)
-        fam_row = 0 if v4 else 1
+        n4 = 0
+        for i in range(i0, i1):
+            if _is_v4(keys[i, 0], keys[i, 1]):
+                n4 += 1
+        t += i1 - i0
+        p += i1 - i0
         for j in range(n):
-            writes[ids[j]] += 1
+            writes[ids[j]] += i1 - i0
             last[ids[j]] = t
-            seen[fam_row, ids[j]] = 1
-        c0, c1 = span[fam_row, 0], span[fam_row, 1]
-        for ch in range(c0, c1):  # hash_key's inner mix per row, kept for each channel's last high word
-            kh = hi & mask[ch, 0]
-            if kh != hk[ch]:
-                for r in range(a):
-                    hm[ch * a + r] = mix64(kh ^ seeds[ch * a + r])
-                hk[ch] = kh
-        for f in range(c0 * a, c1 * a):  # every row hash of the reached channels in one vectorised loop
-            hs[f] = mix64(hm[f] ^ ((lo & low[f]) * LO_MULTIPLIER) ^ seeds[f])
-        for ch in range(c0, c1):
+            if n4 > 0:
+                seen[0, ids[j]] = 1
+            if n4 < i1 - i0:
+                seen[1, ids[j]] = 1
+        for ch in range(H):
             fam = family[ch]
-            if (fam == FAMILY_V4 and not v4) or (fam == FAMILY_V6 and v4):
-                continue  # the other family's position: a no-op for this channel
-            base = ch * S
-            for j in range(n):
+            if (fam == FAMILY_V4 and n4 == 0) or (fam == FAMILY_V6 and n4 == i1 - i0):
+                continue  # no item of the channel's family in this run
+            m0, m1, f0 = mask[ch, 0], mask[ch, 1], ch * a
+            for j in range(n):  # the first cell of every row of every sketch the run reaches
                 sid = ids[j]
-                o = base + off[sid]
-                wd = width[sid]
-                sh = shift[sid]
                 for r in range(a):
-                    cells[o + r * wd + np.int64(hs[ch * a + r] >> sh)] += 1.0
+                    rows[j * a + r] = np.uint64(ch * S + off[sid] + r * width[sid])
+                shs[j] = shift[sid]
+            for i in range(i0, i1):
+                hi = keys[ix(i), 0]
+                lo = keys[ix(i), 1]
+                if fam != FAMILY_ANY and (fam == FAMILY_V4) != _is_v4(hi, lo):
+                    continue  # the other family's position: a no-op for this channel
+                kh = hi & m0
+                if kh != hk[ch]:  # hash_key's inner mix per row, kept for the channel's last high word
+                    for r in range(a):
+                        hm[f0 + r] = mix64(kh ^ seeds[f0 + r]) ^ seeds[f0 + r]
+                    hk[ch] = kh
+                x = (lo & m1) * LO_MULTIPLIER
+                for r in range(a):  # hash_key(kh, lo & m1, seed) of every row
+                    h = mix64(hm[f0 + r] ^ x)
+                    for j in range(n):
+                        cells[ix(rows[j * a + r] + (h >> shs[j]))] += np.int32(1)
+        i0 = i1
     st.clock[0] = t
     st.clock[1] = k
     st.clock[2] = p
@@ -232,13 +249,26 @@ def _ingest(st, keys):
 @kernel
 def _estimate(st, ch, ids, keys, sum_min, out):
     """ESTIMATE of §4.1 for every key over the PCMSs ``ids`` of channel ``ch``: the sum of per-sketch
-    row minima (``sum_min=False``) or the row minimum of per-row sums (§4.4 (ii))."""
+    row minima (``sum_min=False``) or the row minimum of per-row sums (§4.4 (ii)). The PCMSs are
+    read as a copy of their counts plus their instance's noise (``vals``, for this call only). No
+    key, no read."""
+    if keys.shape[0] == 0:
+        return
     a, S = st.geom[3], st.geom[4]
     base = ch * S
+    start = np.empty(ids.shape[0] + 1, dtype=np.int64)
+    start[0] = 0
+    for j in range(ids.shape[0]):
+        start[j + 1] = start[j] + a * st.width[ids[j]]
+    vals = np.empty(start[-1], dtype=np.float64)
+    for j in range(ids.shape[0]):
+        sid = ids[j]
+        o = base + st.off[sid]
+        for u in range(start[j + 1] - start[j]):
+            vals[start[j] + u] = st.cells[o + u]
+        add_normal_stream(st.rng, ch, sid, st.owner[sid], vals[start[j]:start[j + 1]], st.sigma[ch, sid])
     hs = np.empty(a, dtype=np.uint64)
     rows = np.empty(a, dtype=np.float64)
-    for j in range(ids.shape[0]):
-        _settle(st, ch, ids[j])
     for i in range(keys.shape[0]):
         kh = keys[i, 0] & st.mask[ch, 0]
         kl = keys[i, 1] & st.mask[ch, 1]
@@ -248,12 +278,11 @@ def _estimate(st, ch, ids, keys, sum_min, out):
         total = 0.0
         for j in range(ids.shape[0]):
             sid = ids[j]
-            o = base + st.off[sid]
             wd = st.width[sid]
             sh = st.shift[sid]
             best = np.inf
             for r in range(a):
-                v = st.cells[o + r * wd + np.int64(hs[r] >> sh)]
+                v = vals[start[j] + r * wd + np.int64(hs[r] >> sh)]
                 rows[r] += v
                 if v < best:
                     best = v
@@ -269,7 +298,7 @@ def _estimate(st, ch, ids, keys, sum_min, out):
 @kernel
 def _fill_mixes(seeds, hm):
     for f in range(seeds.size):
-        hm[f] = mix64(seeds.reshape(-1)[f])
+        hm[f] = mix64(seeds.reshape(-1)[f]) ^ seeds.reshape(-1)[f]
 
 
 def _hash_cache(seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -277,17 +306,6 @@ def _hash_cache(seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     hm = np.zeros(seeds.size, dtype=np.uint64)
     _fill_mixes(seeds, hm)
     return hm, np.zeros(seeds.shape[0], dtype=np.uint64)
-
-
-def _spans(families) -> np.ndarray:
-    """``DPSWState.span``: per item family (IPv4, other) the range of channel indices holding every
-    channel that counts it (channels in between that do not are skipped one by one)."""
-    out = np.zeros((2, 2), dtype=np.int64)
-    for row, other in enumerate((FAMILY_V6, FAMILY_V4)):
-        reach = [c for c, fam in enumerate(families) if fam != other]
-        if reach:
-            out[row] = (min(reach), max(reach) + 1)
-    return out
 
 
 # ---------------------------------------------------------------- the engine
@@ -325,6 +343,8 @@ class DPSWSketch:
                 raise ValueError(f"channel rho ({c.rho!r}) must be > 0 and finite")
             if not 1 <= c.prefix <= 128:
                 raise ValueError(f"channel prefix ({c.prefix}) must be in [1, 128]")
+        if g.L >= 1 << 31:
+            raise ValueError(f"substream length L ({g.L}) must be < 2^31: a cell counts at most L items, in int32")
         self.depth = check_positive_int("depth", depth)
         self.width = check_positive_int("width", width, minimum=2)
         if self.width & (self.width - 1) or self.width > 1 << 30:
@@ -351,12 +371,12 @@ class DPSWSketch:
     @classmethod
     def nbytes(cls, geometry: Geometry, channels: int, depth: int, width: int) -> int:
         """The bytes ``_build`` allocates for ``channels`` channels of depth x width sketches,
-        from the geometry and the sizes alone: the cells, and per sketch its layout, noise scales
+        from the geometry and the sizes alone: the int32 cells, and per sketch its layout, noise scales
         and clock; the seeds and masks per channel."""
         qs = cls._indices(geometry)
         widths = sketch_widths(width, geometry.I)
-        cells = 8 * channels * depth * sum(widths[q] for q in qs)
-        per_sketch = len(qs) * (8 * 8 + 9 * channels)
+        cells = 4 * channels * depth * sum(widths[q] for q in qs)
+        per_sketch = len(qs) * (8 * 8 + 8 * channels + 2)
         return cells + per_sketch + 8 * channels * (depth + 3) + 8 * (len(geometry.I) + len(geometry.Ip)) + 64
 
     def _build(self) -> None:
@@ -375,19 +395,19 @@ class DPSWSketch:
         hm, hk = _hash_cache(seeds)
         n_sk = len(qs)
         self.state = DPSWState(
-            cells=np.zeros(H * S, dtype=np.float64), off=off, width=width,
+            cells=np.zeros(H * S, dtype=np.int32), off=off, width=width,
             shift=np.array([64 - (int(v).bit_length() - 1) for v in width], dtype=np.uint64),
             sigma=sigma, I=np.array(g.I, dtype=np.int64), Ip=np.array(g.Ip, dtype=np.int64),
             seeds=seeds, mask=masks, family=np.array([c.family for c in self.channels], dtype=np.int64),
-            rng=make_rng(self.seed), pending=np.ones((H, n_sk), dtype=np.uint8),
+            rng=make_rng(self.seed),
             seen=np.zeros((2, n_sk), dtype=np.uint8),
             clock=np.array([0, 0, g.L], dtype=np.int64),
             owner=np.full(n_sk, -1, dtype=np.int64), start=np.zeros(n_sk, dtype=np.int64),
             end=np.full(n_sk, np.iinfo(np.int64).max, dtype=np.int64),
             writes=np.zeros(n_sk, dtype=np.int64), last=np.full(n_sk, -1, dtype=np.int64),
             geom=np.array([g.L, g.m, g.K, a, S], dtype=np.int64), hm=hm, hk=hk,
-            low=np.repeat(masks[:, 1], a), span=_spans([c.family for c in self.channels]),
-            ids=np.zeros(2 * g.m - 1, dtype=np.int64), hs=np.zeros(H * a, dtype=np.uint64))
+            ids=np.zeros(2 * g.m - 1, dtype=np.int64), rows=np.zeros((2 * g.m - 1) * a, dtype=np.uint64),
+            shs=np.zeros(2 * g.m - 1, dtype=np.uint64))
 
     def reset(self) -> None:
         """Forget everything: new hash seeds, new noise (a new instance, §9 P11)."""
@@ -408,7 +428,7 @@ class DPSWSketch:
             _ingest(self.state, np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1, 2))
 
     def noise(self, channel: int, sid: int) -> np.ndarray:
-        """The noise of PCMS ``sid`` of ``channel`` as now owned (drawn or pending): for tests."""
+        """The noise a read adds to PCMS ``sid`` of ``channel`` as now owned: for tests."""
         out = np.empty(self.depth * int(self.state.width[sid]), dtype=np.float64)
         _noise_of(self.state, channel, sid, out)
         return out
