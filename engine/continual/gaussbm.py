@@ -90,7 +90,9 @@ class BMState(NamedTuple):
     over the occupied levels b' ≥ b of the noisy node values (``sx[H]`` = 0; a free level's row
     is stale and never read). A new node on level L only needs ``sx[L] = (exact + own draw) +
     sx[A]`` with A the next occupied level above L (or H), so a push writes one suffix row, and
-    every value is a fresh sum of node values (no subtraction, no drift).
+    every value is a fresh sum of node values (no subtraction, no drift). ``sx[0]`` is only ever
+    an ``above`` of a level below 0, i.e. never read: the lazy pushes to level 0 (half of them)
+    leave it stale and write the release alone, so its memory is never touched.
     """
 
     ex: np.ndarray  # int64 or int32[H, w, d] exact node sums (0 on free levels)
@@ -143,14 +145,12 @@ def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo, clear):
     sums = sx[level, j]
     out = pre[j]
     src = inc[j]
-    if level == 0 and clear:  # the lazy sketch's common case: one loop, P cleared in it
-        for i in range(d):
+    if level == 0 and clear:  # the lazy sketch's common case: one loop, P cleared in it; sx[0] is
+        for i in range(d):     # never read (no level lies below 0), so only the release is written
             e = src[i]
             src[i] = 0
             node[i] = e
-            v = (e + sigma * z[zo + i]) + above[i]
-            sums[i] = v
-            out[i] = v
+            out[i] = (e + sigma * z[zo + i]) + above[i]
         upd[j] = u + 1
         return
     if level == 1:  # a quarter of the pushes: merge the one level below in the same loop

@@ -29,9 +29,10 @@ from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, check
 from dptop.engine.core.hashtable import found, homes, probe_at, store
 from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
 from dptop.engine.core.topk import select
-from dptop.engine.core.jit import hot, inner, kernel
+from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import EMPTY_WORD, KEY_DTYPE
-from dptop.engine.continual.lazysketch import LazySketch, SketchState, cms_estimate, lazy_update, row_buckets
+from dptop.engine.continual.lazysketch import (LazySketch, SketchState, cms_estimate, lazy_update, push_next,
+                                               row_buckets)
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
 from dptop.engine.core.settings import check_positive_int
@@ -293,7 +294,10 @@ def _prune(st, k_tilde):
 @hot
 def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
     """LAZYHH_UPDATE for every key (spec §6.5); returns the index of the last output step or -1.
-    The per-arrival loop works on unpacked arrays (see ``gaussbm.push_column``)."""
+    The per-arrival loop works on unpacked arrays (see ``gaussbm.push_column``). A key already in
+    C adds to P through the cells stored when it entered (the same cells ``row_buckets`` gives):
+    most arrivals are candidates' and skip the d hashes. The candidate lookup comes first; C is
+    never read by the sketch update, so the order does not matter."""
     p, seeds, sk_meta, bk, sg, hm = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.bk, st.sk.sg, st.sk.hm
     ex, sx, pre, upd, z = st.sk.bm
     tab_hi, tab_lo, tab_val, hashing = st.tab
@@ -306,6 +310,7 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
     last = -1
     until = k_tilde - t % k_tilde
     home = st.chunk
+    flat_p = p.reshape(-1)
     for n in range(len(keys)):
         if n % CHUNK == 0:
             if sigma > 0.0:
@@ -313,13 +318,18 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
             homes(keys, n, min(n + CHUNK, len(keys)), hashing, home)
         hi = keys[n, 0]
         lo = keys[n, 1]
-        row_buckets(seeds, hm, hi, lo, w, bk)
-        pos = lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, (n % CHUNK) * d)
         t += 1
         until -= 1
         h = home[n % CHUNK]
         q = probe_at(tab_hi, tab_lo, h, hi, lo)
-        if not found(tab_hi, tab_lo, q, hi, lo):
+        if found(tab_hi, tab_lo, q, hi, lo):  # a candidate (most arrivals): its cells are known, no hashing
+            own = cells[cand_slot[tab_val[ix(q)]]]
+            for i in range(d):
+                flat_p[own[i]] += 1
+            pos = push_next(p, ex, sx, pre, upd, pos, sigma, z, (n % CHUNK) * d)
+        else:
+            row_buckets(seeds, hm, hi, lo, w, bk)
+            pos = lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, (n % CHUNK) * d)
             cand_hi[n_cand] = hi
             cand_lo[n_cand] = lo
             cand_home[n_cand] = h

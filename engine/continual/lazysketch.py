@@ -55,7 +55,9 @@ class SketchState(NamedTuple):
 
 @inner
 def _bucket(h, width):
-    return np.int64(((h >> _U32) * np.uint64(width)) >> _U32)
+    """Multiply-shift of the top 32 hash bits onto [0, width); width < 2^32 (the memory cap), and
+    saying so lets the compiler use a 32-bit multiply (the same product)."""
+    return np.int64(((h >> _U32) * np.uint64(np.uint32(width))) >> _U32)
 
 
 @inner
@@ -165,11 +167,18 @@ def lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, zo):
     """LAZY_UPDATE(x) (spec §5.2) for x's cells ``bk`` and signs ``sg`` (all 1 for CMS): add x to
     P, then push column ``pos`` of P (zeros too, with draws ``z[zo:zo+d]``) and clear it; returns
     the next column."""
-    w, d = p.shape
+    d = p.shape[1]
     for i in range(d):
         p[bk[i], i] += sg[i]
+    return push_next(p, ex, sx, pre, upd, pos, sigma, z, zo)
+
+
+@inner
+def push_next(p, ex, sx, pre, upd, pos, sigma, z, zo):
+    """LAZY_UPDATE step 2–3 (spec §5.2): push column ``pos`` of P into O (zeros too, draws
+    ``z[zo:zo+d]``) and clear it; returns the next column."""
     push_column(ex, sx, pre, upd, pos, p, sigma, z, zo, True)
-    return pos + 1 if pos + 1 < w else 0
+    return pos + 1 if pos + 1 < p.shape[0] else 0
 
 
 @hot

@@ -5,8 +5,9 @@ noise on released counts uses ``dptop.engine.privacy.noise`` (CSPRNG, exact disc
 generator is xoshiro256** with explicit state arrays, so each algorithm owns its stream (no hidden
 per-thread numba state) and a test can pass a fixed seed. ``fill_normal`` draws normals by the
 Marsaglia-Tsang ziggurat from ``LANES`` interleaved xoshiro256** streams (a ``make_lanes``
-state), which the compiler vectorises: about 1.6 ns a draw instead of 2.1, half of it the rare
-rejected proposals. ``add_normal_stream`` draws from one of many independent
+state), which the compiler vectorises: about 1.4 ns a draw instead of 2.1 (measured in blocks of
+6656, as LazyHH draws them), 1.0 ns of it the vectorised loop and the rest the rare rejected
+proposals. ``add_normal_stream`` draws from one of many independent
 streams of a keyed generator (a state per stream, seeded by splitmix64 from the key and the stream's
 numbers), so a structure can draw a part's noise whenever it first needs it and get the same values.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from dptop.engine.core.jit import hot, inner
 from dptop.engine.core.keys import mix64
@@ -151,9 +153,10 @@ def _ziggurat(s0, s1, s2, s3):
 def fill_normal(s, out, sigma):
     """``out[:] = N(0, sigma^2)`` draws, in place, into a 1-D contiguous array (ziggurat), from a
     ``make_lanes`` state. Per block of LANES draws, one step of every lane and the rectangle test
-    run in one loop the compiler vectorises (a rejected proposal leaves NaN and its word in
-    ``s[4]``); the rejected ones (about 1.7%) are then completed exactly as ``_ziggurat`` does,
-    with fresh words from lane 0. Every word is used once; the last partial block comes from lane 0
+    run in one loop the compiler vectorises (a rejected proposal sets its lane's bit in a mask and
+    leaves its word in ``s[4]``); the rejected ones (about 1.7%) are then completed, lane by lane
+    from the mask's set bits (no scan of the block), exactly as ``_ziggurat`` does, with fresh
+    words from lane 0. Every word is used once; the last partial block comes from lane 0
     alone. Written for the vectoriser: no reshape, no call and no step-range loop around the lane
     loop (each of them stops it: 2.5x slower)."""
     n = out.size
@@ -161,6 +164,7 @@ def fill_normal(s, out, sigma):
     a0, a1, a2, a3, w = s[0], s[1], s[2], s[3], s[4]
     for block in range(full // LANES):
         o = block * LANES
+        rejected = np.uint64(0)
         for lane in range(LANES):
             s0 = a0[lane]
             s1 = a1[lane]
@@ -173,16 +177,19 @@ def fill_normal(s, out, sigma):
             a3[lane] = s3
             w[lane] = r
             x, idx, rabs, ok = _proposal(r)
-            out[o + lane] = sigma * x if ok else np.nan
-        s0, s1, s2, s3 = a0[0], a1[0], a2[0], a3[0]
-        for lane in range(LANES):
-            if out[o + lane] != out[o + lane]:
+            out[o + lane] = sigma * x
+            rejected |= np.uint64(0 if ok else 1) << np.uint64(lane)
+        if rejected:
+            s0, s1, s2, s3 = a0[0], a1[0], a2[0], a3[0]
+            while rejected:
+                lane = trailing_zeros(rejected)
+                rejected &= rejected - _ONE
                 x, idx, rabs, ok = _proposal(w[lane])
                 ok, x, s0, s1, s2, s3 = _settle(x, idx, rabs, s0, s1, s2, s3)
                 if not ok:
                     x, s0, s1, s2, s3 = _ziggurat(s0, s1, s2, s3)
                 out[o + lane] = sigma * x
-        a0[0], a1[0], a2[0], a3[0] = s0, s1, s2, s3
+            a0[0], a1[0], a2[0], a3[0] = s0, s1, s2, s3
     s0, s1, s2, s3 = a0[0], a1[0], a2[0], a3[0]
     for i in range(full, n):
         x, s0, s1, s2, s3 = _ziggurat(s0, s1, s2, s3)
