@@ -31,8 +31,9 @@ def _layout(ec: ExactCounter) -> np.ndarray:
     starts = np.r_[0, np.flatnonzero(~run) + 1]
     run_start = np.repeat(occupied[starts], np.diff(np.r_[starts, len(occupied)]))
     assert (homes >= run_start.astype(np.uint64)).all()
+    assert (words & np.uint64(qt.saturated(ec.bits)) >= 1).all()  # a stored field is never 0 (0 is empty)
     ips, counts = qt.entries(ec.slots, ec.bits, ec.seed, ec.heavy_x, ec.heavy_n)
-    assert (counts >= 1).all()
+    assert (counts >= 0).all()
     return ips
 
 
@@ -44,6 +45,7 @@ def test_counts_match_a_dict_through_many_doublings():
                           np.array([0, 0xFFFF_FFFF], dtype=np.uint64)])
     rng.shuffle(ips)
     weights = rng.integers(1, 1500, len(ips))
+    weights[rng.random(len(ips)) < 0.01] = 0  # a packet of no bytes still makes its source seen
     ec = ExactCounter(capacity=8)
     for i in range(0, len(ips), 9_999):
         ec.add(_v4(ips[i:i + 9_999]), weights[i:i + 9_999])

@@ -167,7 +167,7 @@ def count_ipv4(slots, bits, seed, size, keys, weights, start, other, n_other, xs
             w = np.uint64(weights[i]) if weighted else _ONE
             p, dist, hit = _find(slots, bits, x)
             count = np.uint64(slots[p]) & sat if hit else np.uint64(0)
-            if count + w <= sat:
+            if count + w <= sat and (hit or w > 0):  # a new key of weight 0 keeps 1 and carries -1
                 if hit:
                     slots[p] = np.uint64(slots[p]) + w
                     continue
@@ -175,7 +175,7 @@ def count_ipv4(slots, bits, seed, size, keys, weights, start, other, n_other, xs
                     return i, size, n_other, heavy_size, GROW
                 size += 1
                 continue
-            # the field would overflow: it keeps 1, the rest is carried to the heavy table
+            # the field would overflow (or a new count is 0): it keeps 1, the rest is carried
             q = heavy_slot(heavy_x, x)
             if heavy_x[q] != x and heavy_size >= heavy_limit:
                 return i, size, n_other, heavy_size, GROW_HEAVY
