@@ -240,8 +240,10 @@ class BlockPool:
         size = ROW_BYTES * n
         with self._lock:
             raw = self._free.pop() if self._free and len(self._free[-1]) == size else None
-        block = np.frombuffer(bytearray(size) if raw is None else raw, np.uint8)  # views keep block alive
-        weakref.finalize(block, self._put, block.base.obj)
+        if raw is None:
+            raw = bytearray(size)
+        block = np.frombuffer(raw, np.uint8)  # views of it keep it alive
+        weakref.finalize(block, self._put, raw)
         return _rows_of(block, n)
 
     def _put(self, raw: bytearray) -> None:

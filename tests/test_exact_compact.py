@@ -32,7 +32,7 @@ def _layout(ec: ExactCounter) -> np.ndarray:
     run_start = np.repeat(occupied[starts], np.diff(np.r_[starts, len(occupied)]))
     assert (homes >= run_start.astype(np.uint64)).all()
     assert (words & np.uint64(qt.saturated(ec.bits)) >= 1).all()  # a stored field is never 0 (0 is empty)
-    ips, counts = qt.entries(ec.slots, ec.bits, ec.seed, ec.heavy_x, ec.heavy_n)
+    ips, counts = qt.entries(ec.slots, ec.bits, ec.seed, ec.heavy_x, ec.heavy_n, ec.heavy > 0)
     assert (counts >= 0).all()
     return ips
 

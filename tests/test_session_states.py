@@ -93,12 +93,15 @@ def test_pause_and_resume_a_paced_replay_then_it_finishes():
 
 
 def test_a_failing_source_fails_the_session_with_one_line(tmp_path):
+    """A capture that cannot be read is reported (naming the file, in one line), not raised."""
     bad = tmp_path / "bad.pcap"
     bad.write_bytes(b"not a capture at all")
     session = Session(RunConfig(("exact",)))
     try:
         session.open(SourceSpec("file", str(bad)))
         assert session.wait(30) is State.FAILED
+        assert session.state == "failed"
         assert session.error and "\n" not in session.error
+        assert "bad.pcap" in session.snapshot().error
     finally:
-        assert session.close(5.0) == []
+        assert session.close(1.0) == []

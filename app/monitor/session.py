@@ -232,7 +232,7 @@ class Session:
 
     def _lane(self, name: str) -> Lane:
         self._generation += 1
-        live = self.spec is not None and self.spec.kind == "live"
+        live = self.fanout.live
         clock = self.public.get("time_range", (None,))[0] if live else None
         lane = Lane(name, self.config, self.public, self._generation, self.history, self._make,
                     clock_start=None if clock is None else clock / 1e9, live=live)

@@ -98,19 +98,16 @@ def _offer(counts, his, los, n, count, hi, lo):
 
 
 @kernel
-def _top_entries(slots, bits, seed, heavy_x, heavy_n, tab_hi, tab_lo, tab_val, limit):
+def _top_entries(slots, bits, seed, heavy_x, heavy_n, heavy, tab_hi, tab_lo, tab_val, limit):
     """The ``limit`` best entries of both tables (count desc, key asc), unordered: (his, los, counts)."""
     counts = np.empty(limit, np.int64)
     his = np.empty(limit, KEY_DTYPE)
     los = np.empty(limit, KEY_DTYPE)
     n = 0
-    heavy = (heavy_x != qt.HEAVY_EMPTY).any()
     tag = np.uint64(IPV4_MAPPED)
     for p in range(len(slots)):
         if slots[p] != 0:
-            ip, count = qt.decode(slots, bits, seed, p)
-            if heavy:
-                count += qt.carried(heavy_x, heavy_n, qt.scramble(ip, seed))
+            ip, count = qt.entry(slots, bits, seed, heavy_x, heavy_n, heavy, p)
             n = _offer(counts, his, los, n, count, np.uint64(0), tag | ip)
     for p in range(len(tab_hi)):
         if not is_empty(tab_hi, tab_lo, p):
@@ -200,7 +197,7 @@ class ExactCounter:
     def items(self) -> tuple[np.ndarray, np.ndarray]:
         """``(keys (m, 2), counts (m,))`` of every distinct key (no order promised)."""
         with self._lock:
-            ips, counts = qt.entries(self.slots, self.bits, self.seed, self.heavy_x, self.heavy_n)
+            ips, counts = qt.entries(self.slots, self.bits, self.seed, self.heavy_x, self.heavy_n, self.heavy > 0)
             keys = np.zeros((len(ips), 2), dtype=KEY_DTYPE)
             keys[:, 1] = np.uint64(IPV4_MAPPED) | ips
             if self.wide:
@@ -227,7 +224,7 @@ class ExactCounter:
             return ()
         with self._lock:
             his, los, counts = _top_entries(self.slots, self.bits, self.seed, self.heavy_x, self.heavy_n,
-                                            self.table.hi, self.table.lo, self.table.val, int(n))
+                                            self.heavy > 0, self.table.hi, self.table.lo, self.table.val, int(n))
         return sorted_items(his, los, counts, limit=n)
 
 

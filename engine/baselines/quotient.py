@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from dptop.engine.core.jit import hot, inner, kernel
+from dptop.engine.core.keys import IPV4_MAPPED
 
 D_BITS = 8
 D_MAX = (1 << D_BITS) - 1
@@ -52,7 +53,7 @@ _C2_INV = np.uint64(pow(0xC2B2AE35, -1, 1 << 32))
 _S13, _S16, _S26, _S32 = np.uint64(13), np.uint64(16), np.uint64(26), np.uint64(32)
 _DMASK = np.uint64(D_MAX)
 _ONE = np.uint64(1)
-_TAG = np.uint64(0xFFFF)  # the high 32 bits of an IPv4-mapped key's low word
+_TAG = np.uint64(IPV4_MAPPED >> 32)  # the high 32 bits of an IPv4-mapped key's low word
 
 
 @inner
@@ -205,18 +206,13 @@ def regrow(slots, bits, stash_x, stash_c, pending):
     end) to ``2^(bits+1) + PAD`` positions, into the doubled one; then place the ``pending``
     entries of the stash. Returns the entries it could not place, left at the stash's start
     (-1 when the stash overflowed)."""
-    uc = np.uint64(bits - D_BITS)
-    ub = np.uint64(bits)
     rest = np.uint64(32 - bits)
-    field = np.uint64(saturated(bits))
     n = pending
     for p in range((1 << bits) + PAD - 1, -1, -1):
-        s = np.uint64(slots[p])
-        if s == 0:
+        if slots[p] == 0:
             continue
+        x, count = scrambled(slots, bits, p)
         slots[p] = 0
-        x = ((np.uint64(p) - ((s >> uc) & _DMASK)) << rest) | (s >> ub)
-        count = s & field
         if np.int64(x >> (rest - _ONE)) >= p and _place(slots, bits + 1, x, count):
             continue  # its new home lies at or after p: only moved entries are there
         if n == len(stash_x):
@@ -251,18 +247,26 @@ def count_of(slots, bits, seed, heavy_x, heavy_n, ip):
 
 
 @inner
-def decode(slots, bits, seed, p):
-    """(address, count field) of the word at position ``p`` (occupied)."""
+def scrambled(slots, bits, p):
+    """(scrambled address, count field) of the word at position ``p`` (occupied): its home is the
+    position minus its displacement, its remainder the word's top bits."""
     s = np.uint64(slots[p])
-    uc = np.uint64(bits - D_BITS)
-    x = ((np.uint64(p) - ((s >> uc) & _DMASK)) << np.uint64(32 - bits)) | (s >> np.uint64(bits))
-    return unscramble(x, seed), np.int64(s & np.uint64(saturated(bits)))
+    x = ((np.uint64(p) - ((s >> np.uint64(bits - D_BITS)) & _DMASK)) << np.uint64(32 - bits)) | (s >> np.uint64(bits))
+    return x, s & np.uint64(saturated(bits))
+
+
+@inner
+def entry(slots, bits, seed, heavy_x, heavy_n, heavy, p):
+    """(address, count) of the word at position ``p`` (occupied); ``heavy``: whether any count
+    was carried (else the heavy table is not probed)."""
+    x, field = scrambled(slots, bits, p)
+    count = np.int64(field) + carried(heavy_x, heavy_n, x) if heavy else np.int64(field)
+    return unscramble(x, seed), count
 
 
 @kernel
-def entries(slots, bits, seed, heavy_x, heavy_n):
-    """(addresses, counts) of every entry."""
-    heavy = (heavy_x != HEAVY_EMPTY).any()
+def entries(slots, bits, seed, heavy_x, heavy_n, heavy):
+    """(addresses, counts) of every entry (``heavy``: as in ``entry``)."""
     n = 0
     for p in range(len(slots)):
         if slots[p] != 0:
@@ -272,8 +276,6 @@ def entries(slots, bits, seed, heavy_x, heavy_n):
     n = 0
     for p in range(len(slots)):
         if slots[p] != 0:
-            ip, count = decode(slots, bits, seed, p)
-            ips[n] = ip
-            counts[n] = count + carried(heavy_x, heavy_n, scramble(ip, seed)) if heavy else count
+            ips[n], counts[n] = entry(slots, bits, seed, heavy_x, heavy_n, heavy, p)
             n += 1
     return ips, counts
