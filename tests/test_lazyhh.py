@@ -12,7 +12,7 @@ from dptop.engine.baselines.exact import ExactCounter
 from dptop.engine.continual.gaussbm import HorizonExceeded
 from dptop.engine.continual.horizon import DEFAULT_HORIZON
 from dptop.engine.core.keys import KeyBatch
-from dptop.engine.continual.lazyhh import LazyHHInstance, LazyHHParams, delta_for, delta_tilde
+from dptop.engine.continual.lazyhh import LazyHHInstance, LazyHHParams, _output, delta_for, delta_tilde
 from dptop.engine.core.settings import Settings
 from tests.naive_lazy import RefLazyHH
 
@@ -93,6 +93,50 @@ def test_kernel_matches_plain_python_alg6_noiseless():
         assert [tuple(k) for k in inst._candidates().tolist()] == ref.cands
         released_any |= bool(got)
     assert released_any
+
+
+@pytest.mark.parametrize("noiseless", [False, True])
+def test_output_stops_only_estimates_that_prune_and_tau_ignore(noiseless):
+    """OUTPUT may stop a candidate's min over its rows early (past the first k~, once it is below
+    the smallest of their estimates and not above τ). Against the full estimates of the released
+    cells: before each output step, OUTPUT's values for the candidates then (up to 2k~ − 1) are
+    exact for the first k~ and otherwise exact or between the estimate and both bounds, with τ
+    above that smallest estimate and (noiseless, where estimates never fall below the counts)
+    with a τ of 1.25 under it; some do stop. At each output step PRUNE keeps, and OUTPUT
+    publishes, exactly what the full estimates give (k~ largest, ties to the lower index)."""
+    p = dataclasses.replace(small_params(horizon=2**13), gamma=1.0)
+    assert p.depth >= 9  # the stop is tested after every fourth row
+    inst = LazyHHInstance(p, seed=SEED, noiseless=noiseless)
+    st = inst.state
+    keys = zipf_keys(1.5, 400, p.horizon, SEED + 2)
+    stopped = published = 0
+    for t0 in range(0, p.horizon, p.k_tilde):
+        inst.update(keys[t0:t0 + p.k_tilde - 1])  # all but the output step's own arrival
+        before = inst._candidates()
+        n = len(before)
+        full = inst.sketch.estimates(before)
+        for t, gamma in ((inst.t, p.gamma), (1, -1e9)):  # τ(t), and τ = 1/k + 1; scratch values only
+            _output(st, t, float(p.k), np.int64(p.k_tilde), gamma)
+            vals, tau = st.cand_val[:n], st.out_tau[0]
+            assert np.array_equal(vals[:p.k_tilde], full[:p.k_tilde])
+            early = vals != full
+            if n > p.k_tilde:
+                assert np.all(vals >= full)
+                assert np.all(vals[early] < full[:p.k_tilde].min()) and np.all(vals[early] <= tau)
+            stopped += int(early.sum())
+        last = keys[t0 + p.k_tilde - 1:t0 + p.k_tilde]
+        inst.update(last)
+        if not (before == last).all(axis=1).any():
+            before = np.concatenate([before, last])
+        full = inst.sketch.estimates(before)
+        _, released, tau, t_out = inst.output()
+        assert t_out == t0 + p.k_tilde
+        order = sorted(range(len(before)), key=lambda c: (-full[c], c))
+        kept = sorted(order[:p.k_tilde])
+        assert inst._candidates().tolist() == before[kept].tolist()
+        assert sorted(released.tolist()) == sorted(v for v in full.tolist() if v > tau)
+        published += len(released)
+    assert stopped > 0 and published > 0
 
 
 def test_schedule_and_candidate_invariants():

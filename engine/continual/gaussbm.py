@@ -19,9 +19,10 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from dptop.engine.privacy import bulknoise
-from dptop.engine.core.jit import hot, inner
+from dptop.engine.core.jit import hot, inner, ix
 from dptop.engine.core.settings import check_positive_int
 
 NOISE_OS = (
@@ -90,9 +91,10 @@ class BMState(NamedTuple):
     over the occupied levels b' ≥ b of the noisy node values (``sx[H]`` = 0; a free level's row
     is stale and never read). A new node on level L only needs ``sx[L] = (exact + own draw) +
     sx[A]`` with A the next occupied level above L (or H), so a push writes one suffix row, and
-    every value is a fresh sum of node values (no subtraction, no drift). ``sx[0]`` is only ever
-    an ``above`` of a level below 0, i.e. never read: the lazy pushes to level 0 (half of them)
-    leave it stale and write the release alone, so its memory is never touched.
+    every value is a fresh sum of node values (no subtraction, no drift). A push to level 0 (half
+    of them) reads the sum above it from the release itself and writes the release alone, so
+    rows 0 and 1 of ``sx`` are never read, never written and their memory never touched
+    (``push_column``).
     """
 
     ex: np.ndarray  # int64 or int32[H, w, d] exact node sums (0 on free levels)
@@ -124,56 +126,57 @@ def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo, clear):
     never the children's noise (P12); its suffix sum adds that of the next occupied level above
     (the next set bit of u, or the zero row H). The caller guarantees u < 2^H − 1 (the classes
     check the horizon before any kernel runs) and that each draw of ``z`` is used once. Half the
-    pushes land on level 0 and a quarter on level 1: each takes one fused loop. Per-packet
+    pushes land on level 0 and a quarter on level 1: each takes one fused loop. On level 0 the
+    sum above the new node is the release so far: the last push landed on the lowest set bit of
+    u, the first occupied level above, and wrote that level's suffix sum into ``pre`` too (0 before
+    any push, as row H). So a level-0 push adds to ``pre`` in place and never reads ``sx``, whose
+    rows are cold by the time a column's turn comes round (bit for bit the same values). Then
+    only a push from level 1 up reads ``sx``, always a row above its own, so rows 0 and 1 are
+    never read and never written. Per-packet
     helpers take arrays rather than state tuples (in numba a tuple costs 50–80 ns per call:
     reference counting that is not pruned); the kernels calling this one run without it."""
     d = ex.shape[2]
     u = upd[j]
-    level = 0
-    while (u >> level) & 1:
-        level += 1
-    top = level + 1
-    rest = u >> top
-    if rest == 0:
-        top = ex.shape[0]
-    else:
-        while not rest & 1:
-            rest >>= 1
-            top += 1
-    node = ex[level, j]  # free before this push (bit ``level`` of u is 0)
-    above = sx[top, j]
-    sums = sx[level, j]
     out = pre[j]
     src = inc[j]
-    if level == 0 and clear:  # the lazy sketch's common case: one loop, P cleared in it; sx[0] is
-        for i in range(d):     # never read (no level lies below 0), so only the release is written
+    if u & 1 == 0:  # level 0
+        node = ex[0, j]
+        for i in range(d):
             e = src[i]
-            src[i] = 0
+            if clear:
+                src[i] = 0
             node[i] = e
-            out[i] = (e + sigma * z[zo + i]) + above[i]
+            out[i] = (e + sigma * z[ix(zo + i)]) + out[i]
         upd[j] = u + 1
         return
-    if level == 1:  # a quarter of the pushes: merge the one level below in the same loop
+    level = trailing_zeros(~u)
+    rest = u >> (level + 1)
+    top = ex.shape[0] if rest == 0 else level + 1 + trailing_zeros(rest)
+    node = ex[level, j]  # free before this push (bit ``level`` of u is 0)
+    above = sx[top, j]
+    if level == 1:  # merge the one level below in the same loop
         below = ex[0, j]
         for i in range(d):
             e = src[i] + below[i]
+            if clear:
+                src[i] = 0
             below[i] = 0
             node[i] = e
-            v = (e + sigma * z[zo + i]) + above[i]
-            sums[i] = v
-            out[i] = v
-    else:
+            out[i] = (e + sigma * z[ix(zo + i)]) + above[i]
+        upd[j] = u + 1
+        return
+    sums = sx[level, j]
+    for i in range(d):
+        node[i] = src[i]
+    for b in range(level):  # level by level over the column: contiguous, vectorised loops
+        below = ex[b, j]
         for i in range(d):
-            node[i] = src[i]
-        for b in range(level):  # level by level over the column: contiguous, vectorised loops
-            below = ex[b, j]
-            for i in range(d):
-                node[i] += below[i]
-                below[i] = 0
-        for i in range(d):
-            v = (node[i] + sigma * z[zo + i]) + above[i]
-            sums[i] = v
-            out[i] = v
+            node[i] += below[i]
+            below[i] = 0
+    for i in range(d):
+        v = (node[i] + sigma * z[ix(zo + i)]) + above[i]
+        sums[i] = v
+        out[i] = v
     if clear:
         for i in range(d):
             src[i] = 0

@@ -31,7 +31,7 @@ from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
 from dptop.engine.core.topk import select
 from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import EMPTY_WORD, KEY_DTYPE
-from dptop.engine.continual.lazysketch import (LazySketch, SketchState, cms_estimate, lazy_update, push_next,
+from dptop.engine.continual.lazysketch import (LazySketch, SketchState, cms_estimate, push_next,
                                                row_buckets)
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
@@ -180,7 +180,8 @@ T_NOW, CAND_N, OUT_N, OUT_T = 0, 1, 2, 3
 class HHState(NamedTuple):
     """Candidates in arrival order in ``cand_*[:n]``; each keeps its cells in row ``cand_slot[c]``
     of ``cells``, so PRUNE moves one slot number per candidate, not d cells. ``cand_slot`` is a
-    permutation of the rows: past the candidates it lists the free ones."""
+    permutation of the rows: past the candidates it lists the free ones. ``tab`` maps a key to
+    its row, which moves with it, so an arrival finds its cells in one lookup."""
 
     sk: SketchState
     cand_hi: np.ndarray  # uint64[2k~]
@@ -191,7 +192,7 @@ class HHState(NamedTuple):
     cand_home: np.ndarray  # int64[2k~] their home positions in ``tab``
     chunk: np.ndarray  # int64[CHUNK]: scratch, home positions of the keys of a batch chunk
     cand_val: np.ndarray  # float64[2k~] estimates at the last output (scratch; never released)
-    tab: ht.Table  # candidate key -> index
+    tab: ht.Table  # candidate key -> its row of ``cells`` (its ``cand_slot``)
     out_hi: np.ndarray  # uint64[2k~] last output H
     out_lo: np.ndarray
     out_val: np.ndarray
@@ -221,13 +222,25 @@ def hh_state_bytes(depth: int, width: int, height: int, k_tilde: int) -> int:
 
 @kernel
 def _output(st, t, k, k_tilde, gamma):
-    """OUTPUT(t): estimate every candidate, publish those above τ(t) (spec §6.5)."""
+    """OUTPUT(t): estimate every candidate, publish those above τ(t) (spec §6.5).
+
+    PRUNE keeps the k~ largest estimates: the k~-th largest of all is at least the smallest of
+    the first k~ (any k~ of them), L. So past the first k~ a candidate's estimate stops once its
+    running minimum is below L and not above τ: it is then neither kept nor published, and
+    the value it keeps (its running minimum, above its estimate but below L) leaves PRUNE's cut
+    and ties as they are. Every kept or published value is exact."""
     pre, cells, cand_val = st.sk.bm.pre, st.cells, st.cand_val
     tau = suppression_threshold(t, k, k_tilde, pre.shape[0], gamma)
     flat = pre.reshape(-1)
+    n = st.meta[CAND_N]
+    low = np.inf
+    floor = -np.inf
     m = 0
-    for c in range(st.meta[CAND_N]):
-        v = cms_estimate(flat, cells, st.cand_slot[c])
+    for c in range(n):
+        if c == k_tilde:
+            floor = min(low, np.nextafter(tau, np.inf))  # below it: < L and <= τ
+        v = cms_estimate(flat, cells, st.cand_slot[c], floor)
+        low = min(low, v)
         cand_val[c] = v
         if v > tau:
             st.out_hi[m] = st.cand_hi[c]
@@ -281,7 +294,7 @@ def _prune(st, k_tilde):
             slot[m] = slot[c]
             vals[m] = vals[c]
             q = probe_at(tab_hi, tab_lo, st.cand_home[m], hi, lo)
-            store(tab_hi, tab_lo, tab_val, q, hi, lo, m)
+            store(tab_hi, tab_lo, tab_val, q, hi, lo, slot[m])
             m += 1
         else:
             drop[freed] = slot[c]
@@ -298,7 +311,7 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
     C adds to P through the cells stored when it entered (the same cells ``row_buckets`` gives):
     most arrivals are candidates' and skip the d hashes. The candidate lookup comes first; C is
     never read by the sketch update, so the order does not matter."""
-    p, seeds, sk_meta, bk, sg, hm = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.bk, st.sk.sg, st.sk.hm
+    p, seeds, sk_meta, bk, hm = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.bk, st.sk.hm
     ex, sx, pre, upd, z = st.sk.bm
     tab_hi, tab_lo, tab_val, hashing = st.tab
     cand_hi, cand_lo, cand_slot, cells, cand_home, meta = (st.cand_hi, st.cand_lo, st.cand_slot, st.cells,
@@ -323,21 +336,21 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
         h = home[n % CHUNK]
         q = probe_at(tab_hi, tab_lo, h, hi, lo)
         if found(tab_hi, tab_lo, q, hi, lo):  # a candidate (most arrivals): its cells are known, no hashing
-            own = cells[cand_slot[tab_val[ix(q)]]]
-            for i in range(d):
-                flat_p[own[i]] += 1
-            pos = push_next(p, ex, sx, pre, upd, pos, sigma, z, (n % CHUNK) * d)
-        else:
+            own = cells[ix(tab_val[ix(q)])]
+        else:  # joins C: its cells are computed once, kept while it stays
+            row = cand_slot[n_cand]
+            own = cells[ix(row)]
             row_buckets(seeds, hm, hi, lo, w, bk)
-            pos = lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, (n % CHUNK) * d)
+            for i in range(d):
+                own[i] = np.uint32(bk[i] * d + i)
             cand_hi[n_cand] = hi
             cand_lo[n_cand] = lo
             cand_home[n_cand] = h
-            row = cand_slot[n_cand]
-            for i in range(d):
-                cells[row, i] = np.uint32(bk[i] * d + i)
-            store(tab_hi, tab_lo, tab_val, q, hi, lo, n_cand)
+            store(tab_hi, tab_lo, tab_val, q, hi, lo, row)
             n_cand += 1
+        for i in range(d):  # LAZY_UPDATE (spec §5.2): x into P through its cells, then push a column
+            flat_p[own[i]] += 1
+        pos = push_next(p, ex, sx, pre, upd, pos, sigma, z, (n % CHUNK) * d)
         if until == 0:  # t ≡ 0 mod k~, counted down (a division per arrival costs more)
             until = k_tilde
             meta[CAND_N] = n_cand

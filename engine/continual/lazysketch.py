@@ -28,7 +28,7 @@ from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, BMSta
                             gaussbm_sigma, make_bm_state, noise_bound, push_column, tree_height)
 from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
 from dptop.engine.core.base import Footprint
-from dptop.engine.core.jit import hot, inner, kernel
+from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import LO_MULTIPLIER, hash_key, keys_from_addresses, mix64
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
@@ -44,7 +44,7 @@ _ONE = np.uint64(1)
 
 
 class SketchState(NamedTuple):
-    p: np.ndarray  # int32[w, d] (int64 past 2^31 arrivals): Lazy: pending increments; Punctual: one arrival's
+    p: np.ndarray  # int16[w, d] (int32 from w = 2^15, ``pending_dtype``): Lazy: pending increments; Punctual: one arrival's
     seeds: np.ndarray  # uint64[d] secret row hash seeds (never released, P11)
     meta: np.ndarray  # int64[1]: next column to push (Lazy)
     bk: np.ndarray  # int64[d]: buckets of the last arrival (scratch)
@@ -113,25 +113,29 @@ def row_cells(seeds, hi, lo, width, bk, sg):
 
 
 @inner
-def cms_estimate(flat, cells, row):
+def cms_estimate(flat, cells, row, floor):
     """CMS f̂ of a key from its cells ``cells[row]``, flat indices i + d·h_i(x) into the released
     ``pre`` (``flat`` = pre.reshape(-1)): the min over the rows. Unsigned indices (no negative
     index check) and four running minima, not one chain that waits on every compare (min is
-    exact, so the result is the same)."""
+    exact, so the result is the same). It may stop once the minimum so far is below ``floor``
+    (every four rows), returning that minimum: then f̂ <= the value returned < ``floor``."""
     d = cells.shape[1]
-    b0 = flat[cells[row, 0]]
+    own = cells[ix(row)]
+    b0 = flat[own[0]]
     b1 = b0
     b2 = b0
     b3 = b0
     i = 1
     while i + 3 < d:
-        b0 = min(b0, flat[cells[row, i]])
-        b1 = min(b1, flat[cells[row, i + 1]])
-        b2 = min(b2, flat[cells[row, i + 2]])
-        b3 = min(b3, flat[cells[row, i + 3]])
+        b0 = min(b0, flat[own[ix(i)]])
+        b1 = min(b1, flat[own[ix(i + 1)]])
+        b2 = min(b2, flat[own[ix(i + 2)]])
+        b3 = min(b3, flat[own[ix(i + 3)]])
         i += 4
+        if min(min(b0, b1), min(b2, b3)) < floor:
+            return min(min(b0, b1), min(b2, b3))
     while i < d:
-        b0 = min(b0, flat[cells[row, i]])
+        b0 = min(b0, flat[own[ix(i)]])
         i += 1
     return min(min(b0, b1), min(b2, b3))
 
@@ -169,7 +173,7 @@ def lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, zo):
     the next column."""
     d = p.shape[1]
     for i in range(d):
-        p[bk[i], i] += sg[i]
+        p[ix(bk[i]), i] += sg[i]
     return push_next(p, ex, sx, pre, upd, pos, sigma, z, zo)
 
 
@@ -220,9 +224,17 @@ def _punctual_batch(st, signed, keys, sigma, rng):
 
 
 def exact_dtype(horizon: int):
-    """The dtype of P and of the node sums: a cell's count never passes the horizon, so int32
-    below 2^31 arrivals (half the memory every push streams), else int64."""
+    """The dtype of the node sums: a cell's count never passes the horizon, so int32 below 2^31
+    arrivals (half the memory every push streams), else int64."""
     return np.int32 if horizon < 1 << 31 else np.int64
+
+
+def pending_dtype(width: int):
+    """The dtype of P: a lazy cell gathers the increments of at most the w arrivals between two
+    pushes of its column (spec §5.2: one column a step, round robin), a punctual one those of one
+    arrival; so int16 below w = 2^15 (the d increments of every arrival touch half the bytes),
+    else int32."""
+    return np.int16 if width < 1 << 15 else np.int32
 
 
 def hash_seeds(depth: int, seed: int | None) -> np.ndarray:
@@ -254,14 +266,15 @@ class PrivateSketch:
         self.cell_updates = self.cell_horizon(self.horizon, self.width)
         self.height = self.height_for(self.horizon, self.width)
         exact = exact_dtype(self.horizon)
-        size = self.memory_bytes(self.depth, self.width, self.height, exact().itemsize)
+        pending = pending_dtype(self.width)
+        size = self.memory_bytes(self.depth, self.width, self.height, exact().itemsize, pending().itemsize)
         if size > MAX_SKETCH_BYTES:
-            raise ValueError(f"sketch memory d*w*(12H+20) = {size} bytes exceeds {MAX_SKETCH_BYTES} "
+            raise ValueError(f"sketch memory d*w*(word*H + 8H + 16 + P) = {size} bytes exceeds {MAX_SKETCH_BYTES} "
                              f"(depth {self.depth}, width {self.width}, H {self.height})")
         self.sigma = gaussbm_sigma(self.height, self.epsilon, self.delta, self.m)
         self.noiseless, self.seed = bool(noiseless), seed
         seeds = hash_seeds(self.depth, seed)
-        self.state = SketchState(np.zeros((self.width, self.depth), dtype=exact),
+        self.state = SketchState(np.zeros((self.width, self.depth), dtype=pending),
                                  seeds, np.zeros(1, dtype=np.int64),
                                  np.zeros(self.depth, dtype=np.int64), np.ones(self.depth, dtype=np.int64),
                                  make_bm_state(self.depth, self.width, self.height, exact), high_word_mixes(seeds))
@@ -274,10 +287,11 @@ class PrivateSketch:
         raise NotImplementedError
 
     @staticmethod
-    def memory_bytes(depth: int, width: int, height: int, word: int = 4) -> int:
-        """ex (word·H) + suffix sums (8(H+1)) + release (8) + P (word) bytes per cell; ``word`` is
-        the size of an exact count (``exact_dtype``: 4 below 2^31 arrivals)."""
-        return depth * width * (word * (height + 1) + 8 * height + 16)
+    def memory_bytes(depth: int, width: int, height: int, word: int = 4, pending: int = 2) -> int:
+        """ex (word·H) + suffix sums (8(H+1)) + release (8) + P (``pending``) bytes per cell;
+        ``word`` is the size of an exact count (``exact_dtype``: 4 below 2^31 arrivals),
+        ``pending`` that of a cell of P (``pending_dtype``: 2 below w = 2^15)."""
+        return depth * width * (word * height + pending + 8 * height + 16)
 
     @classmethod
     def state_bytes(cls, depth: int, width: int, height: int) -> int:
