@@ -311,7 +311,7 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
     C adds to P through the cells stored when it entered (the same cells ``row_buckets`` gives):
     most arrivals are candidates' and skip the d hashes. The candidate lookup comes first; C is
     never read by the sketch update, so the order does not matter."""
-    p, seeds, sk_meta, bk, hm = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.bk, st.sk.hm
+    p, seeds, sk_meta, hm = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.hm
     ex, sx, pre, upd, z = st.sk.bm
     tab_hi, tab_lo, tab_val, hashing = st.tab
     cand_hi, cand_lo, cand_slot, cells, cand_home, meta = (st.cand_hi, st.cand_lo, st.cand_slot, st.cells,
@@ -340,9 +340,7 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
         else:  # joins C: its cells are computed once, kept while it stays
             row = cand_slot[n_cand]
             own = cells[ix(row)]
-            row_buckets(seeds, hm, hi, lo, w, bk)
-            for i in range(d):
-                own[i] = np.uint32(bk[i] * d + i)
+            row_buckets(seeds, hm, hi, lo, w, own)
             cand_hi[n_cand] = hi
             cand_lo[n_cand] = lo
             cand_home[n_cand] = h

@@ -47,7 +47,7 @@ class SketchState(NamedTuple):
     p: np.ndarray  # int16[w, d] (int32 from w = 2^15, ``pending_dtype``): Lazy: pending increments; Punctual: one arrival's
     seeds: np.ndarray  # uint64[d] secret row hash seeds (never released, P11)
     meta: np.ndarray  # int64[1]: next column to push (Lazy)
-    bk: np.ndarray  # int64[d]: buckets of the last arrival (scratch)
+    bk: np.ndarray  # int64[d]: cells of the last arrival, flat indices i + d·h_i(x) (scratch)
     sg: np.ndarray  # int64[d]: its signs (CS scratch; all 1 for CMS)
     bm: BMState
     hm: np.ndarray  # uint64[d + 1]: mix64(hi ^ seed_i) per row for the high word hm[d] (``row_buckets``)
@@ -75,7 +75,8 @@ def cell(seeds, row, hi, lo, width):
 
 @inner
 def row_buckets(seeds, hm, hi, lo, width, bk):
-    """``cell``'s buckets of (hi, lo) in every row at once, into ``bk``. ``hash_key`` is
+    """``cell``'s buckets of (hi, lo) in every row at once, into ``bk`` as flat indices
+    i + d·h_i(x) of a ``(w, d)`` grid (P, ``pre``), of any integer type. ``hash_key`` is
     mix64(mix64(hi ^ s) ^ lo·M1 ^ s); its inner mix64(hi ^ s_i) is kept per row in ``hm`` for the
     high word ``hm[d]`` and recomputed only when the high word changes (never for IPv4 keys), so
     a key costs one mix per row. The row loop is vectorised."""
@@ -86,7 +87,7 @@ def row_buckets(seeds, hm, hi, lo, width, bk):
         hm[d] = hi
     m = lo * LO_MULTIPLIER
     for i in range(d):
-        bk[i] = _bucket(mix64(hm[i] ^ m ^ seeds[i]), width)
+        bk[i] = _bucket(mix64(hm[i] ^ m ^ seeds[i]), width) * d + i
 
 
 def high_word_mixes(seeds: np.ndarray) -> np.ndarray:
@@ -105,10 +106,12 @@ def _fill_mixes(seeds, hm):
 
 @inner
 def row_cells(seeds, hi, lo, width, bk, sg):
-    """``cell`` in every row at once: buckets into ``bk``, signs into ``sg``."""
-    for i in range(len(seeds)):
+    """``cell`` in every row at once: buckets into ``bk`` as flat indices (``row_buckets``), signs
+    into ``sg``."""
+    d = len(seeds)
+    for i in range(d):
         h = hash_key(hi, lo, seeds[i])
-        bk[i] = _bucket(h, width)
+        bk[i] = _bucket(h, width) * d + i
         sg[i] = _sign(h)
 
 
@@ -168,12 +171,12 @@ def _estimates(st, signed, keys, out):
 
 @inner
 def lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, zo):
-    """LAZY_UPDATE(x) (spec §5.2) for x's cells ``bk`` and signs ``sg`` (all 1 for CMS): add x to
-    P, then push column ``pos`` of P (zeros too, with draws ``z[zo:zo+d]``) and clear it; returns
-    the next column."""
-    d = p.shape[1]
-    for i in range(d):
-        p[ix(bk[i]), i] += sg[i]
+    """LAZY_UPDATE(x) (spec §5.2) for x's cells ``bk`` (flat indices, ``row_buckets``) and signs
+    ``sg`` (all 1 for CMS): add x to P, then push column ``pos`` of P (zeros too, with draws
+    ``z[zo:zo+d]``) and clear it; returns the next column."""
+    flat = p.reshape(-1)
+    for i in range(p.shape[1]):
+        flat[ix(bk[i])] += sg[i]
     return push_next(p, ex, sx, pre, upd, pos, sigma, z, zo)
 
 
