@@ -249,6 +249,12 @@ class Exact(Algorithm):
     def update(self, keys):
         self.counter.add(keys)
 
+    def warm_up(self) -> None:
+        """The base warm-up, and the whole-table read (``ExactCounter.items``: every count, as
+        ``top(None)`` and a capture agent's heartbeat read them), on an empty counter."""
+        super().warm_up()
+        ExactCounter().items()
+
     def release(self) -> Release:
         n = int(self.settings.extra.get("top", self.settings.k))
         return Release(self.name, self.span(), self.counter.top(n or None), status={"distinct": self.counter.size})
