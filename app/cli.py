@@ -174,9 +174,9 @@ def cmd_compile(args) -> int:
     """Compile kernels into the user cache now (``make`` runs ``--first`` after installing), so the
     first replay or window starts at once; the rest compile on first use."""
     from dptop.engine.core.jit import cache_dir
-    from dptop.kernels import PCAP, PCAPNG, compile_kernels
+    from dptop.kernels import LIVE, PCAP, PCAPNG, compile_kernels
 
-    tasks = [PCAP, *algorithm_names(None)] if args.first else [PCAP, PCAPNG, *catalogue.names()]
+    tasks = [PCAP, *algorithm_names(None)] if args.first else [PCAP, PCAPNG, LIVE, *catalogue.names()]
     t0 = time.perf_counter()
     what = "the pcap parser and the default algorithms" if args.first else "every kernel"
     print(f"dptop: compiling {what} into {cache_dir()} (once per install) ...", file=sys.stderr, flush=True)

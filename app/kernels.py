@@ -17,6 +17,8 @@ import time
 
 PCAP, PCAPNG = "pcap parser", "pcapng parser"
 """The capture parser's two record walks (the bundled capture is a classic pcap)."""
+LIVE = "live capture"
+"""The receive ring's walk and the batch parser of live capture (``dptop live``, a capture agent)."""
 
 
 def _compile(task: str) -> None:
@@ -24,6 +26,10 @@ def _compile(task: str) -> None:
         from dptop.capture.pcap import warm_up
 
         warm_up(pcap=task == PCAP, pcapng=task == PCAPNG)
+    elif task == LIVE:
+        from dptop.capture.live import warm_up as warm_live
+
+        warm_live()
     else:
         from dptop.monitor import catalogue
 
@@ -48,7 +54,7 @@ def _worker(tasks: list[str], front, back, lock, done, from_back: bool) -> None:
 
 
 def compile_kernels(tasks: list[str], workers: int | None = None, progress=None) -> list[str]:
-    """Compile ``tasks`` (``PCAP``, ``PCAPNG`` and algorithm names); one progress line each as it finishes.
+    """Compile ``tasks`` (``PCAP``, ``PCAPNG``, ``LIVE`` and algorithm names); one progress line each as it finishes.
     Returns the errors (``"name: what"``), empty when every kernel compiled."""
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     workers = max(1, min(workers or os.cpu_count() or 1, 2, len(tasks)))

@@ -116,7 +116,7 @@ class LiveCapture(Source):
             except OSError:
                 self._ring = None  # old kernel or no mmap: fall back to recv
         self.mode = "ring" if self._ring is not None else "recv"
-        _warm_up()
+        warm_up()
 
     # ----- Source hooks ----------------------------------------------------------------
     def _counters(self) -> dict:
@@ -260,7 +260,7 @@ def _kernel_drops(sock: socket.socket) -> int:
     return struct.unpack("II", raw[:8])[1]
 
 
-def _warm_up() -> None:
+def warm_up() -> None:
     """Compile (or load from numba's cache) the kernels now, not while packets wait."""
     empty = np.zeros(0, np.int64)
     addresses_of_frames(np.zeros(0, np.uint8), empty, empty, empty, 1, *output_rows(0),
