@@ -59,8 +59,6 @@ def test_apply_while_running_restarts_only_what_changed_and_the_ledger_keeps_ear
         assert session.close(2.0) == []
 
 
-
-
 @pytest.mark.live
 @pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root")
 def test_live_capture_on_loopback_feeds_the_lanes():

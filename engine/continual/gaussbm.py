@@ -132,9 +132,9 @@ def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo, clear):
     any push, as row H). So a level-0 push adds to ``pre`` in place and never reads ``sx``, whose
     rows are cold by the time a column's turn comes round (bit for bit the same values). Then
     only a push from level 1 up reads ``sx``, always a row above its own, so rows 0 and 1 are
-    never read and never written. Per-packet
-    helpers take arrays rather than state tuples (in numba a tuple costs 50–80 ns per call:
-    reference counting that is not pruned); the kernels calling this one run without it."""
+    never read and never written. Per-packet helpers take arrays rather than state tuples (in
+    numba a tuple costs 50–80 ns per call: reference counting that is not pruned); the kernels
+    calling this one run without it."""
     d = ex.shape[2]
     u = upd[j]
     out = pre[j]

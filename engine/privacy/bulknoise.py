@@ -82,8 +82,8 @@ def _unit(bits):
 ZIG_BITS = 10
 """log2 of the ziggurat's layers. With 1024 layers 0.43 % of proposals fail the rectangle test
 (1.5 % with 256): a block with a failed one leaves the vectorised loop for the wedge or tail
-test, which costs tens of ns, so with 256 layers half of a draw's time went there. The word still holds the
-layer, the sign and 52 bits of magnitude (10 + 1 + 52 <= 64)."""
+test, which costs tens of ns, so with 256 layers half of a draw's time went there. The word
+still holds the layer, the sign and 52 bits of magnitude (10 + 1 + 52 <= 64)."""
 _ZIG_R = 4.038849846109504
 """The base strip's edge r for 1024 layers; with v below, the layers close at f(0) = 1
 (bisection on r of Marsaglia-Tsang's recurrence, which for 256 layers gives 3.6541528853610088)."""
@@ -92,8 +92,9 @@ _ZIG_V = 0.0012263246463530893
 
 
 def _ziggurat_tables(layers: int = 1 << ZIG_BITS, r: float = _ZIG_R, v: float = _ZIG_V):
-    """Marsaglia-Tsang ziggurat tables for N(0, 1) with ``layers`` layers and 52-bit magnitudes (the layout
-    numpy's ``standard_normal`` uses): ``ki`` acceptance bounds, ``wi`` scales, ``fi`` densities."""
+    """Marsaglia-Tsang ziggurat tables for N(0, 1) with ``layers`` layers and 52-bit magnitudes
+    (the layout numpy's ``standard_normal`` uses): ``ki`` acceptance bounds, ``wi`` scales,
+    ``fi`` densities."""
     m = float(1 << 52)
     ki = np.zeros(layers, dtype=np.uint64)
     wi = np.zeros(layers)
