@@ -80,3 +80,62 @@ def test_two_agents_merge_and_a_killed_agent_is_lost_within_5_s():
     assert (exact.status["agents"], exact.status["agents_partial"]) == (["tap-a"], ["tap-b"])
     cells = [r.span.index for r in result.releases["dpmg"]]
     assert cells == list(range(len(cells)))  # every grid cell from the collector's start, in order
+
+
+SLOW_AGENT = """
+import sys, time
+from dptop.cluster import live, point
+from dptop.cluster.cli import main
+where, seconds = sys.argv[1], float(sys.argv[2])
+if where == "feed":  # the first batch takes seconds to summarize, as a kernel's first use compiles it
+    feed, stalls = point.CapturePoint.feed, [seconds]
+    def slow_feed(self, batch):
+        if len(batch) and stalls:
+            time.sleep(stalls.pop())
+        feed(self, batch)
+    point.CapturePoint.feed = slow_feed
+else:  # the capture opens slowly: the task started (its first cell is set) but sends no beat yet
+    class SlowCapture(live.LiveCapture):
+        def start(self):
+            time.sleep(seconds)
+            super().start()
+    live.LiveCapture = SlowCapture
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+@pytest.mark.parametrize("where, seconds", [("feed", 4.0), ("start", 3.0)])
+def test_a_slow_agent_is_waited_for_not_lost_nor_left_out(where, seconds):
+    """An agent that is slow (a batch taking ``seconds``, twice ``lost_after``, to summarize; or a slow
+    start) is alive: it never shows as lost, and every epoch from its first cell covers it instead of
+    being released without it."""
+    from scapy.all import IP, UDP, Ether, sendp
+
+    cluster = local_cluster(0)
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_AGENT, where, str(seconds), "agent", "--iface", "lo",
+                             "--scheduler", cluster.scheduler_address, "--name", "tap-s", "--bpf", "udp dst port 40513"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    collector = Collector(cluster.scheduler_address, ("exact", "dpmg"), Settings(k=4, epoch_seconds=1.0)).start()
+    states = set()
+
+    def counted():
+        states.update(a.state for a in collector.status())
+        return {it.address: it.estimate for it in collector.exact().top(None)} == {"127.0.0.6": 40}
+
+    try:
+        assert wait_for(lambda: [a.state for a in collector.status()] == ["running"], 120), proc.poll()
+        sendp([Ether() / IP(src="127.0.0.6", dst="127.0.0.1") / UDP(sport=5000, dport=40513)] * 40, iface="lo",
+              verbose=False)
+        assert wait_for(counted, 10 + seconds), collector.exact().top(None)
+        assert states == {"running"}
+    finally:
+        result = collector.stop()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(20)
+        cluster.close()
+    (agent,) = result.agents
+    assert (agent.state, agent.ip_packets) == ("finished", 40)
+    rels = [r for r in result.releases["dpmg"] if agent.first_cell <= r.span.index <= agent.last_cell]
+    assert rels and all((r.status["agents"], r.status["agents_missing"]) == (["tap-s"], []) for r in rels), \
+        (agent.first_cell, [(r.span.index, r.status["agents"], r.status["agents_missing"]) for r in rels])

@@ -20,7 +20,8 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 
-from dptop.cluster.live import AGENT_RESOURCE, GRACE_S, lease_variable, run_capture_point, stop_event, topic
+from dptop.cluster.live import (AGENT_RESOURCE, GRACE_S, cell_now, lease_variable, run_capture_point, stop_event,
+                                topic)
 from dptop.cluster.merger import MergedResult, Merger
 from dptop.cluster.plan import Plan, TimeGrid, new_master
 from dptop.cluster.wire import WireError, decode
@@ -87,6 +88,9 @@ class Collector:
         self._lock = threading.Lock()
         self._agents: dict[str, AgentStatus] = {}
         self._futures: dict[str, object] = {}
+        self._pinned: dict[str, int] = {}
+        """The cell each agent's task was pinned in: before its first beat names its first cell, an
+        epoch from this one on waits for it (it may be capturing already)."""
         self._merger = Merger(self.plan, [])
         self._rejected: set[str] = set()
         self._next_cell = 0
@@ -195,6 +199,7 @@ class Collector:
             new = [(n, addr) for n, addr in agents.items() if n not in self._agents and not self._closing.is_set()]
             for name, addr in new:
                 self._agents[name] = AgentStatus(name, addr, seen=time.monotonic())
+                self._pinned[name] = 0 if self.plan.grid is None else cell_now(self.plan.grid)
                 self._merger.add_agent(name)
         for name, addr in new:
             self._futures[name] = self._client.submit(
@@ -269,14 +274,16 @@ class Collector:
     def _expected(self, cell: int) -> tuple[list[str], list[str]]:
         """(covered, missing) of ``cell``: every agent that delivered it, and the lost or failed ones
         that should have and did not, and the expected ones that never joined (an epoch waits for
-        those until the expect timeout). None missing but an agent still running -> not ready."""
+        those until the expect timeout). An agent still starting or running that has not delivered
+        it (slow, not lost) -> not ready."""
         delivered = self._merger.delivered(cell)
         missing = []
         for name, a in self._agents.items():
             if a.state == "missing":
                 missing.append(name)
                 continue
-            if name in delivered or a.first_cell is None or a.first_cell > cell:
+            first = a.first_cell if a.first_cell is not None else self._pinned.get(name, 0)
+            if name in delivered or first > cell:
                 continue
             if a.state == "finished" and a.last_cell is not None and a.last_cell < cell:
                 continue

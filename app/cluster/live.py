@@ -6,7 +6,8 @@ its interface. A collector pins ``run_capture_point`` to that worker (``workers=
 ``resources={"dptop-agent": 1}``); the task captures with ``dptop.capture.live.LiveCapture`` into a
 ``CapturePoint`` and ships, as scheduler events on the run's topic (msgpack dicts, summaries as bytes of dptop.cluster.wire):
 
-* ``beat`` every ``HEARTBEAT_S``: packet counters, drops and the exact-count delta since the last one;
+* ``beat`` every ``HEARTBEAT_S``: packet counters, drops and the exact-count delta since the last one
+  (empty while a batch is still being summarized: a beat never waits for the summarizers);
 * ``epoch`` when a time epoch's cell is over (plus ``GRACE_S`` for packets still in flight), and for
   the whole-stream epoch at the end;
 * ``done`` at the end, with the whole-stream baselines.
@@ -29,6 +30,7 @@ from dptop.capture.live import LiveCapture
 from dptop.cluster.plan import Plan
 from dptop.cluster.point import CapturePoint
 from dptop.cluster.wire import encode
+from dptop.engine.baselines.merge import CountSummary
 
 AGENT_RESOURCE = "dptop-agent"
 PLUGIN = "dptop-agent"
@@ -89,8 +91,14 @@ def _ship(worker, run: str, kind: str, **fields) -> None:
     worker.log_event(topic(run), {"kind": kind, "agent": worker.name, "run": run, "time": time.time(), **fields})
 
 
-def _cell_now(grid) -> int:
+def cell_now(grid) -> int:
+    """The grid cell the clock is in now (the first one before the grid starts)."""
     return max(0, (time.time_ns() - grid.start_ns) // grid.epoch_ns)
+
+
+def _shipped_at(grid, cell: int) -> float:
+    """When a capture point ships ``cell``: its end plus ``GRACE_S`` (ns since the Unix epoch)."""
+    return grid.start_ns + (cell + 1) * grid.epoch_ns + GRACE_S * 1e9
 
 
 def run_capture_point(plan: Plan, run: str) -> dict:
@@ -110,29 +118,35 @@ def run_capture_point(plan: Plan, run: str) -> dict:
 
     capture = LiveCapture(plugin.iface, sink, bpf=plugin.bpf)
     grid = plan.grid
-    next_cell = first_cell = None if grid is None else _cell_now(grid)
+    next_cell = first_cell = None if grid is None else cell_now(grid)
     capture.start()
     try:
         while not stop.is_set() and not capture.stats().finished:
             if time.time() - lease.get(timeout=5) > LEASE_S:
                 break
-            with lock:
-                delta = point.take_exact()
+            delta, due = CountSummary.empty(), []
+            # a batch may hold the lock for seconds (a kernel's first use compiles it): the beat says
+            # this capture point is alive all the same, its counts and epochs go with a later one
+            if lock.acquire(timeout=HEARTBEAT_S / 2):
+                try:
+                    delta = point.take_exact()
+                    while grid is not None and time.time_ns() >= _shipped_at(grid, next_cell):
+                        due.append((next_cell, point.take_epoch(next_cell)))
+                        next_cell += 1
+                finally:
+                    lock.release()
             st = capture.stats()
             _ship(worker, run, "beat", iface=plugin.iface, first_cell=first_cell, packets=st.packets,
                   ip_packets=st.ip_packets, kernel_drops=st.kernel_drops, queue_drops=st.queue_drops,
                   late=point.counters.late, outside_grid=point.counters.outside_grid,
                   error=st.error, exact=encode({"exact": delta}))
-            while grid is not None and time.time_ns() >= grid.start_ns + (next_cell + 1) * grid.epoch_ns + GRACE_S * 1e9:
-                with lock:
-                    summaries = point.take_epoch(next_cell)
-                _ship(worker, run, "epoch", epoch=next_cell, summaries=encode(summaries))
-                next_cell += 1
+            for epoch, summaries in due:
+                _ship(worker, run, "epoch", epoch=epoch, summaries=encode(summaries))
             time.sleep(HEARTBEAT_S)
     finally:
         capture.stop()
         capture.join(5)
-    last = 0 if grid is None else max(next_cell, min(_cell_now(grid), grid.cells - 1))
+    last = 0 if grid is None else max(next_cell, min(cell_now(grid), grid.cells - 1))
     with lock:  # the open (partial) cells, or the whole-stream epoch
         for epoch in range(0 if grid is None else next_cell, last + 1):
             _ship(worker, run, "epoch", epoch=epoch, summaries=encode(point.take_epoch(epoch)))

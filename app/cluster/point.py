@@ -29,6 +29,13 @@ class PointCounters:
     epochs_shipped: list = field(default_factory=list)
 
 
+def _frozen(keys: np.ndarray) -> np.ndarray:
+    """``keys`` read-only, as every KeyBatch's are: the kernels ``dptop compile`` built take them as
+    they are, where writable keys would compile a second variant inside a running agent."""
+    keys.flags.writeable = False
+    return keys
+
+
 class CapturePoint:
     def __init__(self, plan: Plan):
         self.plan = plan
@@ -77,7 +84,7 @@ class CapturePoint:
         order = np.argsort(cells, kind="stable")[outside:]
         sorted_cells = cells[order]
         cuts = np.flatnonzero(np.diff(sorted_cells)) + 1
-        return [(int(sorted_cells[part[0]]), batch.keys[order[part]])
+        return [(int(sorted_cells[part[0]]), _frozen(batch.keys[order[part]]))
                 for part in np.split(np.arange(len(order)), cuts) if len(part)]
 
     def open_epochs(self) -> list[int]:
