@@ -95,6 +95,29 @@ def test_kernel_matches_plain_python_alg6_noiseless():
     assert released_any
 
 
+def test_kth_smallest_matches_sorting_and_leaves_its_input():
+    """PRUNE's cut (``kth_smallest``, branch-free partitions) against np.sort: random, tied,
+    constant and sorted values, every k, sizes 1 to 1100; the input is never reordered."""
+    from dptop.engine.core.jit import kernel
+    from dptop.engine.core.topk import kth_smallest
+
+    kth = kernel(lambda src, n, k, buf: kth_smallest(src, n, k, buf))
+    rng = np.random.default_rng(SEED)
+    for trial in range(4000):
+        n = int(rng.integers(1, 40)) if trial % 2 else int(rng.integers(1, 1100))
+        src = rng.normal(size=n + 3)
+        if trial % 4 == 1:
+            src = np.round(src * 2)  # many ties
+        elif trial % 4 == 2:
+            src[:] = 7.0
+        elif trial % 4 == 3:
+            src = np.sort(src)[::-1].copy()
+        before = src.copy()
+        k = int(rng.integers(0, n))
+        assert kth(src, n, k, np.full(2 * n + 2, np.nan)) == np.sort(src[:n])[k]
+        assert np.array_equal(src, before)
+
+
 @pytest.mark.parametrize("noiseless", [False, True])
 def test_output_stops_only_estimates_that_prune_and_tau_ignore(noiseless):
     """OUTPUT may stop a candidate's min over its rows early (past the first k~, once it is below

@@ -28,7 +28,7 @@ from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, check
                             gaussbm_sigma, tree_height)
 from dptop.engine.core.hashtable import found, homes, probe_at, store
 from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
-from dptop.engine.core.topk import select
+from dptop.engine.core.topk import kth_smallest
 from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import EMPTY_WORD, KEY_DTYPE
 from dptop.engine.continual.lazysketch import (LazySketch, SketchState, cms_estimate, push_next,
@@ -197,7 +197,7 @@ class HHState(NamedTuple):
     out_lo: np.ndarray
     out_val: np.ndarray
     out_tau: np.ndarray  # float64[1] τ applied at the last output
-    sel: np.ndarray  # float64[2k~] selection scratch of PRUNE
+    sel: np.ndarray  # float64[4k~ + 2] selection scratch of PRUNE (``kth_smallest``)
     meta: np.ndarray  # int64[4]
 
 
@@ -208,7 +208,7 @@ def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
         np.arange(cap, dtype=np.int64), np.zeros((cap, sketch.depth), np.uint32), np.zeros(cap, np.int64),
         np.zeros(cap, np.int64), np.zeros(CHUNK, np.int64), np.zeros(cap),
         ht.make_table(4 * k_tilde, seed=table_seed),
-        np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap), np.zeros(1), np.zeros(cap),
+        np.zeros(cap, KEY_DTYPE), np.zeros(cap, KEY_DTYPE), np.zeros(cap), np.zeros(1), np.zeros(2 * cap + 2),
         np.zeros(4, np.int64),
     )
 
@@ -216,7 +216,7 @@ def make_hh_state(sketch: LazySketch, k_tilde: int, table_seed) -> HHState:
 def hh_state_bytes(depth: int, width: int, height: int, k_tilde: int) -> int:
     """The bytes of ``make_hh_state``: the sketch's state and 2k~ candidates with their d cells."""
     cap = 2 * k_tilde
-    return (LazySketch.state_bytes(depth, width, height) + cap * (80 + 4 * depth) + 8 * CHUNK + 40
+    return (LazySketch.state_bytes(depth, width, height) + cap * (88 + 4 * depth) + 8 * CHUNK + 56
             + ht.table_bytes(4 * k_tilde))
 
 
@@ -252,15 +252,6 @@ def _output(st, t, k, k_tilde, gamma):
     st.out_tau[0] = tau
 
 
-@inner
-def _kth_largest(vals, n, kth, scratch):
-    """The kth largest (1-based) of vals[:n], by quickselect on a scratch copy."""
-    a = scratch[:n]
-    for i in range(n):  # a loop, not a slice copy: no allocation (called from a ``hot`` kernel)
-        a[i] = vals[i]
-    return select(a, n - kth)
-
-
 @kernel
 def _prune(st, k_tilde):
     """PRUNE(): keep the k~ candidates with the largest estimates (ties: lower index first),
@@ -269,7 +260,7 @@ def _prune(st, k_tilde):
     if n <= k_tilde:
         return
     vals, slot, drop = st.cand_val, st.cand_slot, st.drop
-    cut = _kth_largest(vals, n, k_tilde, st.sel)
+    cut = kth_smallest(vals, n, n - k_tilde, st.sel)  # the k~-th largest
     above = 0
     for c in range(n):
         if vals[c] > cut:

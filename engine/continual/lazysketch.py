@@ -2,7 +2,9 @@
 [001 §4, Alg 3–5, Thm 2; spec lazyhh §4–5].
 
 Both hold a d × w grid O of GaussBM counters (``dptop.engine.continual.gaussbm``) with secret random row hashes
-h_i (and signs g_i for Count Sketch). O is released at every step and may be queried for any
+h_i (and signs g_i for Count Sketch): a key's 64-bit fingerprint f(x) under a secret seed, then
+one multiply-add per row, a_i·f + b_i mod 2^64 with secret a_i (odd) and b_i (multiply-shift
+hashing, pairwise independent rows as CMS/CS need; spec §5.1). O is released at every step and may be queried for any
 label at any time: CMS f̂(x) = min_i O[i, h_i(x)], CS f̂(x) = median_i g_i(x)·O[i, h_i(x)].
 
 * **PunctualSketch** (Alg 3): every cell gets an update at every arrival (1 / g_i(x) in the
@@ -45,12 +47,12 @@ _ONE = np.uint64(1)
 
 class SketchState(NamedTuple):
     p: np.ndarray  # int16[w, d] (int32 from w = 2^15, ``pending_dtype``): Lazy: pending increments; Punctual: one arrival's
-    seeds: np.ndarray  # uint64[d] secret row hash seeds (never released, P11)
+    seeds: np.ndarray  # uint64[2d + 1] secret hash parameters a_0..a_d-1, b_0..b_d-1, fingerprint seed (never released, P11)
     meta: np.ndarray  # int64[1]: next column to push (Lazy)
     bk: np.ndarray  # int64[d]: cells of the last arrival, flat indices i + d·h_i(x) (scratch)
     sg: np.ndarray  # int64[d]: its signs (CS scratch; all 1 for CMS)
     bm: BMState
-    hm: np.ndarray  # uint64[d + 1]: mix64(hi ^ seed_i) per row for the high word hm[d] (``row_buckets``)
+    hm: np.ndarray  # uint64[2]: a high word and the fingerprint's inner mix of it (``row_buckets``)
 
 
 @inner
@@ -66,53 +68,60 @@ def _sign(h):
 
 
 @inner
-def cell(seeds, row, hi, lo, width):
-    """(bucket h_i(x) in [0, w), sign g_i(x) in {-1, +1}) of key (hi, lo) in ``row``.
-    The bucket is the top 32 hash bits reduced by multiply-shift, the sign is bit 31."""
-    h = hash_key(hi, lo, seeds[row])
+def fingerprint(seeds, hi, lo):
+    """The key's 64-bit fingerprint f(x): ``hash_key`` under the secret seed ``seeds[2d]``."""
+    return hash_key(hi, lo, seeds[len(seeds) - 1])
+
+
+@inner
+def cell(seeds, row, f, width):
+    """(bucket h_i(x) in [0, w), sign g_i(x) in {-1, +1}) in ``row`` of the key with fingerprint
+    ``f``: h = a_i·f + b_i mod 2^64, the bucket from its top 32 bits (multiply-shift), the sign
+    its bit 31."""
+    h = seeds[row] * f + seeds[(len(seeds) >> 1) + row]
     return _bucket(h, width), _sign(h)
 
 
 @inner
 def row_buckets(seeds, hm, hi, lo, width, bk):
     """``cell``'s buckets of (hi, lo) in every row at once, into ``bk`` as flat indices
-    i + d·h_i(x) of a ``(w, d)`` grid (P, ``pre``), of any integer type. ``hash_key`` is
-    mix64(mix64(hi ^ s) ^ lo·M1 ^ s); its inner mix64(hi ^ s_i) is kept per row in ``hm`` for the
-    high word ``hm[d]`` and recomputed only when the high word changes (never for IPv4 keys), so
-    a key costs one mix per row. The row loop is vectorised."""
-    d = len(seeds)
-    if hi != hm[d]:
-        for i in range(d):
-            hm[i] = mix64(hi ^ seeds[i])
-        hm[d] = hi
-    m = lo * LO_MULTIPLIER
+    i + d·h_i(x) of a ``(w, d)`` grid (P, ``pre``), of any integer type. The fingerprint
+    mix64(mix64(hi ^ s) ^ lo·M1 ^ s) keeps its inner mix of the high word in ``hm`` and
+    recomputes it only when the high word changes (never for IPv4 keys); then a row costs one
+    multiply-add, and the row loop is vectorised."""
+    d = len(seeds) >> 1
+    s = seeds[2 * d]
+    if hi != hm[0]:
+        hm[0] = hi
+        hm[1] = mix64(hi ^ s)
+    f = mix64(hm[1] ^ (lo * LO_MULTIPLIER) ^ s)
     for i in range(d):
-        bk[i] = _bucket(mix64(hm[i] ^ m ^ seeds[i]), width) * d + i
+        bk[i] = _bucket(seeds[i] * f + seeds[d + i], width) * d + i
 
 
 def high_word_mixes(seeds: np.ndarray) -> np.ndarray:
     """A ``row_buckets`` cache, filled for the high word 0."""
-    hm = np.zeros(len(seeds) + 1, dtype=np.uint64)
+    hm = np.zeros(2, dtype=np.uint64)
     _fill_mixes(seeds, hm)
     return hm
 
 
 @kernel
 def _fill_mixes(seeds, hm):
-    for i in range(len(seeds)):
-        hm[i] = mix64(seeds[i])
-    hm[len(seeds)] = 0
+    hm[0] = 0
+    hm[1] = mix64(seeds[len(seeds) - 1])
 
 
 @inner
 def row_cells(seeds, hi, lo, width, bk, sg):
     """``cell`` in every row at once: buckets into ``bk`` as flat indices (``row_buckets``), signs
     into ``sg``."""
-    d = len(seeds)
+    d = len(seeds) >> 1
+    f = fingerprint(seeds, hi, lo)
     for i in range(d):
-        h = hash_key(hi, lo, seeds[i])
-        bk[i] = _bucket(h, width) * d + i
-        sg[i] = _sign(h)
+        b, g = cell(seeds, i, f, width)
+        bk[i] = b * d + i
+        sg[i] = g
 
 
 @inner
@@ -147,15 +156,16 @@ def cms_estimate(flat, cells, row, floor):
 def estimate(pre, seeds, signed, hi, lo, scratch):
     """f̂(x) from the released cells: min over rows (CMS) or median of g_i(x)·cell (CS, odd d)."""
     w, d = pre.shape
+    f = fingerprint(seeds, hi, lo)
     if not signed:
         best = np.inf
         for i in range(d):
-            b, g = cell(seeds, i, hi, lo, w)
+            b, g = cell(seeds, i, f, w)
             if pre[b, i] < best:
                 best = pre[b, i]
         return best
     for i in range(d):
-        b, g = cell(seeds, i, hi, lo, w)
+        b, g = cell(seeds, i, f, w)
         scratch[i] = g * pre[b, i]
     scratch.sort()
     return scratch[d // 2]
@@ -164,7 +174,7 @@ def estimate(pre, seeds, signed, hi, lo, scratch):
 @kernel
 def _estimates(st, signed, keys, out):
     pre, seeds = st.bm.pre, st.seeds
-    scratch = np.empty(len(seeds), dtype=np.float64)
+    scratch = np.empty(pre.shape[1], dtype=np.float64)
     for n in range(len(keys)):
         out[n] = estimate(pre, seeds, signed, keys[n, 0], keys[n, 1], scratch)
 
@@ -214,15 +224,16 @@ def _punctual_batch(st, signed, keys, sigma, rng):
     ex, sx, pre, upd, z = st.bm
     w, d = p.shape
     for n in range(len(keys)):
+        f = fingerprint(seeds, keys[n, 0], keys[n, 1])
         for i in range(d):
-            b, g = cell(seeds, i, keys[n, 0], keys[n, 1], w)
+            b, g = cell(seeds, i, f, w)
             p[b, i] += g if signed else 1
         if sigma > 0.0:
             bulknoise.fill_normal(rng, z[:w * d], 1.0)
         for j in range(w):
             push_column(ex, sx, pre, upd, j, p, sigma, z, j * d, False)
         for i in range(d):
-            b, g = cell(seeds, i, keys[n, 0], keys[n, 1], w)
+            b, g = cell(seeds, i, f, w)
             p[b, i] = 0
 
 
@@ -241,10 +252,14 @@ def pending_dtype(width: int):
 
 
 def hash_seeds(depth: int, seed: int | None) -> np.ndarray:
-    """Secret row seeds from the OS, or (tests, NOT private) derived from ``seed``."""
+    """Secret hash parameters (``SketchState.seeds``: 2d + 1 words, the row multipliers made
+    odd) from the OS, or (tests, NOT private) derived from ``seed``."""
     if seed is None:
-        return np.frombuffer(os.urandom(8 * depth), dtype=np.uint64).copy()
-    return np.random.SeedSequence((int(seed), 0x5EED)).generate_state(depth, dtype=np.uint64)
+        words = np.frombuffer(os.urandom(8 * (2 * depth + 1)), dtype=np.uint64).copy()
+    else:
+        words = np.random.SeedSequence((int(seed), 0x5EED)).generate_state(2 * depth + 1, dtype=np.uint64)
+    words[:depth] |= np.uint64(1)
+    return words
 
 
 class PrivateSketch:
@@ -300,7 +315,7 @@ class PrivateSketch:
     def state_bytes(cls, depth: int, width: int, height: int) -> int:
         """All the bytes of ``state``: the cells (``memory_bytes``), the pushes per column, the
         pre-drawn noise (d·max(w, CHUNK) draws), the seeds, the per-row scratch and hash cache."""
-        return cls.memory_bytes(depth, width, height) + 8 * width + 8 * depth * max(width, CHUNK) + 32 * depth + 16
+        return cls.memory_bytes(depth, width, height) + 8 * width + 8 * depth * max(width, CHUNK) + 32 * depth + 32
 
     @classmethod
     def height_for(cls, horizon: int, width: int) -> int:
@@ -350,8 +365,9 @@ class PrivateSketch:
 @kernel
 def _buckets(seeds, width, keys, out_b, out_g):
     for n in range(len(keys)):
-        for i in range(len(seeds)):
-            b, g = cell(seeds, i, keys[n, 0], keys[n, 1], width)
+        f = fingerprint(seeds, keys[n, 0], keys[n, 1])
+        for i in range(len(seeds) >> 1):
+            b, g = cell(seeds, i, f, width)
             out_b[n, i] = b
             out_g[n, i] = g
 
