@@ -95,6 +95,34 @@ def test_kernel_matches_plain_python_alg6_noiseless():
     assert released_any
 
 
+def test_instance_state_is_one_block_in_tuple_order():
+    """Every array of a LazyHH instance's state and its noise lanes lies in one block, in tuple
+    order, each from a cache line of its own (the layout is the same in every process:
+    ``dptop.engine.core.packing``); packing keeps shapes, dtypes, values and other fields."""
+    from dptop.engine.core.packing import LINE, packed
+
+    inst = LazyHHInstance(small_params(), seed=SEED)
+    arrays = []
+
+    def walk(t):
+        for x in t:
+            if isinstance(x, np.ndarray):
+                arrays.append(x)
+            elif isinstance(x, tuple):
+                walk(x)
+
+    walk((inst.state, inst.sketch.rng))
+    starts = [a.ctypes.data for a in arrays]
+    assert all(s % LINE == 0 for s in starts)
+    assert all(b >= a + x.nbytes for a, b, x in zip(starts, starts[1:], arrays))
+    assert starts[-1] + arrays[-1].nbytes - starts[0] <= sum(-(-x.nbytes // LINE) * LINE for x in arrays)
+    assert inst.sketch.state is inst.state.sk
+    state = (np.arange(3.0), (np.ones((2, 5), np.int16), 7))
+    copy = packed(state)
+    assert np.array_equal(copy[0], state[0]) and copy[1][0].dtype == np.int16 and copy[1][1] == 7
+    assert np.array_equal(copy[1][0], state[1][0]) and copy[1][0].ctypes.data - copy[0].ctypes.data == LINE
+
+
 def test_kth_smallest_matches_sorting_and_leaves_its_input():
     """PRUNE's cut (``kth_smallest``, branch-free partitions) against np.sort: random, tied,
     constant and sorted values, every k, sizes 1 to 1100; the input is never reordered."""

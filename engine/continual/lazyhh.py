@@ -27,6 +27,7 @@ from dptop.engine.privacy import bulknoise
 from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, check_gaussbm_epsilon,
                             gaussbm_sigma, tree_height)
 from dptop.engine.core.hashtable import found, homes, probe_at, store
+from dptop.engine.core.packing import packed
 from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
 from dptop.engine.core.topk import kth_smallest
 from dptop.engine.core.jit import hot, inner, ix, kernel
@@ -361,7 +362,9 @@ class LazyHHInstance:
         self.sketch = LazySketch(params.horizon, params.epsilon, params.delta, params.width, params.depth,
                                  kind="cms", seed=seed, noiseless=noiseless)
         table_seed = None if seed is None else np.uint64(np.random.SeedSequence((seed, 0x7AB)).generate_state(1)[0])
-        self.state = make_hh_state(self.sketch, params.k_tilde, table_seed)
+        self.state, self.sketch.rng = packed((make_hh_state(self.sketch, params.k_tilde, table_seed),
+                                              self.sketch.rng))
+        self.sketch.state = self.state.sk  # one block for the sketch, its lanes and the candidates
 
     @property
     def t(self) -> int:

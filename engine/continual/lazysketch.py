@@ -30,6 +30,7 @@ from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, BMSta
                             gaussbm_sigma, make_bm_state, noise_bound, push_column, tree_height)
 from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
 from dptop.engine.core.base import Footprint
+from dptop.engine.core.packing import packed
 from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import LO_MULTIPLIER, hash_key, keys_from_addresses, mix64
 from dptop.engine.core.registry import register
@@ -292,11 +293,11 @@ class PrivateSketch:
         self.sigma = gaussbm_sigma(self.height, self.epsilon, self.delta, self.m)
         self.noiseless, self.seed = bool(noiseless), seed
         seeds = hash_seeds(self.depth, seed)
-        self.state = SketchState(np.zeros((self.width, self.depth), dtype=pending),
-                                 seeds, np.zeros(1, dtype=np.int64),
-                                 np.zeros(self.depth, dtype=np.int64), np.ones(self.depth, dtype=np.int64),
-                                 make_bm_state(self.depth, self.width, self.height, exact), high_word_mixes(seeds))
-        self.rng = bulknoise.make_lanes(seed)
+        state = SketchState(np.zeros((self.width, self.depth), dtype=pending),
+                            seeds, np.zeros(1, dtype=np.int64),
+                            np.zeros(self.depth, dtype=np.int64), np.ones(self.depth, dtype=np.int64),
+                            make_bm_state(self.depth, self.width, self.height, exact), high_word_mixes(seeds))
+        self.state, self.rng = packed((state, bulknoise.make_lanes(seed)))
         self.arrivals = 0
 
     @staticmethod
