@@ -36,14 +36,17 @@ def _padded(nbytes: int) -> int:
 
 def packed(state):
     """A copy of ``state`` (a tuple or NamedTuple of arrays and of such tuples, any depth) whose
-    arrays, same shapes, dtypes and values, C-contiguous, lie in one block in tuple order."""
+    arrays, same shapes, dtypes and values, C-contiguous, lie in one block in tuple order. The
+    block starts zeroed and all-zero arrays are not copied, so their pages stay untouched (and
+    out of the resident memory) until a kernel writes them, as they were."""
     arrays = list(_arrays(state))
-    block = np.empty(sum(_padded(a.nbytes) for a in arrays) + LINE, dtype=np.uint8)
+    block = np.zeros(sum(_padded(a.nbytes) for a in arrays) + LINE, dtype=np.uint8)
     at = -block.ctypes.data % LINE
     moved = []
     for a in arrays:
         view = block[at:at + a.nbytes].view(a.dtype).reshape(a.shape)
-        view[...] = a
+        if a.any():
+            view[...] = a
         moved.append(view)
         at += _padded(a.nbytes)
     return _rebuilt(state, iter(moved))
