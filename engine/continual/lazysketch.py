@@ -1,11 +1,12 @@
 """Private frequency sketches under continual observation: PunctualSketch and LazySketch
 [001 §4, Alg 3–5, Thm 2; spec lazyhh §4–5].
 
-Both hold a d × w grid O of GaussBM counters (``dptop.engine.continual.gaussbm``) with secret random row hashes
-h_i (and signs g_i for Count Sketch): a key's 64-bit fingerprint f(x) under a secret seed, then
-one multiply-add per row, a_i·f + b_i mod 2^64 with secret a_i (odd) and b_i (multiply-shift
-hashing, pairwise independent rows as CMS/CS need; spec §5.1). O is released at every step and may be queried for any
-label at any time: CMS f̂(x) = min_i O[i, h_i(x)], CS f̂(x) = median_i g_i(x)·O[i, h_i(x)].
+Both hold a d × w grid O of GaussBM counters (``dptop.engine.continual.gaussbm``) with secret
+random row hashes h_i (and signs g_i for Count Sketch, spec §5.1): a key's 64-bit fingerprint
+f(x) under a secret seed, then one multiply-add per row, a_i·f + b_i mod 2^64 with secret a_i
+(odd) and b_i: multiply-shift hashing, 2-universal in each row and independent across rows, as
+the CMS/CS bounds need. O is released at every step and may be queried for any label at any
+time: CMS f̂(x) = min_i O[i, h_i(x)], CS f̂(x) = median_i g_i(x)·O[i, h_i(x)].
 
 * **PunctualSketch** (Alg 3): every cell gets an update at every arrival (1 / g_i(x) in the
   item's cells, 0 elsewhere, zeros never skipped: P3). Cells are GaussBM(T). The slow baseline.
