@@ -98,7 +98,8 @@ def row_buckets(seeds, hm, hi, lo, width, bk):
         hm[1] = mix64(hi ^ s)
     f = mix64(hm[1] ^ (lo * LO_MULTIPLIER) ^ s)
     for i in range(d):
-        bk[i] = _bucket(seeds[i] * f + seeds[d + i], width) * d + i
+        b, g = cell(seeds, i, f, width)
+        bk[i] = b * d + i
 
 
 def high_word_mixes(seeds: np.ndarray) -> np.ndarray:

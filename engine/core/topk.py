@@ -162,33 +162,21 @@ def kth_smallest(src, n, k, buf):
     m = n
     base = -1  # the first pass reads src
     while True:
-        if base < 0:
-            a = src[0]
-            b = src[(m - 1) // 2]
-            c = src[m - 1]
-        else:
-            a = buf[lo]
-            b = buf[lo + (m - 1) // 2]
-            c = buf[lo + m - 1]
+        arr, at = (src, 0) if base < 0 else (buf, lo)
+        a = arr[at]
+        b = arr[at + (m - 1) // 2]
+        c = arr[at + m - 1]
         p = max(min(a, b), min(max(a, b), c))
         out = 0 if base != 0 else half
         top = out + half - 1
         below = 0
         above = 0
-        if base < 0:
-            for i in range(m):
-                v = src[i]
-                buf[out + below] = v
-                buf[top - above] = v
-                below += v < p
-                above += v > p
-        else:
-            for i in range(lo, lo + m):
-                v = buf[i]
-                buf[out + below] = v
-                buf[top - above] = v
-                below += v < p
-                above += v > p
+        for i in range(at, at + m):
+            v = arr[i]
+            buf[out + below] = v
+            buf[top - above] = v
+            below += v < p
+            above += v > p
         if k < below:
             lo, m = out, below
         elif k < m - above:
