@@ -19,7 +19,7 @@ from dptop.engine.core.extras import FEED, GUI, LIVE, require
 from dptop.capture import synth
 from dptop.capture.live import COUNT, DURATION
 from dptop.capture.replay import MAX_GAP, SPEED
-from dptop.engine.audit.cases import CONFIDENCE, EVENTS, RUNS
+from dptop.engine.lab.audit.cases import CONFIDENCE, EVENTS, RUNS
 from dptop.engine.core.settings import SEED, Range
 from dptop.monitor import catalogue
 from dptop.monitor.config import SourceSpec, config_errors
@@ -35,7 +35,7 @@ REFRESH = Range("refresh", 0.05, 3600.0)
 SOAK_MINUTES = Range("soak-minutes", 0.1, 24 * 60.0)
 BENCH_NAMES = ("algorithms", "single-release", "continual", "sliding-window", "local-dp", "anchors", "capture",
                "replay", "soak")
-"""What ``dptop bench --only`` names (dptop.engine.bench.suite.EXTRA_BENCHES by their last part)."""
+"""What ``dptop bench --only`` names (dptop.engine.lab.bench.suite.EXTRA_BENCHES by their last part)."""
 def check_replay(args) -> None:
     """Everything ``replay`` checks before it starts (``args.config``, ``args.spec``): the
     algorithms and their parameters, and the capture and its time grid (one file) or the archive
@@ -142,20 +142,20 @@ def cmd_synth(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from dptop import replaybench
-    from dptop.engine.bench.suite import print_report, run_all
+    from dptop.lab import replaybench
+    from dptop.engine.lab.bench.suite import print_report, run_all
 
     wanted = None if args.only is None else {n.strip() for n in args.only.split(",")}
     engine_only = None if wanted is None else ",".join(wanted - {"replay", "capture", "soak"}) or "none"
     tables = sys.stderr if args.json_out == "-" else sys.stdout
     report = run_all(quick=args.quick, only=engine_only, anchors=args.anchors, tables=tables)
     if wanted is None or "capture" in wanted:
-        from dptop.capture.bench import run_bench
+        from dptop.capture.lab.bench import run_bench
 
         report["reports"].append(run_bench(args.quick))
         print_report(report["reports"][-1], tables)
     if wanted is not None and "soak" in wanted:
-        from dptop import soakbench
+        from dptop.lab import soakbench
 
         show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
         config = config_from_args(build_parser().parse_args(["capture", "--iface", "lo"]))  # capture's defaults
@@ -199,9 +199,9 @@ def cmd_list(args) -> int:
 
 
 def _audit_targets() -> dict:
-    from dptop.engine.audit import cases as audit_cases
-    from dptop.monitor.audit import PRODUCT_TARGETS
-    from dptop.monitor.audit_paths import PATH_TARGETS
+    from dptop.engine.lab.audit import cases as audit_cases
+    from dptop.lab.product_audit import PRODUCT_TARGETS
+    from dptop.lab.audit_paths import PATH_TARGETS
 
     return {**audit_cases.TARGETS, **PRODUCT_TARGETS, **PATH_TARGETS}
 
@@ -213,9 +213,9 @@ def check_audit(args) -> None:
 
 
 def cmd_audit(args) -> int:
-    """Empirical privacy audit of a release mechanism (dptop.engine.audit) or of the product path
-    (dptop.monitor.audit: capture files through a monitor session and its JSON)."""
-    from dptop.engine.audit import cases as audit_cases
+    """Empirical privacy audit of a release mechanism (dptop.engine.lab.audit) or of the product path
+    (dptop.lab.product_audit: capture files through a monitor session and its JSON)."""
+    from dptop.engine.lab.audit import cases as audit_cases
 
     targets = _audit_targets()
     if args.mechanism == "list":
@@ -304,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--only soak: minutes of live capture on lo at 20,000 packets/s (root; the day-long "
                         "target is 60)")
     p.add_argument("--anchors", type=nonempty("--anchors"), default=None, metavar="DIR",
-                   help="folder with the authors' C++ timing drivers: time them side by side (see dptop.engine.bench.anchors)")
+                   help="folder with the authors' C++ timing drivers: time them side by side (see dptop.engine.lab.bench.anchors)")
     p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-")
     p.set_defaults(func=cmd_bench)
 
@@ -322,13 +322,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_audit, check=check_audit)
 
     _add_top(sub)
-    from dptop.sweeps import add_subcommands as add_sweeps
+    from dptop.lab.sweeps import add_subcommands as add_sweeps
 
     add_sweeps(sub)
 
     from dptop.cluster.cli import add_subcommands
+    from dptop.lab.cluster_bench import add_subcommand as add_cluster_bench
 
     add_subcommands(sub)
+    add_cluster_bench(sub)
 
     p = sub.add_parser("compile", help="compile every kernel into the user cache now (make compiles --first)")
     p.add_argument("--first", action="store_true",

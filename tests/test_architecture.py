@@ -93,3 +93,22 @@ def test_the_import_contracts_catch_a_view_building_algorithms_and_an_engine_lay
 def test_the_import_contracts_are_kept_by_the_tree(tmp_path):
     run = _lint(_package_tree(tmp_path / "tree"))
     assert run.returncode == 0 and "0 broken" in run.stdout, run.stdout
+
+
+def test_the_lab_contract_catches_the_product_importing_the_lab(tmp_path):
+    """The product never imports the lab: a mechanism reaching for the audit, the monitor for a benchmark
+    and the capture for a paced sender are each reported by name, while the CLI may load the lab."""
+    tree = _package_tree(tmp_path / "tree")
+    injected = {tree / "dptop" / "engine" / "single_release" / "dpss.py": "from dptop.engine.lab.audit import cases",
+                tree / "dptop" / "monitor" / "session.py": "from dptop.lab import replaybench",
+                tree / "dptop" / "capture" / "live.py": "from dptop.capture.lab import paced"}
+    for path, line in injected.items():
+        with open(path, "a") as f:
+            f.write(f"\n{line}  # noqa: E402,F401\n")
+    run = _lint(tree)
+    assert run.returncode == 1, run.stdout
+    broken = run.stdout[run.stdout.index("Broken contracts"):]
+    assert "the product never imports the lab" in broken
+    for chain in ("dptop.engine.single_release.dpss -> dptop.engine.lab.audit.cases",
+                  "dptop.monitor.session -> dptop.lab.replaybench", "dptop.capture.live -> dptop.capture.lab.paced"):
+        assert chain in broken, broken

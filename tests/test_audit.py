@@ -1,4 +1,4 @@
-"""The privacy auditor (dptop.engine.audit.statistics, dptop.engine.audit.cases).
+"""The privacy auditor (dptop.engine.lab.audit.statistics, dptop.engine.lab.audit.cases).
 
 * Clopper-Pearson bounds against scipy; bad input raises with a clear message.
 * The known-answer mechanism (count + discrete Laplace(1/ε), exact privacy loss ε): the measured
@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dptop.engine.audit import cases as ac
-from dptop.engine.audit.broken import EntryTimeSpaceSaving, ExactLengthDPSS, WeakNoise
-from dptop.engine.audit.streams import label, stream
+from dptop.engine.lab.audit import cases as ac
+from dptop.engine.lab.audit.broken import EntryTimeSpaceSaving, ExactLengthDPSS, WeakNoise
+from dptop.engine.lab.audit.streams import label, stream
 from dptop.engine.privacy.noise import NoiseSource
-from dptop.engine.audit.statistics import (Event, Table, audit_pair, betainc, cp_lower, cp_upper, features_of,
+from dptop.engine.lab.audit.statistics import (Event, Table, audit_pair, betainc, cp_lower, cp_upper, features_of,
                           loss_interval)
 from dptop.engine.core.keys import decode_key
 from dptop.engine.core.release import ReleasedItem

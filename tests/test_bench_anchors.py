@@ -1,4 +1,4 @@
-"""The side-by-side table against the authors' C++ (dptop.engine.bench.anchors): which rows it
+"""The side-by-side table against the authors' C++ (dptop.engine.lab.bench.anchors): which rows it
 runs, how a ratio counts the work, and the load average printed beside every bench row."""
 import io
 import json
@@ -6,8 +6,8 @@ import stat
 
 import pytest
 
-from dptop.engine.bench import anchors
-from dptop.engine.bench.suite import print_report
+from dptop.engine.lab.bench import anchors
+from dptop.engine.lab.bench.suite import print_report
 
 
 def test_every_pair_runs_on_both_skews_at_both_k_without_drivers():

@@ -1,11 +1,11 @@
-"""The utility table beside the authors' C++ (dptop.engine.bench.utility): its scoring, and the
+"""The utility table beside the authors' C++ (dptop.engine.lab.bench.utility): its scoring, and the
 table end to end against a stand-in driver (slow)."""
 import json
 import stat
 
 import pytest
 
-from dptop.engine.bench.utility import run_utility, score
+from dptop.engine.lab.bench.utility import run_utility, score
 
 
 def test_score_counts_heavy_hitters_at_or_above_n_over_k():

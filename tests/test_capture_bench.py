@@ -1,7 +1,7 @@
-"""dptop.capture.bench: the ``dptop bench`` capture table has the rows and numbers it promises."""
+"""dptop.capture.lab.bench: the ``dptop bench`` capture table has the rows and numbers it promises."""
 import pytest
 
-from dptop.capture.bench import run_bench
+from dptop.capture.lab.bench import run_bench
 
 
 @pytest.mark.slow

@@ -31,8 +31,10 @@ def test_bad_input_is_one_line(argv, message, capsys):
 
 
 def test_cluster_bench_end_to_end(tmp_path, capsys):
+    from dptop.cli import main as dptop_main
+
     out = tmp_path / "bench.json"
-    assert main(["cluster-bench", "--quick", "--files", "2", "--packets", "4096", "--workers", "1",
+    assert dptop_main(["cluster-bench", "--quick", "--files", "2", "--packets", "4096", "--workers", "1",
                  "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     jsonschema = pytest.importorskip("jsonschema")

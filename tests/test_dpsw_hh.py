@@ -6,7 +6,7 @@ import pytest
 
 from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_keys
 from dptop.engine.core import registry
-from dptop.engine.bench.sliding_window import window_experiment
+from dptop.engine.lab.bench.sliding_window import window_experiment
 from dptop.engine.sliding_window.geometry import rho_from_epsilon_delta
 from dptop.engine.sliding_window.dpsw_hh import DPSWHeavyHitters
 from dptop.engine.core.keys import KeyBatch, encode_address, keys_from_addresses

@@ -1,4 +1,4 @@
-"""``dptop demo``: the bundled capture (resources/demo.pcap.gz, built by resources/build_demo.py from
+"""``dptop demo``: the bundled capture (resources/demo.pcap.gz, built by resources/lab/build_demo.py from
 public captures, see resources/SOURCES.md) and the demo configuration make DPSS, LazyHH and DPSW
 each release several sources, next to the exact counts, within 30 s at 10x and without a loop."""
 import os
@@ -21,7 +21,8 @@ from dptop.engine.core.keys import decode_key
 from dptop.gui.main import DEMO_SPEED, MainWindow, demo_config
 from dptop.monitor.config import SourceSpec
 from dptop.monitor.session import Session
-from dptop.resources import DEMO_CAPTURE, build_demo
+from dptop.resources import DEMO_CAPTURE
+from dptop.resources.lab import build_demo
 
 PRIVATE = ("dpss", "lazyhh", "dpsw")
 SOURCES = Path(build_demo.__file__).with_name("SOURCES.md")
@@ -46,7 +47,7 @@ def test_the_bundled_capture_is_what_sources_md_says(demo):
         assert f"{address} ({count:,})" in text
     digest = hashlib.sha256(gzip.decompress(DEMO_CAPTURE.read_bytes())).hexdigest()
     assert digest in text
-    assert "python -m dptop.resources.build_demo" in text
+    assert "python -m dptop.resources.lab.build_demo" in text
 
 
 def test_the_build_script_reproduces_the_bundled_capture(shared_pcaps, tmp_path):

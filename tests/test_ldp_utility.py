@@ -14,7 +14,7 @@ from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_ranks
 from dptop.engine.local_dp.metrics import recall
-from dptop.engine.local_dp.sweep import non_decreasing, run_scheme, sweep, synthetic_items, counts_of
+from dptop.engine.lab.local_dp_sweep import non_decreasing, run_scheme, sweep, synthetic_items, counts_of
 
 BATCH = 1 << 16
 

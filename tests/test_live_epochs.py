@@ -128,7 +128,7 @@ def test_capture_on_lo_releases_while_running_with_wall_times_and_counts_every_d
                             "--algorithms", "dpss,lazyhh,exact", "--json", str(out)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(4)  # the socket opens once the kernels are loaded (cached: about a second)
-    sender = subprocess.run([sys.executable, "-m", "dptop.capture.paced", "--rate", "2000", "--seconds", "7",
+    sender = subprocess.run([sys.executable, "-m", "dptop.capture.lab.paced", "--rate", "2000", "--seconds", "7",
                              "--share", "127.0.0.2=0.5", "--others", "4", "--port", str(port)],
                             capture_output=True, text=True, timeout=60)
     stdout, stderr = cap.communicate(timeout=120)

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from dptop import soakbench
+from dptop.lab import soakbench
 from dptop.cli import build_parser, config_from_args
 
 MINUTES = float(os.environ.get("DPTOP_LIVE_SOAK_MINUTES", "60"))

@@ -1,11 +1,11 @@
-"""The product-path audit (app/monitor/audit.py): neighbouring capture files through a monitor
+"""The product-path audit (app/lab/product_audit.py): neighbouring capture files through a monitor
 session and the private view it publishes. The real path shows no violation; each broken variant is caught on the pair
 that exposes it (the slow test runs every pair of every target with more runs)."""
 import pytest
 
-from dptop.engine.audit.cases import run_target
-from dptop.monitor.audit import PRODUCT_TARGETS, view_features
-from dptop.monitor.audit_paths import PATH_TARGETS
+from dptop.engine.lab.audit.cases import run_target
+from dptop.lab.product_audit import PRODUCT_TARGETS, view_features
+from dptop.lab.audit_paths import PATH_TARGETS
 
 ALL_TARGETS = {**PRODUCT_TARGETS, **PATH_TARGETS}
 

@@ -1,12 +1,12 @@
 """End-to-end speed regression (slow): a replay with ``exact`` through the monitor session stays
-within 3x of the parser alone on the same file (dptop.replaybench, side by side, alternating)."""
+within 3x of the parser alone on the same file (dptop.lab.replaybench, side by side, alternating)."""
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from dptop.capture.synth import write_zipf_pcap
-from dptop.replaybench import parse_only, replay
+from dptop.lab.replaybench import parse_only, replay
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import random
 import numpy as np
 import pytest
 
-from dptop.engine.audit.structure import corollary1_violations
+from dptop.engine.lab.audit.structure import corollary1_violations
 from dptop.engine.baselines.spacesaving import make_state, snapshot, update_batch
 from tests import naive
 

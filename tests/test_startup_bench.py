@@ -4,7 +4,7 @@ import os
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
-from dptop import replaybench
+from dptop.lab import replaybench
 
 
 def test_time_to_window_opens_the_window_and_reports_seconds(monkeypatch):

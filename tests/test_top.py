@@ -159,7 +159,7 @@ def test_live_on_lo_under_tmux_shows_the_top_source_within_15_s(tmp_path):
         while "· running ·" not in pane() and time.monotonic() < deadline:
             time.sleep(0.2)
         assert "· running ·" in pane(), pane()
-        sender = subprocess.Popen([sys.executable, "-m", "dptop.capture.paced", "--rate", "2000", "--seconds", "30",
+        sender = subprocess.Popen([sys.executable, "-m", "dptop.capture.lab.paced", "--rate", "2000", "--seconds", "30",
                                    "--share", "127.0.0.2=0.3", "--port", str(port)], stdout=subprocess.DEVNULL)
         t0 = time.monotonic()
         seen = None

@@ -1,12 +1,12 @@
-"""Audit of user-level privacy (engine/audit/user_level.py): neighbouring streams that differ in one
+"""Audit of user-level privacy (engine/lab/audit/user_level.py): neighbouring streams that differ in one
 whole client. The real ``hostdp-dst`` shows no violation; the per-element variant (one decrement per
 element, 002 Lemma 7) is caught both statistically and by the white-box Lemma 9 check. Seeded runs
 with a few hundred runs per side; ``dptop audit`` uses 2000 by default."""
 import numpy as np
 import pytest
 
-from dptop.engine.audit import cases as ac
-from dptop.engine.audit.user_level import HostDPTarget, lemma9_violations
+from dptop.engine.lab.audit import cases as ac
+from dptop.engine.lab.audit.user_level import HostDPTarget, lemma9_violations
 
 
 def test_lemma9_check():

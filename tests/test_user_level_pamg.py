@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from dptop.engine.audit.user_level import lemma9_violations
+from dptop.engine.lab.audit.user_level import lemma9_violations
 from dptop.engine.user_level.pamg import PAMG, merge_counters
 from dptop.engine.user_level.usersets import UserSets
 from tests.naive_user_level import RefPAMG, ref_merge, ref_user_sets

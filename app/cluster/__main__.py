@@ -1,4 +1,4 @@
-"""``python -m dptop.cluster agent|collect|cluster-bench`` (the same commands dptop's CLI adds)."""
+"""``python -m dptop.cluster agent|collect`` (the same commands dptop's CLI adds)."""
 import sys
 
 from dptop.cluster.cli import main

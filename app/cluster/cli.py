@@ -1,5 +1,5 @@
-"""Cluster subcommands: ``agent`` (a live capture point), ``collect`` (the live collector) and
-``cluster-bench`` (archive-replay speed-up and bytes shipped).
+"""Cluster subcommands: ``agent`` (a live capture point) and ``collect`` (the live collector);
+``cluster-bench`` is the lab's (dptop.lab.cluster_bench).
 
 ``add_subcommands(subparsers)`` adds them to dptop's parser; ``python -m dptop.cluster`` runs them
 on their own. A scheduler to join is any Dask scheduler, e.g. ``dask scheduler --host 127.0.0.1``.
@@ -12,15 +12,13 @@ import sys
 import time
 
 from dptop.capture.live import DURATION
-from dptop.cluster.connect import check_tls, local_workers
+from dptop.cluster.connect import check_tls
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, check_ranges, parse_param
-from dptop.options import Parser, json_target, nonempty, ranged, ranged_list
+from dptop.options import Parser, json_target, nonempty, ranged
 from dptop.output import write_json
 
 LIVE_DEFAULT = ("exact", "dpmg", "misragries")
 EXPECT_TIMEOUT = Range("expect-timeout", 0.0, 3600.0)
-BENCH_FILES = Range("files", 1, 1024, integer=True)
-BENCH_PACKETS = Range("packets", 1, 1 << 30, integer=True)
 
 
 def scheduler_arg(text: str) -> str:
@@ -130,20 +128,8 @@ def collect_json(result, top: int) -> dict:
     return {**result.to_json(top), "partial": bool(gone), "missing": gone}
 
 
-def cmd_cluster_bench(args) -> int:
-    from dptop.cluster.bench import run_bench
-    from dptop.engine.bench.suite import print_report
-
-    report = run_bench(quick=args.quick, workers=args.workers,
-                       files=args.files, packets=args.packets)
-    print_report(report, sys.stdout)
-    if args.json_out:
-        write_json(report, args.json_out)
-    return 0
-
-
 def add_subcommands(subparsers) -> None:
-    """Add ``agent``, ``collect`` and ``cluster-bench`` to an argparse subparsers object."""
+    """Add ``agent`` and ``collect`` to an argparse subparsers object."""
     p = subparsers.add_parser("agent", help="run a live capture point that joins a Dask scheduler")
     p.add_argument("--iface", type=nonempty("--iface"), required=True,
                    help="interface to capture on (needs root or CAP_NET_RAW)")
@@ -175,14 +161,6 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--json", dest="json_out", type=json_target, default=None,
                    metavar="OUT|-")
     p.set_defaults(func=cmd_collect, check=check_collect)
-
-    p = subparsers.add_parser("cluster-bench", help="archive replay speed-up on 1, 2, 4 Dask workers and bytes shipped")
-    p.add_argument("--quick", action="store_true", help="small files (a smoke run)")
-    p.add_argument("--workers", type=ranged_list(local_workers()), default="1,2,4")
-    p.add_argument("--files", type=ranged(BENCH_FILES), default=8)
-    p.add_argument("--packets", type=ranged(BENCH_PACKETS), default=None, help="packets per file (default 2^22, quick 2^18)")
-    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT")
-    p.set_defaults(func=cmd_cluster_bench)
 
 
 def main(argv=None) -> int:

@@ -71,7 +71,7 @@ class DPSpaceSaving(Epoched):
         return length_composed_cost(self.eps_a, self.delta_a, self.eps_n, self.delta_n)
 
     def noisy_length(self, n: int) -> int:
-        """ñ = n + DLap(ε_n) (§4.5 step 1). A hook so that the privacy audit (dptop.engine.audit.cases)
+        """ñ = n + DLap(ε_n) (§4.5 step 1). A hook so that the privacy audit (dptop.engine.lab.audit.cases)
         can build the broken exact-n variant by overriding it; never override it elsewhere."""
         return n + self.noise.dlap(self.eps_n)
 

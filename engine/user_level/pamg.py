@@ -12,7 +12,7 @@ user (at most k + |S_i| during one), and
 
 Decrementing once per *element* instead (the textbook MG on the flattened stream) breaks Lemma 9:
 one user can move a counter by m [002 Lemma 7]. Feeding every element as its own one-item set gives
-exactly that variant; the audit uses it as its negative control (engine/audit/user_level.py).
+exactly that variant; the audit uses it as its negative control (engine/lab/audit/user_level.py).
 
 Merging [002 §7, Cor 10, Lemma 11]: sum the counters, subtract the (k+1)-th largest, drop the
 non-positive (Agarwal et al.'s mergeable-summaries rule). Merged neighbours keep Lemma 9's

@@ -320,7 +320,7 @@ class PairAudit:
     runs: int
     findings: list[Finding] = field(default_factory=list)
     structural: list[str] = field(default_factory=list)
-    """White-box findings: the proof's premise fails on this pair (dptop.engine.audit.structure)."""
+    """White-box findings: the proof's premise fails on this pair (dptop.engine.lab.audit.structure)."""
 
     @property
     def epsilon_lower_bound(self) -> float:

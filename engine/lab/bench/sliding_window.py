@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_ranks
-from dptop.engine.bench.suite import batched_rates
+from dptop.engine.lab.bench.suite import batched_rates
 from dptop.engine.sliding_window.dpsw_hh import DPSWHeavyHitters
 from dptop.engine.core.settings import Settings
 from dptop.engine.baselines.window import ExactWindow

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 
 from dptop.engine.core.workload import zipf_keys
-from dptop.engine.bench.suite import batched_rates
+from dptop.engine.lab.bench.suite import batched_rates
 from dptop.engine.baselines.exact import ExactCounter
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.continual.lazyhh import LazyHH

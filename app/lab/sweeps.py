@@ -16,8 +16,8 @@ SWEEP_RUNS = Range("runs", 1, 1000, integer=True)
 RATIO = Range("k~/k", 1, 1 << 10, integer=True)
 
 def cmd_sweep_lazyhh(args) -> int:
-    """Recall/precision of LazyHH over ε × k~/k on a Zipf 1.1 stream (dptop.engine.bench.continual.sweep)."""
-    from dptop.engine.bench.continual import sweep
+    """Recall/precision of LazyHH over ε × k~/k on a Zipf 1.1 stream (dptop.engine.lab.bench.continual.sweep)."""
+    from dptop.engine.lab.bench.continual import sweep
 
     eps, ratios = args.epsilons, args.ratios
     quiet = args.json_out == "-"
@@ -46,8 +46,8 @@ def _add_sweep_lazyhh(sub) -> None:
 
 # --- local-DP sweep -------------------------------------------------------------------------------
 def cmd_sweep_ldp(args) -> int:
-    """NDCG, precision, recall and AAE of the local-DP schemes against ε (dptop.engine.local_dp.sweep)."""
-    from dptop.engine.local_dp.sweep import sweep
+    """NDCG, precision, recall and AAE of the local-DP schemes against ε (dptop.engine.lab.local_dp_sweep)."""
+    from dptop.engine.lab.local_dp_sweep import sweep
 
     quiet = args.json_out == "-"
     show = None if quiet else (lambda r: print(

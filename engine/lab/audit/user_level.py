@@ -12,7 +12,7 @@ The pairs hit the cases of 002 Lemma 9 and the construction of Lemma 7 (§9.2):
   the sketch, then clients that contact one fresh server x. Plain Misra-Gries (one decrement per
   *element*) ends with x's counter m apart on the two streams; PAMG with 1 apart.
 
-Targets (registered in ``dptop.engine.audit.cases.TARGETS``):
+Targets (registered in ``dptop.engine.lab.audit.cases.TARGETS``):
 
 * ``hostdp-dst``: the real mechanism (PAMG + GSHM with discrete Gaussian noise).
 * ``hostdp-per-element``: broken, PAMG decrementing once per element (every element fed as its
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dptop.engine.audit.statistics import features_of
-from dptop.engine.audit.streams import Pair, label
+from dptop.engine.lab.audit.statistics import features_of
+from dptop.engine.lab.audit.streams import Pair, label
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.settings import Settings
 from dptop.engine.user_level.hostdp import HostDPDst

@@ -9,7 +9,7 @@ of 2^16 keys; the figure is the median of three runs after a warm-up, the algori
 (ABCD ABCD ABCD); ``load`` is the 1-minute load average after them. Release rows: the time to
 publish one epoch (noise on every tracked counter, threshold, ordering) at k = 512, k~ = 1024,
 median of 20 releases of the same summary. The authors' C++ is measured side by side only by
-``dptop bench --anchors DIR`` (``dptop.engine.bench.anchors``).
+``dptop bench --anchors DIR`` (``dptop.engine.lab.bench.anchors``).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import time
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.workload import zipf_keys
-from dptop.engine.bench.load import load_average
+from dptop.engine.lab.bench.load import load_average
 
 BATCH = 1 << 16
 ALGORITHMS = ("dpss", "dpmg", "eehh-cms", "eehh-cs")

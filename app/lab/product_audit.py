@@ -1,7 +1,7 @@
 """Product-path audit targets: neighbouring capture files replayed through a monitor ``Session``
 exactly as a user's packets are (public clock, canonical order, runners, finish, the JSON), and
 every field of the private view (``--publish``: releases, spans, guarantees, budget, public
-facts) compared between the two files (engine/audit/statistics.py does the statistics).
+facts) compared between the two files (engine/lab/audit/statistics.py does the statistics).
 
 Real path: ``product-epochs`` (dpss and dpmg on 1 s time epochs of a declared range). The pairs
 are the failure classes of a hostile review: one packet added near an epoch boundary, one
@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from dptop.capture.synth import write_pcap
-from dptop.engine.audit.cases import Target
-from dptop.engine.audit.statistics import features_of
-from dptop.engine.audit.streams import Pair
+from dptop.engine.lab.audit.cases import Target
+from dptop.engine.lab.audit.statistics import features_of
+from dptop.engine.lab.audit.streams import Pair
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.engine.single_release.dpss import DPSpaceSaving

@@ -1,6 +1,6 @@
 """Build ``resources/demo.pcap.gz``, the capture ``dptop demo`` replays, from public captures.
 
-``python -m dptop.resources.build_demo [--captures DIR] [--out FILE]`` (DIR defaults to
+``python -m dptop.resources.lab.build_demo [--captures DIR] [--out FILE]`` (DIR defaults to
 ``../shared/pcaps/main`` beside the repository; provenance and licences in SOURCES.md).
 
 The demo is a *composed* stream: real packets of public attack captures (real addresses, wire
@@ -163,7 +163,7 @@ def write(pcap: bytes, out: Path) -> None:
 
 def main(argv=None) -> int:
     here = Path(__file__).resolve().parent
-    parser = argparse.ArgumentParser(prog="python -m dptop.resources.build_demo", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m dptop.resources.lab.build_demo", description=__doc__.split("\n")[0])
     parser.add_argument("--captures", type=Path, default=here.parent.parent / "shared" / "pcaps" / "main",
                         help="folder holding the public captures (default: ../shared/pcaps/main)")
     parser.add_argument("--out", type=Path, default=here / "demo.pcap.gz")

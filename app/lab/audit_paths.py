@@ -1,4 +1,4 @@
-"""More product-path audit targets (app/monitor/audit.py's ``ProductTarget``): the default paths
+"""More product-path audit targets (app/lab/product_audit.py's ``ProductTarget``): the default paths
 a hostile review found misstated, each with a broken variant the audit must report.
 
 * ``product-bytes``: dpss counting bytes (units of 64 B, at most G = 24 per packet), calibrated
@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from dptop.capture.synth import write_pcap
-from dptop.engine.audit.streams import Pair
+from dptop.engine.lab.audit.streams import Pair
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
-from dptop.monitor.audit import HEAVY, SECOND, T0, ProductTarget, base_stream, neighbour_files
+from dptop.lab.product_audit import HEAVY, SECOND, T0, ProductTarget, base_stream, neighbour_files
 from dptop.monitor.config import Counting, SourceSpec
 
 SERVER = 0xC0A8_0001  # write_pcap's default destination

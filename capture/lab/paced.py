@@ -5,7 +5,7 @@ steady ``rate`` packets per second, each named source sending its ``share`` and 
 evenly over ``others`` sources 127.0.1.1, 127.0.1.2, .... Sources follow a fixed shuffled schedule
 of 1,000 slots, so every second carries the exact shares. Run as
 
-    python -m dptop.capture.paced --rate 2000 --seconds 200 --share 127.0.0.2=0.3 --share 127.0.0.3=0.1
+    python -m dptop.capture.lab.paced --rate 2000 --seconds 200 --share 127.0.0.2=0.3 --share 127.0.0.3=0.1
 
 which prints ``{"sent": {address: packets}, "first": unix_s, "last": unix_s}`` as one JSON line at the end.
 """
@@ -74,7 +74,7 @@ def send(rate: float, seconds: float, shares: dict[str, float], others: int = 20
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dptop.capture.paced")
+    p = argparse.ArgumentParser(prog="python -m dptop.capture.lab.paced")
     p.add_argument("--rate", type=float, default=2000.0)
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--share", action="append", default=[], metavar="ADDRESS=SHARE")

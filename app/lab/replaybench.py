@@ -25,7 +25,7 @@ from pathlib import Path
 
 from dptop.capture.pcap import open_capture
 from dptop.capture.synth import write_zipf_pcap
-from dptop.engine.bench.load import load_average
+from dptop.engine.lab.bench.load import load_average
 from dptop.engine.core.settings import Settings
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.session import Session

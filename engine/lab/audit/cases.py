@@ -1,4 +1,4 @@
-"""Mechanisms under audit and the neighbour pairs that stress them (dptop.engine.audit.statistics).
+"""Mechanisms under audit and the neighbour pairs that stress them (dptop.engine.lab.audit.statistics).
 
 Each **target** wraps one release mechanism of ``engine/`` (or a deliberately broken variant of it)
 and gives: the (ε, δ) it claims, neighbour pairs (X, X') chosen from the specs' worst cases, and
@@ -30,8 +30,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from dptop.engine.audit.statistics import AuditResult, PairAudit, audit_pair, features_of
-from dptop.engine.audit.structure import corollary1_violations
+from dptop.engine.lab.audit.statistics import AuditResult, PairAudit, audit_pair, features_of
+from dptop.engine.lab.audit.structure import corollary1_violations
 from dptop.engine.single_release.dpmg import DPMisraGries
 from dptop.engine.single_release.dpss import DPSpaceSaving
 from dptop.engine.sliding_window.dpsw_hh import DPSWHeavyHitters
@@ -41,10 +41,10 @@ from dptop.engine.continual.lazyhh import LazyHH
 from dptop.engine.privacy.noise import NoiseSource
 from dptop.engine.core.settings import Range, Settings
 from dptop.engine.baselines.spacesaving import snapshot
-from dptop.engine.audit.broken import (NOISE_FACTOR, EarlyReadDPSW, EntryTimeDPSS, EntryTimeSpaceSaving,
+from dptop.engine.lab.audit.broken import (NOISE_FACTOR, EarlyReadDPSW, EntryTimeDPSS, EntryTimeSpaceSaving,
                                        ExactLengthDPSS, ExactLengthEEHH, NoiselessLazyHH, WeakNoise)
-from dptop.engine.audit.streams import Pair, run_seeds, address, blocks, remove_one, stream
-from dptop.engine.audit.user_level import USER_LEVEL_TARGETS
+from dptop.engine.lab.audit.streams import Pair, run_seeds, address, blocks, remove_one, stream
+from dptop.engine.lab.audit.user_level import USER_LEVEL_TARGETS
 
 # ---------------------------------------------------------------- targets
 
@@ -116,7 +116,7 @@ class DPSSTarget(EpochedTarget):
         return [self._boundary_pair(mech), self._isolated_pair(mech), frozen_tie_pair()]
 
     def structure(self, pair):
-        """Corollary 1 of seed 000 on the two final summaries (dptop.engine.audit.structure)."""
+        """Corollary 1 of seed 000 on the two final summaries (dptop.engine.lab.audit.structure)."""
         mech = self.cls(self.settings())
         sides = []
         for keys in (pair.x, pair.x_prime):

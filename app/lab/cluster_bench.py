@@ -1,5 +1,5 @@
 """``dptop cluster-bench`` (also ``dptop bench --only cluster`` when the CLI passes this module to
-``dptop.engine.bench.suite.run_all(extra_benches=...)``): archive replay across Dask workers.
+``dptop.engine.lab.bench.suite.run_all(extra_benches=...)``): archive replay across Dask workers.
 
 The same ``files`` Zipf captures (synthetic pcaps, ``packets`` each: 2^22, 2^18 with ``quick``) are
 replayed through ``replay_archive`` with every mergeable algorithm, in this process and on embedded
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,11 +21,15 @@ from pathlib import Path
 from dptop.capture.pcap import open_capture
 from dptop.capture.synth import write_zipf_pcap
 from dptop.cluster.archive import replay_archive
-from dptop.cluster.connect import local_cluster
+from dptop.cluster.connect import local_cluster, local_workers
 from dptop.cluster.plan import MERGEABLE, TimeGrid
-from dptop.engine.core.settings import Settings
+from dptop.engine.core.settings import Range, Settings
+from dptop.options import json_target, ranged, ranged_list
+from dptop.output import write_json
 
 RATE_PPS = 100_000
+BENCH_FILES = Range("files", 1, 1024, integer=True)
+BENCH_PACKETS = Range("packets", 1, 1 << 30, integer=True)
 
 
 def _write_files(folder: Path, files: int, packets: int) -> list[Path]:
@@ -91,3 +96,24 @@ def run_bench(quick: bool = False, workers=(1, 2, 4), files: int = 8, packets: i
                       f"workers really ran at once), task_cpu_seconds = their summed CPU time; bytes_per_epoch = per-epoch private summaries (dpmg, eehh-cms) per capture point, "
                       f"bytes_once = exact counts + baselines shipped once; "
                       f"{os.cpu_count()} cores, load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")}
+
+
+def cmd_cluster_bench(args) -> int:
+    from dptop.engine.lab.bench.suite import print_report
+
+    report = run_bench(quick=args.quick, workers=args.workers, files=args.files, packets=args.packets)
+    print_report(report, sys.stdout)
+    if args.json_out:
+        write_json(report, args.json_out)
+    return 0
+
+
+def add_subcommand(subparsers) -> None:
+    """Add ``cluster-bench`` to an argparse subparsers object."""
+    p = subparsers.add_parser("cluster-bench", help="archive replay speed-up on 1, 2, 4 Dask workers and bytes shipped")
+    p.add_argument("--quick", action="store_true", help="small files (a smoke run)")
+    p.add_argument("--workers", type=ranged_list(local_workers()), default="1,2,4")
+    p.add_argument("--files", type=ranged(BENCH_FILES), default=8)
+    p.add_argument("--packets", type=ranged(BENCH_PACKETS), default=None, help="packets per file (default 2^22, quick 2^18)")
+    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT")
+    p.set_defaults(func=cmd_cluster_bench)

@@ -2,7 +2,7 @@
 
 Frames are written into a memory-mapped transmit ring with numpy slicing and sent with one
 ``send()`` per chunk, so the sender is not limited by one system call per packet the way
-``tcpreplay`` is. Run as ``python -m dptop.capture.txring IFACE COUNT`` (root); prints packets and
+``tcpreplay`` is. Run as ``python -m dptop.capture.lab.txring IFACE COUNT`` (root); prints packets and
 seconds. The frames are Ethernet/IPv4 protocol 253 ("testing") from 10.0.0.0/8 sources.
 """
 from __future__ import annotations

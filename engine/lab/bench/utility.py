@@ -28,7 +28,7 @@ import numpy as np
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_ranks
-from dptop.engine.bench.load import load_average
+from dptop.engine.lab.bench.load import load_average
 from dptop.engine.sliding_window.dpsw_hh import DPSWHeavyHitters
 from dptop.engine.sliding_window.geometry import rho_from_epsilon_delta
 
@@ -78,7 +78,7 @@ def _theirs(driver: Path, cpp: str, path: str, k: int, k_tilde: int, eps: float,
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=900).stdout
     r = json.loads(out.strip().splitlines()[-1])
     if "released" not in r:
-        raise ValueError(f"{driver / 'dphh-driver'} prints no 'released' pairs (see dptop.engine.bench.utility)")
+        raise ValueError(f"{driver / 'dphh-driver'} prints no 'released' pairs (see dptop.engine.lab.bench.utility)")
     return {int(x): float(v) for x, v in r["released"]}
 
 
@@ -140,7 +140,7 @@ def _dpsw_rows(driver: Path, tmp: str, skew: float, addresses: np.ndarray, keys:
             out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=900).stdout
             r = json.loads(out.strip().splitlines()[-1])
             if "released" not in r:
-                raise ValueError(f"{driver / 'dpsw-driver'} prints no 'released' pairs (see dptop.engine.bench.utility)")
+                raise ValueError(f"{driver / 'dpsw-driver'} prints no 'released' pairs (see dptop.engine.lab.bench.utility)")
             theirs.append(score({int(x): float(v) for x, v in r["released"]}, counts, DPSW_WINDOW, 1 / gamma))
         rows.append(_row("dpsw hierarchy", "DPSW scan", skew, f"γ {gamma:g}", DPSW_EPSILON, ours, theirs))
     return rows

@@ -17,12 +17,12 @@ import sys
 import time
 
 from dptop.engine.core.workload import zipf_keys
-from dptop.engine.bench.load import load_average
+from dptop.engine.lab.bench.load import load_average
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 
-EXTRA_BENCHES: tuple[str, ...] = ("dptop.engine.bench.single_release", "dptop.engine.bench.continual",
-                                   "dptop.engine.bench.sliding_window", "dptop.engine.bench.local_dp")
+EXTRA_BENCHES: tuple[str, ...] = ("dptop.engine.lab.bench.single_release", "dptop.engine.lab.bench.continual",
+                                   "dptop.engine.lab.bench.sliding_window", "dptop.engine.lab.bench.local_dp")
 """Engine benches beside the core table; ``--only`` names them by their last part
 (``single-release``, ``continual``, ``sliding-window``, ``local-dp``). The capture and end-to-end
 replay benches are run by the app (the engine never imports capture)."""
@@ -115,9 +115,9 @@ def print_report(report: dict, out) -> None:
 def run_all(quick: bool = False, only: str | None = None, anchors: str | None = None, tables=None) -> dict:
     """Every bench (or those named in ``only``); tables go to ``tables`` (stdout by default; the
     CLI passes stderr when the JSON goes to stdout). ``anchors``: the C++ drivers' folder
-    (``dptop.engine.bench.anchors``); without it the side-by-side table shows "—", with it the
-    utility table (``dptop.engine.bench.utility``) follows."""
-    from dptop.engine.bench.anchors import run_anchors
+    (``dptop.engine.lab.bench.anchors``); without it the side-by-side table shows "—", with it the
+    utility table (``dptop.engine.lab.bench.utility``) follows."""
+    from dptop.engine.lab.bench.anchors import run_anchors
 
     out = tables or sys.stdout
     wanted = None if only is None else {n.strip() for n in only.split(",")}
@@ -135,7 +135,7 @@ def run_all(quick: bool = False, only: str | None = None, anchors: str | None = 
         reports.append(run_anchors(anchors, quick))
         print_report(reports[-1], out)
         if anchors is not None:
-            from dptop.engine.bench.utility import run_utility
+            from dptop.engine.lab.bench.utility import run_utility
 
             reports.append(run_utility(anchors, quick))
             print_report(reports[-1], out)

@@ -1,5 +1,5 @@
 """The live soak: ``dptop capture``'s session with the default algorithms on ``lo`` while a paced
-sender (dptop.capture.paced, its own process) sends 20,000 packets/s from 127.0.0.x sources;
+sender (dptop.capture.lab.paced, its own process) sends 20,000 packets/s from 127.0.0.x sources;
 resident memory, threads and drops are sampled every ``every`` seconds (a minute by default).
 The first minutes fill bounded buffers (each algorithm's release history of 4,096, the truth's
 recording), so growth is measured after ``WARM_UP_MINUTES``; a shorter run reports none.
@@ -60,7 +60,7 @@ def soak(config, minutes: float, rate: float = RATE, every: float = 60.0, port: 
         session.close(5.0)
         raise RuntimeError(f"the live session did not start: {session.error or session.state}")
     seconds = minutes * 60
-    sender = subprocess.Popen([sys.executable, "-m", "dptop.capture.paced", "--rate", str(rate), "--seconds",
+    sender = subprocess.Popen([sys.executable, "-m", "dptop.capture.lab.paced", "--rate", str(rate), "--seconds",
                                str(seconds), "--port", str(port), *[a for s in SHARES for a in ("--share", s)]],
                               stdout=subprocess.PIPE, text=True)
     samples = []

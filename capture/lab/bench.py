@@ -4,7 +4,7 @@
   4M packets, 1M with ``quick``), best of 3 warm runs, file in the page cache;
 * scapy ``RawPcapReader`` (record loop, no dissection) and ``rdpcap``-style full dissection
   (``PcapReader``) on prefixes of the same file, and the parser's ratio to each;
-* live: ``LiveCapture`` (ring mode) on ``lo`` while a subprocess floods it — dptop.capture.txring
+* live: ``LiveCapture`` (ring mode) on ``lo`` while a subprocess floods it — dptop.capture.lab.txring
   (TX ring, no per-packet system call) and, if installed, ``tcpreplay --topspeed`` of a
   synthetic pcap — with received packets, kernel drops and the capture's CPU time. Needs root;
   skipped with a note otherwise.
@@ -80,7 +80,7 @@ def _live_rows(tmp: Path, quick: bool) -> tuple[list[dict], str]:
     if os.geteuid() != 0:
         return [], "Live capture skipped: needs root (CAP_NET_RAW)."
     sent = 300_000 if quick else 2_000_000
-    rows = [_live_run(sent, [sys.executable, "-m", "dptop.capture.txring", "lo", str(sent)], "TX ring (dptop.capture.txring)")]
+    rows = [_live_run(sent, [sys.executable, "-m", "dptop.capture.lab.txring", "lo", str(sent)], "TX ring (dptop.capture.lab.txring)")]
     if shutil.which("tcpreplay"):
         path = tmp / "live.pcap"
         n = sent // 2

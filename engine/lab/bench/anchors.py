@@ -9,7 +9,7 @@ the ratios are per CPU-second and per wall second (> 1: dptop is faster).
 Driver protocol (each prints one JSON object with ``updates``, ``cpu_s`` and ``wall_s`` of its
 update loop only, plus ``depth`` for CountMin rows; ``dphh-driver`` also prints ``released``, the
 ``[item, estimate]`` pairs of the class's ``query()`` after the loop, which the utility table of
-``dptop.engine.bench.utility`` scores):
+``dptop.engine.lab.bench.utility`` scores):
 
 * ``DIR/dphh-driver ALGO STREAM K K_TILDE EPS DELTA T DEPTH`` with ALGO ``mg`` (MisraGries),
   ``mgso``, ``ssso``, ``cmssohh``;
@@ -45,7 +45,7 @@ import numpy as np
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_ranks
-from dptop.engine.bench.load import load_average
+from dptop.engine.lab.bench.load import load_average
 from dptop.engine.sliding_window.dpsw_hh import DPSWHeavyHitters
 from dptop.engine.sliding_window.geometry import rho_from_epsilon_delta
 
@@ -145,7 +145,7 @@ def run_anchors(folder: str | None, quick: bool) -> dict:
     if driver is not None:
         for exe in ("dphh-driver", "dpsw-driver"):
             if not os.access(driver / exe, os.X_OK):
-                raise ValueError(f"--anchors ({folder}) must hold an executable {exe} (see dptop.engine.bench.anchors)")
+                raise ValueError(f"--anchors ({folder}) must hold an executable {exe} (see dptop.engine.lab.bench.anchors)")
     with tempfile.TemporaryDirectory(prefix="dptop-anchors-") as tmp:
         for skew in (1.1, 1.5):
             addresses = ipv4_of_rank(zipf_ranks(skew, 100_000, length, seed=11))
@@ -182,5 +182,5 @@ def run_anchors(folder: str | None, quick: bool) -> dict:
             "sketch row), by process CPU time and by wall clock; medians of alternate runs (ours, C++, ours, "
             f"...: {repeats} each, DPSW {min(repeats, 3)}); load: 1-minute load average when the row's runs ended")
     if driver is None:
-        note += "; no measurement without --anchors DIR (see dptop.engine.bench.anchors for the drivers)"
+        note += "; no measurement without --anchors DIR (see dptop.engine.lab.bench.anchors for the drivers)"
     return {"name": "anchors (authors' C++ side by side)", "rows": rows, "notes": note}

@@ -1,0 +1,1 @@
+"""How the bundled demo capture is built (provenance in ../SOURCES.md); not part of the product."""
