@@ -25,7 +25,7 @@ from dptop.resources import DEMO_CAPTURE
 from dptop.resources.lab import build_demo
 
 PRIVATE = ("dpss", "lazyhh", "dpsw")
-SOURCES = Path(build_demo.__file__).with_name("SOURCES.md")
+SOURCES = Path(build_demo.__file__).parents[1] / "SOURCES.md"
 WARM = 180_000  # ms: the first run on a clean clone compiles every kernel
 BUDGET = 25.0  # seconds of replay at 10x: 30 s of the demo minus start-up
 

@@ -162,11 +162,11 @@ def write(pcap: bytes, out: Path) -> None:
 
 
 def main(argv=None) -> int:
-    here = Path(__file__).resolve().parent
+    resources = Path(__file__).resolve().parents[1]
     parser = argparse.ArgumentParser(prog="python -m dptop.resources.lab.build_demo", description=__doc__.split("\n")[0])
-    parser.add_argument("--captures", type=Path, default=here.parent.parent / "shared" / "pcaps" / "main",
+    parser.add_argument("--captures", type=Path, default=resources.parent.parent / "shared" / "pcaps" / "main",
                         help="folder holding the public captures (default: ../shared/pcaps/main)")
-    parser.add_argument("--out", type=Path, default=here / "demo.pcap.gz")
+    parser.add_argument("--out", type=Path, default=resources / "demo.pcap.gz")
     args = parser.parse_args(argv)
     try:
         pcap = build(args.captures)
