@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.engine.single_release.eehh import CountMinEEHH, CountSketchEEHH, EEState, query_batch, tracked, update_batch
 from dptop.engine.core import hashtable as ht
 from dptop.engine.core.keys import KeyBatch
@@ -164,22 +165,22 @@ def test_sizes_guarantees_and_fresh_seeds():
 @pytest.mark.parametrize("cls", [CountMinEEHH, CountSketchEEHH])
 def test_t_max_defaults_from_the_public_length_and_small_ones_are_refused(cls):
     n = 8000
-    alg = cls(Settings(k=4, epsilon=0.5, stream_length=n))
+    alg = cls(Settings(k=4, epsilon=0.5), PublicFacts.of(n))
     assert alg.t_max == n + 2 * alg.slack + 2
     with pytest.raises(ValueError, match=r"t_max \(8000\) is too small for the whole stream of 8000 packets.*"
                                          r"use --param t_max=(\d+) or more") as info:
-        cls(Settings(k=4, epsilon=0.5, stream_length=n, extra={"t_max": n}))
+        cls(Settings(k=4, epsilon=0.5, extra={"t_max": n}), PublicFacts.of(n))
     need = int(info.value.args[0].rsplit("t_max=", 1)[1].split()[0])
-    ok = cls(Settings(k=4, epsilon=0.5, stream_length=n, extra={"t_max": need}))
+    ok = cls(Settings(k=4, epsilon=0.5, extra={"t_max": need}), PublicFacts.of(n))
     with pytest.raises(ValueError):
-        cls(Settings(k=4, epsilon=0.5, stream_length=n, extra={"t_max": need - 1}))
+        cls(Settings(k=4, epsilon=0.5, extra={"t_max": need - 1}), PublicFacts.of(n))
     ok.update(_keys([7] * n))
     rel = ok.finish()[0]
     assert "suppressed" not in rel.status
     if cls is CountMinEEHH:  # (CountSketch's §6.4 envelope is too wide to release at k~ = 16)
         assert [it.lo - BASE for it in rel.items] == [7]
     # time epochs: the file's length only bounds each epoch, so a smaller t_max is the user's call
-    cls(Settings(k=4, epsilon=0.5, stream_length=n, epoch_seconds=1.0, time_range=(0, 10**10), extra={"t_max": n}))
+    cls(Settings(k=4, epsilon=0.5, epoch_seconds=1.0, extra={"t_max": n}), PublicFacts.of(n, (0, 10**10)))
 
 
 def test_cli_refuses_a_t_max_below_the_file_and_names_the_one_that_works(capsys):
@@ -197,9 +198,9 @@ def test_cli_refuses_a_t_max_below_the_file_and_names_the_one_that_works(capsys)
 
 
 def test_detection_limit_says_when_no_release_is_possible():
-    ok = CountMinEEHH(Settings(k=4, epsilon=1.0, stream_length=100_000)).detectable()
+    ok = CountMinEEHH(Settings(k=4, epsilon=1.0), PublicFacts.of(100_000)).detectable()
     assert ok["count"] < 100_000 and "note" not in ok
-    tiny = CountMinEEHH(Settings(k=4, epsilon=0.01, stream_length=8000)).detectable()
+    tiny = CountMinEEHH(Settings(k=4, epsilon=0.01), PublicFacts.of(8000)).detectable()
     assert tiny["count"] > 8000 and "no release is possible" in tiny["note"]
 
 

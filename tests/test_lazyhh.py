@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.engine.core.workload import zipf_keys
 from dptop.engine.core import registry
 from dptop.engine.baselines.exact import ExactCounter
@@ -283,11 +284,12 @@ def test_restart_uses_a_fresh_instance_per_horizon():
 
 def test_horizon_defaults():
     """T = the file's packet count for a replay (raised to k~ if shorter), else the default."""
-    mk = lambda **kw: registry.make("lazyhh", Settings(k=4, epsilon=0.5, delta=1e-3, **kw))  # noqa: E731
-    assert mk(stream_length=5000).horizon == 5000
-    assert mk(stream_length=3).horizon == 16
+    def mk(length=None, **kw):
+        return registry.make("lazyhh", Settings(k=4, epsilon=0.5, delta=1e-3, **kw), PublicFacts.of(length))
+    assert mk(5000).horizon == 5000
+    assert mk(3).horizon == 16
     assert mk().horizon == DEFAULT_HORIZON
-    assert mk(horizon=777, stream_length=5000).horizon == 777
+    assert mk(5000, horizon=777).horizon == 777
 
 
 def test_guarantee_reports_delta_tilde_and_substitution():

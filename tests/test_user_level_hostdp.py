@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.cli import main
 from dptop.engine.core import registry
 from dptop.engine.core.keys import KeyBatch
@@ -139,7 +140,7 @@ def test_epochs_follow_packet_time(stream):
     ts = np.linspace(0, 2.999e9, len(batch)).astype(np.int64)  # three 1 s epochs
     timed = KeyBatch(batch.keys, ts, dst=batch.dst)
     alg = registry.make("hostdp-dst", Settings(k=64, epsilon=1.0, delta=1e-6, seed=3, epoch_seconds=1.0,
-                                               time_range=(0, 3 * 10**9), extra={"m": 20}))
+                                               extra={"m": 20}), PublicFacts.of(time_range=(0, 3 * 10**9)))
     rels = []
     for s in range(0, len(timed), 9000):
         rels += alg.consume(timed.slice(s, s + 9000))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field, replace
 
-from dptop.engine.privacy.facts import PublicFact
+from dptop.engine.core.facts import PublicFact
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import Measure, compose, render
 from dptop.engine.privacy.units import PACKET, Relation, Unit, UnitKind, in_relation

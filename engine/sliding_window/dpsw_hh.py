@@ -43,7 +43,7 @@ from dptop.engine.sliding_window.dpsw import (FAMILY_ANY, FAMILY_V4, FAMILY_V6, 
                                               DPSWSketch)
 from dptop.engine.sliding_window.geometry import (ESTIMATORS, PLANS, Geometry, budgets, position_costs,
                                                   rho_from_epsilon_delta)
-from dptop.engine.privacy.facts import Provenance, PublicFact
+from dptop.engine.core.facts import PublicFact
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ZCDP, zcdp_epsilon
 from dptop.engine.privacy.units import Relation, counted_unit
@@ -51,7 +51,8 @@ from dptop.engine.core.keykinds import KeyKind
 from dptop.engine.core.keys import IPV4_MAPPED, encode_address
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_WINDOW, Release, ReleasedItem, Span
-from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
+from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
+from dptop.engine.core.facts import NO_FACTS
 
 DEFAULT_WINDOW = 100_000
 NOISE_MARGIN = 4.0  # threshold / noise σ of a window estimate, at least, when γ is chosen by default
@@ -146,8 +147,8 @@ class DPSWHeavyHitters(Algorithm):
     def settings_for_cost(settings, cost: ZCDP):
         return settings.with_(epsilon=zcdp_epsilon(cost.rho, cost.delta), delta=cost.delta)
 
-    def __init__(self, settings):
-        super().__init__(settings)
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
+        super().__init__(settings, facts, counting)
         self._configure(settings)
         if self.mode == "candidates":
             self.domain = load_candidates(self.domain_source)
@@ -158,10 +159,11 @@ class DPSWHeavyHitters(Algorithm):
             self.gamma = self.default_gamma()
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """The sketches of every channel (``DPSWSketch.nbytes``) and a scanned domain's keys, from
         the parameters as ``_configure`` reads them (no sketch is built, no domain listed)."""
         plan = cls.__new__(cls)
+        plan.facts, plan.counting = facts, counting
         plan._configure(settings)
         domain = 16 * plan.domain_source if plan.mode == "domain_scan" else 0
         channels = len(plan._channels())
@@ -181,7 +183,7 @@ class DPSWHeavyHitters(Algorithm):
         self.gamma = float(gamma)
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
         self.rho = rho_from_epsilon_delta(self.epsilon, self.delta)
-        self.kind = KeyKind(settings.key)
+        self.kind = self.counting.key
         if "substream_length" in x and "substreams" in x:
             raise ValueError("give either substreams or substream_length, not both")
         if "substream_length" in x:
@@ -286,12 +288,12 @@ class DPSWHeavyHitters(Algorithm):
         return [self._last]
 
     @classmethod
-    def with_defaults(cls, settings):
+    def with_defaults(cls, settings, facts=NO_FACTS):
         """The window (when unset) on a replay: the whole stream up to DEFAULT_WINDOW packets, so
         a short capture fills its window instead of waiting for 100 000 packets that never come."""
-        if settings.window is not None or not settings.stream_length:
+        if settings.window is not None or not facts.length:
             return settings
-        return settings.with_(window=max(2, min(DEFAULT_WINDOW, settings.stream_length)))
+        return settings.with_(window=max(2, min(DEFAULT_WINDOW, facts.length)))
 
     def detectable(self):
         """A window estimate is the frozen sketches' counts (never below the true count, up to
@@ -441,16 +443,16 @@ class DPSWHeavyHitters(Algorithm):
         seeded = self.settings.seed is not None
         return Guarantee(MODEL_WINDOW, ZCDP(self.rho, self.delta), Relation.SUBSTITUTE, scope=f"last {self.window} packets",
                          noise=NOISE_SEEDED if seeded else NOISE_OS, seeded=seeded,
-                         notes=tuple(notes), facts=self._facts()).counted(counted_unit(self.settings))
+                         notes=tuple(notes), facts=self._facts()).counted(counted_unit(self.counting))
 
     def _facts(self) -> tuple[PublicFact, ...]:
         """A replay's packet count when it chose the window (``with_defaults``): public under substitution."""
-        n = self.settings.stream_length
+        n = self.facts.length
         if not n or self.window != max(2, min(DEFAULT_WINDOW, n)) or n >= DEFAULT_WINDOW:
             return ()
-        return (PublicFact("stream_length", n, Provenance.ASSUMED,
-                           f"the window w = {self.window} is the file's packet count; public under substitution "
-                           f"of one packet's key"),)
+        return tuple(PublicFact(f.name, f.value, f.provenance,
+                                f"the window w = {self.window} is the file's packet count; public under substitution "
+                                f"of one packet's key") for f in self.facts.assumed("stream_length"))
 
     def _status(self, plan, thr) -> dict:
         t = self.sketch.t
