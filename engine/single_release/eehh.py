@@ -52,8 +52,8 @@ from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, chec
 from dptop.engine.core.facts import NO_FACTS
 
 DEFAULT_T_MAX = 1 << 26
-"""Public per-epoch cap on arrivals when no public length (``--param t_max``, ``--epoch-packets``, the
-replayed file's packet count) sets it."""
+"""Public per-epoch cap on arrivals when no public length (``--param t_max``, ``--epoch-packets``, a
+declared stream length) sets it; a replayed file's packet count read from its packets does not."""
 LENGTH_SHARES = (0.01, 0.02, 0.05, 0.1)
 """Shares of ε and δ tried for the noisy length; the one giving the lowest threshold at the public
 length is used (measured in ``dptop bench --anchors``: F1 follows the threshold)."""
