@@ -230,3 +230,19 @@ def test_ledger_adds_what_a_host_lane_costs_one_packet():
     both.record("hostdp-dst", 1, host, 3)  # three epochs released
     line = both.to_json()["other_units"][0]
     assert (line["epsilon"], line["session"]["epsilon"]) == (host.epsilon, pytest.approx(3 * host.epsilon))
+
+
+def test_host_line_beside_a_lane_sized_by_the_stream_length_says_what_it_does_not_cover():
+    """With hostdp-dst and lazyhh together, removing one host changes the stream length and with it
+    LazyHH's horizon, thresholds and releases: the host-level line must not stand as if it covered
+    the session. It names the packet-level lanes and the assumed length they are sized by."""
+    from dptop.monitor.ledger import Ledger
+
+    host = registry.make("hostdp-dst", settings()).guarantee()
+    lazy = registry.make("lazyhh", Settings(k=4, epsilon=0.5), PublicFacts.of(4412)).guarantee()
+    ledger = Ledger()
+    ledger.record("hostdp-dst", 1, host, 1)
+    ledger.record("lazyhh", 1, lazy, 1)
+    notes = " ".join(ledger.to_json()["other_units"][0]["notes"])
+    assert "covers the releases of hostdp-dst only" in notes and "lazyhh protect one packet" in notes
+    assert "NOT covered for a host: stream_length (assumed, read from the data) sizes lazyhh" in notes

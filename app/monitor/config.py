@@ -149,7 +149,8 @@ class RunConfig:
         defaults its class picks from the session's public ``facts`` (``Algorithm.with_defaults``)."""
         s = self.settings.with_(extra={**self.settings.extra, **self.extras.get(name, {})})
         cls = registry.get(name)
-        return cls.with_defaults(per_update(cls, s, self.counting.counted()), facts)
+        counted = self.counting.counted()
+        return cls.with_defaults(per_update(cls, s, counted), facts, counted)
 
     def make(self, name: str, facts: PublicFacts = NO_FACTS, make=registry.make):
         """``name`` built (by ``make``: the registry's, or a lab's) from its settings, the public

@@ -56,7 +56,7 @@ def detection_limits(name: str, base: Settings, parameter: str, values, facts: P
     out = []
     for value in values:
         try:
-            settings = registry.get(name).with_defaults(settings_for(base, parameter, value), facts)
+            settings = registry.get(name).with_defaults(settings_for(base, parameter, value), facts, counting)
             limit = explained(registry.make(name, settings, facts, counting).detectable())
         except ValueError as exc:
             limit = {"count": None, "share": None, "note": str(exc)}

@@ -421,7 +421,7 @@ class LazyHH(ContinualAlgorithm):
         return settings.with_(epsilon=cost.epsilon, delta=delta_for(cost.epsilon, cost.delta))
 
     @classmethod
-    def with_defaults(cls, settings, facts=NO_FACTS):
+    def with_defaults(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """k~ (when unset): for a replay, the multiple of k among 2, 4, 8, 16 whose a-priori
         detection share at the horizon is smallest (001 Fig 4c: k~/k = 4 in general; short streams
         favour other ones); on a live stream (segments, no length), the multiple among 4 ... 64
@@ -437,7 +437,7 @@ class LazyHH(ContinualAlgorithm):
 
             return settings.with_(k_tilde=min(multiples, key=later) * settings.k)
         best = min((4, 2, 8, 16), key=lambda m: detection_limit(
-            cls._params(settings.with_(k_tilde=m * settings.k), facts))[0])
+            cls._params(settings.with_(k_tilde=m * settings.k), facts, counting))[0])
         return settings.with_(k_tilde=best * settings.k)
 
     @staticmethod
@@ -480,7 +480,7 @@ class LazyHH(ContinualAlgorithm):
 
     def _release(self, end_packet, t_end, computed):
         keys, vals, tau, t_out = self.instance.output()
-        items = sorted_items(keys[:, 0], keys[:, 1], vals)
+        items = sorted_items(keys[:, 0], keys[:, 1], bulknoise.on_grid(vals))  # whole updates: no float bits
         threshold = tau if t_out else self.params.threshold(self.t)
         status = self.status()
         status["output_at"] = t_out

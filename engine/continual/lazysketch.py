@@ -469,7 +469,7 @@ class _SketchAlgorithm(ContinualAlgorithm):
         return len(keys) - 1
 
     def _release(self, end_packet, t_end, computed):
-        est = self.instance.estimates(self.labels)
+        est = bulknoise.on_grid(self.instance.estimates(self.labels))  # whole updates: no float bits leave
         items = sorted_items(self.labels[:, 0], self.labels[:, 1], est)
         return Release(self.name, self.span_to(end_packet, t_end), items, None, self.guarantee(), self.status())
 

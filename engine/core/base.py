@@ -99,9 +99,10 @@ class Algorithm(ABC):
         raise NotImplementedError(f"{cls.__name__} does not state its memory")
 
     @classmethod
-    def with_defaults(cls, settings: Settings, facts: PublicFacts = NO_FACTS) -> Settings:
+    def with_defaults(cls, settings: Settings, facts: PublicFacts = NO_FACTS,
+                      counting: Counting = PACKETS) -> Settings:
         """``settings`` with this algorithm's unset parameters chosen from the public ``facts``
-        (the replay's packet count); the CLI and the GUI both go through it. A choice made from a
+        (the replay's packet count) and the ``counting``; the CLI and the GUI both go through it. A choice made from a
         fact that is not covered (``Provenance.covered``) is listed in the guarantee."""
         return settings
 

@@ -47,7 +47,7 @@ from dptop.engine.local_dp.grr import grr_variance
 from dptop.engine.local_dp.heavyguardian import ED_RULES
 from dptop.engine.local_dp.pipeline import Pipeline, Reservoir, make_halves
 from dptop.engine.local_dp.prefix import PrefixSearch, level_budget, parse_levels
-from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.facts import NO_FACTS, Provenance, PublicFact
 
 DEFAULT_SNAPSHOT = 1024
 DEFAULT_ALPHA = 0.05
@@ -224,7 +224,7 @@ class LocalDP(CellOrdered, Algorithm):
         tau = self.threshold()
         labels = (self._label(i, e) for i, e in self._engine.top(self.k) if e > tau)
         items = tuple(sorted(labels, key=lambda it: (-it.estimate, it.hi, it.lo)))
-        reports = sum(p.collector.reports for p in self._engine.pipelines)  # what the collector sees
+        reports = sum(p.collector.reports for p in self._engine.pipelines)  # what the collector sees (public)
         return Release(self.name, Span(0, reports, "stream", self._windows), items, tau,
                        self.guarantee(), self.status())
 
@@ -254,7 +254,16 @@ class LocalDP(CellOrdered, Algorithm):
         window = window_text(self.window_packets, self.window_seconds)
         entropy = self._engine.pipelines[0].agent.buffer.entropy
         return local_guarantee(self.epsilon, self.reports_cap, window, entropy.label, entropy.seeded, self.notes(),
-                               counted_unit(self.counting))
+                               counted_unit(self.counting)).with_facts((self.reports_fact(),))
+
+    def reports_fact(self) -> PublicFact:
+        """The number of reports the collector received: public in the local model (every report
+        reaches the untrusted collector; the guarantee covers what a report says, not that it was
+        sent). The threshold τ is a function of it (the variance a zero-count estimate gathers), so
+        every release names it; read from the data, it is an assumed fact."""
+        reports = sum(p.collector.reports for p in self._engine.pipelines)
+        return PublicFact("reports", reports, Provenance.ASSUMED,
+                          "the reports the collector received; the threshold grows with them")
 
     def status(self) -> dict:
         pipes = self._engine.pipelines
