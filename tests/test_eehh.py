@@ -1,4 +1,5 @@
 """Error-envelope heavy hitters over DP CountMin / CountSketch (dpss-eehh.md §6; T12, T14, T17)."""
+import json
 import math
 
 import numpy as np
@@ -202,13 +203,14 @@ def test_cli_suppresses_an_epoch_longer_than_t_max_and_releases_under_a_larger_o
     from dptop.cli import main
     from tests.conftest import DNS_CAPTURE
 
-    assert main(["replay", str(DNS_CAPTURE), "--algorithms", "eehh-cms", "--param", "t_max=4412", "--json", "-"]) == 0
-    out = capsys.readouterr().out
-    assert "epoch too long" in out and "24.132.150.54" not in out
-    assert main(["replay", str(DNS_CAPTURE), "--algorithms", "eehh-cms", "--param", "t_max=8192",
-                 "--k", "4", "--json", "-"]) == 0
-    out = capsys.readouterr().out
-    assert "24.132.150.54" in out  # 1994 of 4412 packets: released
+    def last(*args):
+        assert main(["replay", str(DNS_CAPTURE), "--algorithms", "eehh-cms", *args, "--json", "-"]) == 0
+        return json.loads(capsys.readouterr().out)["algorithms"]["eehh-cms"]["releases"][-1]
+
+    short = last("--param", "t_max=4412")
+    assert "epoch too long" in short["status"]["suppressed"] and short["items"] == []
+    released = last("--param", "t_max=8192", "--k", "4")
+    assert "24.132.150.54" in [it["address"] for it in released["items"]]  # 1994 of 4412 packets
 
 
 def test_detection_limit_says_when_no_release_is_possible():
