@@ -55,7 +55,7 @@ def check_replay(args) -> None:
                            max_gap=args.max_gap)
     args.facts = check_source(args.spec, args.config.settings.epoch_seconds)  # the one read before the replay
     if "t_max" in args.config.settings.extra:  # an explicit T_max is checked against the file's packet count
-        for name, error in config_errors(args.config, args.facts.public()).items():
+        for name, error in config_errors(args.config, args.facts.facts()).items():
             raise ValueError(f"{name}: {error}")
 
 

@@ -284,7 +284,6 @@ def run_archive(paths, config: RunConfig, cluster: str | None, json_target: str 
         if time_range is None:
             raise ValueError("time epochs over several files need the public --time-range")
         grid = TimeGrid.over(*time_range, settings.epoch_seconds)
-        settings = settings.with_(time_range=time_range)
     check_archive(paths, config.names, settings, cluster, grid)
     out = JsonOut(json_target)
     stop = threading.Event()

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.cli import main
 from dptop.engine.core import registry
 from dptop.engine.core.keys import KeyBatch
@@ -64,11 +65,11 @@ def test_default_replays_release_the_top_source_or_say_why(capsys, data_dir, req
 
 
 def test_lazyhh_says_how_long_a_stream_it_needs():
-    alg = registry.make("lazyhh", Settings(k=16, epsilon=0.5, stream_length=4000).with_())
+    alg = registry.make("lazyhh", Settings(k=16, epsilon=0.5), PublicFacts.of(4000))
     limit = alg.detectable()
     assert limit["share"] > 1 and "released on streams of >=" in limit["note"]
     need = int(limit["note"].rsplit(">= ", 1)[1].split()[0])
-    longer = registry.make("lazyhh", Settings(k=16, epsilon=0.5, stream_length=need))
+    longer = registry.make("lazyhh", Settings(k=16, epsilon=0.5), PublicFacts.of(need))
     assert longer.detectable()["share"] <= 0.1 + 1e-9
 
 
@@ -82,20 +83,21 @@ def _stream(counts, length, seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, settings", [
-    ("dpss", Settings(k=16, epsilon=0.5, delta=1e-6, stream_length=50_000)),
-    ("dpsw", Settings(k=16, epsilon=0.5, delta=1e-6, window=50_000, stream_length=50_000)),
-    ("lazyhh", Settings(k=16, epsilon=0.5, delta=1e-6, stream_length=200_000)),  # the output at the horizon
+@pytest.mark.parametrize("name, settings, length", [
+    ("dpss", Settings(k=16, epsilon=0.5, delta=1e-6), 50_000),
+    ("dpsw", Settings(k=16, epsilon=0.5, delta=1e-6, window=50_000), 50_000),
+    ("lazyhh", Settings(k=16, epsilon=0.5, delta=1e-6), 200_000),  # the output at the horizon
 ])
-def test_sources_at_the_limit_are_released_far_below_never(name, settings):
-    settings = registry.get(name).with_defaults(settings)
-    limit = registry.make(name, settings).detectable()["count"]
+def test_sources_at_the_limit_are_released_far_below_never(name, settings, length):
+    facts = PublicFacts.of(length)
+    settings = registry.get(name).with_defaults(settings, facts)
+    limit = registry.make(name, settings, facts).detectable()["count"]
     at, below = limit, max(1, limit // 4)
     hits = {"at": 0, "below": 0}
     runs = 40
     for seed in range(runs):
-        alg = registry.make(name, settings)
-        keys = _stream([at, below], settings.stream_length, seed)
+        alg = registry.make(name, settings, facts)
+        keys = _stream([at, below], length, seed)
         alg.consume(KeyBatch(keys))
         released = {it.lo & 0xFFFF_FFFF for it in alg.finish()[-1].items}
         hits["at"] += 1 in released

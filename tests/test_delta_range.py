@@ -3,6 +3,7 @@
 (``check_delta``, which also sees shares of δ) takes every δ of that range, and shares below it."""
 import pytest
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.cli import build_parser
 from dptop.engine.core.settings import RANGES, Settings, check_delta
 from dptop.monitor.config import RunConfig, config_errors
@@ -29,7 +30,7 @@ def engine_accepts(delta: float) -> bool:
 
 def config_accepts(delta: float, name: str) -> bool:
     """What the window's Apply and every view's check ask (``config_errors``)."""
-    return not config_errors(RunConfig((name,), Settings(delta=delta)), {"stream_length": 10_000})
+    return not config_errors(RunConfig((name,), Settings(delta=delta)), PublicFacts.of(10_000))
 
 
 @pytest.mark.parametrize("delta", INSIDE + OUTSIDE)

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.engine.core.workload import zipf_keys
 from dptop.engine.single_release.dpss import DPSpaceSaving
 from dptop.engine.baselines.exact import ExactCounter
@@ -142,7 +143,7 @@ def test_count_epochs():
 
 def test_time_epochs_release_empty_cells_and_use_the_grid():
     t0 = 1_700_000_000 * 10**9
-    alg = DPSpaceSaving(_settings(epoch_seconds=1.0, time_range=(t0, t0 + 3 * 10**9)))
+    alg = DPSpaceSaving(_settings(epoch_seconds=1.0), PublicFacts.of(time_range=(t0, t0 + 3 * 10**9)))
     ts = np.array([t0 + 100_000_000] * 600 + [t0 + 900_000_000] * 600 + [t0 + 2_500_000_000] * 10)
     batch = KeyBatch(_keys([1] * 1200 + [2] * 10), ts)
     out = alg.consume(batch)
@@ -164,7 +165,7 @@ def test_time_epochs_drop_stamps_outside_the_range_or_in_closed_cells():
     """A packet a year ahead, or stamped into a closed cell, is dropped and counted; nothing aborts
     and the number of releases stays the number of cells."""
     t0 = 1_700_000_000 * 10**9
-    alg = DPSpaceSaving(_settings(epoch_seconds=0.5, time_range=(t0, t0 + 2 * 10**9)))
+    alg = DPSpaceSaving(_settings(epoch_seconds=0.5), PublicFacts.of(time_range=(t0, t0 + 2 * 10**9)))
     ts = np.array([t0 + 10**8, t0 + 365 * 86400 * 10**9, t0 + 6 * 10**8, t0 + 10**8, t0 - 1])
     out = alg.consume(KeyBatch(_keys([1, 2, 3, 4, 5]), ts))
     assert [r.span.index for r in out] == [0] and alg.dropped == 3

@@ -1,10 +1,13 @@
 """Error-envelope heavy hitters over DP CountMin / CountSketch (dpss-eehh.md §6; T12, T14, T17)."""
+import json
 import math
 
 import numpy as np
 import pytest
 
-from dptop.engine.single_release.eehh import CountMinEEHH, CountSketchEEHH, EEState, query_batch, tracked, update_batch
+from dptop.engine.core.facts import Provenance, PublicFacts
+from dptop.engine.single_release.eehh import (DEFAULT_T_MAX, CountMinEEHH, CountSketchEEHH, EEState, query_batch, tracked,
+                                              update_batch)
 from dptop.engine.core import hashtable as ht
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.settings import Settings
@@ -161,45 +164,59 @@ def test_sizes_guarantees_and_fresh_seeds():
     assert ep.t_max >= 500 + ep.slack + 1
 
 
+def _declared(n):
+    return PublicFacts.of(n, length_provenance=Provenance.DECLARED)
+
+
 @pytest.mark.parametrize("cls", [CountMinEEHH, CountSketchEEHH])
-def test_t_max_defaults_from_the_public_length_and_small_ones_are_refused(cls):
+def test_t_max_defaults_from_a_declared_length_and_small_ones_are_refused(cls):
     n = 8000
-    alg = cls(Settings(k=4, epsilon=0.5, stream_length=n))
+    alg = cls(Settings(k=4, epsilon=0.5), _declared(n))
     assert alg.t_max == n + 2 * alg.slack + 2
     with pytest.raises(ValueError, match=r"t_max \(8000\) is too small for the whole stream of 8000 packets.*"
                                          r"use --param t_max=(\d+) or more") as info:
-        cls(Settings(k=4, epsilon=0.5, stream_length=n, extra={"t_max": n}))
+        cls(Settings(k=4, epsilon=0.5, extra={"t_max": n}), _declared(n))
     need = int(info.value.args[0].rsplit("t_max=", 1)[1].split()[0])
-    ok = cls(Settings(k=4, epsilon=0.5, stream_length=n, extra={"t_max": need}))
+    ok = cls(Settings(k=4, epsilon=0.5, extra={"t_max": need}), _declared(n))
     with pytest.raises(ValueError):
-        cls(Settings(k=4, epsilon=0.5, stream_length=n, extra={"t_max": need - 1}))
+        cls(Settings(k=4, epsilon=0.5, extra={"t_max": need - 1}), _declared(n))
     ok.update(_keys([7] * n))
     rel = ok.finish()[0]
     assert "suppressed" not in rel.status
     if cls is CountMinEEHH:  # (CountSketch's §6.4 envelope is too wide to release at k~ = 16)
         assert [it.lo - BASE for it in rel.items] == [7]
     # time epochs: the file's length only bounds each epoch, so a smaller t_max is the user's call
-    cls(Settings(k=4, epsilon=0.5, stream_length=n, epoch_seconds=1.0, time_range=(0, 10**10), extra={"t_max": n}))
+    cls(Settings(k=4, epsilon=0.5, epoch_seconds=1.0, extra={"t_max": n}), PublicFacts.of(n, (0, 10**10)))
 
 
-def test_cli_refuses_a_t_max_below_the_file_and_names_the_one_that_works(capsys):
+@pytest.mark.parametrize("cls", [CountMinEEHH, CountSketchEEHH])
+def test_a_packet_count_read_from_the_file_sizes_nothing(cls):
+    """A replay's packet count is read from its packets: a neighbour one packet shorter must get the
+    same T_max, depth, width, budget split and guarantee text (it printed T_max = n + slack before)."""
+    a, b = (cls(Settings(k=4, epsilon=0.5), PublicFacts.of(n)) for n in (4412, 4411))
+    shape = lambda alg: (alg.t_max, alg.depth, alg.width, alg.length_share, alg.guarantee().notes)  # noqa: E731
+    assert shape(a) == shape(b)
+    assert "4412" not in " ".join(a.guarantee().notes) and f"T_max={DEFAULT_T_MAX}" in " ".join(a.guarantee().notes)
+
+
+def test_cli_suppresses_an_epoch_longer_than_t_max_and_releases_under_a_larger_one(capsys):
     from dptop.cli import main
     from tests.conftest import DNS_CAPTURE
 
-    assert main(["replay", str(DNS_CAPTURE), "--algorithms", "eehh-cms", "--param", "t_max=4412"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "eehh-cms: t_max (4412) is too small" in err[0]
-    need = int(err[0].rsplit("t_max=", 1)[1].split()[0])
-    assert main(["replay", str(DNS_CAPTURE), "--algorithms", "eehh-cms", "--param", f"t_max={need}",
-                 "--k", "4", "--json", "-"]) == 0
-    out = capsys.readouterr().out
-    assert "24.132.150.54" in out  # 1994 of 4412 packets: released
+    def last(*args):
+        assert main(["replay", str(DNS_CAPTURE), "--algorithms", "eehh-cms", *args, "--json", "-"]) == 0
+        return json.loads(capsys.readouterr().out)["algorithms"]["eehh-cms"]["releases"][-1]
+
+    short = last("--param", "t_max=4412")
+    assert "epoch too long" in short["status"]["suppressed"] and short["items"] == []
+    released = last("--param", "t_max=8192", "--k", "4")
+    assert "24.132.150.54" in [it["address"] for it in released["items"]]  # 1994 of 4412 packets
 
 
 def test_detection_limit_says_when_no_release_is_possible():
-    ok = CountMinEEHH(Settings(k=4, epsilon=1.0, stream_length=100_000)).detectable()
+    ok = CountMinEEHH(Settings(k=4, epsilon=1.0), PublicFacts.of(100_000)).detectable()
     assert ok["count"] < 100_000 and "note" not in ok
-    tiny = CountMinEEHH(Settings(k=4, epsilon=0.01, stream_length=8000)).detectable()
+    tiny = CountMinEEHH(Settings(k=4, epsilon=0.01), PublicFacts.of(8000)).detectable()
     assert tiny["count"] > 8000 and "no release is possible" in tiny["note"]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.cli import main
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
@@ -22,7 +23,7 @@ POINTS = (
     dict(k=8, k_tilde=64, window=256, horizon=1 << 12, epoch_seconds=10.0),
     dict(k=16, k_tilde=2048, window=1 << 13, horizon=1 << 16, epoch_seconds=10.0),
 )
-PUBLIC = {"stream_length": 1 << 16, "time_range": (0, 10 ** 10)}
+PUBLIC = PublicFacts.of(1 << 16, (0, 10 ** 10))
 
 
 def state_nbytes(obj) -> int:
@@ -63,8 +64,8 @@ def settings_for(name: str, point: dict, extra: dict | None = None) -> Settings:
 def test_the_stated_memory_is_within_the_factor_of_the_allocated_state(name):
     for point in POINTS:
         settings = settings_for(name, point)
-        stated = registry.get(name).footprint(settings)
-        real = state_nbytes(registry.make(name, settings))
+        stated = registry.get(name).footprint(settings, PUBLIC)
+        real = state_nbytes(registry.make(name, settings, PUBLIC))
         assert real > 0 and 1 / FACTOR <= stated.nbytes / real <= FACTOR, (name, point, stated, real)
         assert stated.sized_by
 
@@ -72,7 +73,7 @@ def test_the_stated_memory_is_within_the_factor_of_the_allocated_state(name):
 def test_the_stated_memory_grows_with_k_tilde_as_the_state_does():
     """Not a constant: 32x the counters is about 32x the bytes for the k~-sized summaries."""
     for name in ("misragries", "spacesaving", "dpss", "dpmg"):
-        small, large = (registry.get(name).footprint(settings_for(name, {**POINTS[0], "k_tilde": kt}))
+        small, large = (registry.get(name).footprint(settings_for(name, {**POINTS[0], "k_tilde": kt}), PUBLIC)
                         for kt in (1 << 10, 1 << 15))
         assert 24 <= large.nbytes / small.nbytes <= 40, name
         assert large.sized_by == "k~ = 32768"
@@ -80,8 +81,8 @@ def test_the_stated_memory_grows_with_k_tilde_as_the_state_does():
 
 def test_the_host_level_mg_dup_variant_states_its_release_summary_too():
     settings = settings_for("hostdp-dst", POINTS[1], {"variant": "mg-dup"})
-    stated = registry.get("hostdp-dst").footprint(settings).nbytes
-    assert 1.0 <= stated / state_nbytes(registry.make("hostdp-dst", settings)) <= 2 * FACTOR
+    stated = registry.get("hostdp-dst").footprint(settings, PUBLIC).nbytes
+    assert 1.0 <= stated / state_nbytes(registry.make("hostdp-dst", settings, PUBLIC)) <= 2 * FACTOR
 
 
 def test_footprints_build_nothing(monkeypatch):
@@ -95,7 +96,8 @@ def test_footprints_build_nothing(monkeypatch):
     monkeypatch.setattr(mg, "make_state", refuse)
     monkeypatch.setattr(gbm, "make_bm_state", refuse)
     for name in ("misragries", "dpmg", "lazyhh", "lazy-cms"):
-        assert registry.get(name).footprint(settings_for(name, {**POINTS[0], "k_tilde": 1 << 24, "horizon": 1 << 25})).nbytes > 1 << 30
+        assert registry.get(name).footprint(settings_for(name, {**POINTS[0], "k_tilde": 1 << 24, "horizon": 1 << 25}),
+                                           PUBLIC).nbytes > 1 << 30
 
 
 def test_replay_with_k_tilde_at_the_top_is_refused_at_once_naming_it(monkeypatch, capsys):

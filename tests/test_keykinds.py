@@ -115,14 +115,14 @@ def test_dpsw_searches_the_kinds_own_prefix_tree(capsys, kind, top):
     window's heaviest key is found, and ρ is split over every level (its budget use, summed over
     all levels as every level sees every packet, is that of one address family's)."""
     from dptop.engine.core import registry
-    from dptop.engine.core.settings import Settings
+    from dptop.engine.core.settings import Counting, Settings
     assert main(["replay", str(DEMO_CAPTURE), "--key", kind, "--algorithms", "dpsw,window-exact", "--json", "-"]) == 0
     out = json.loads(capsys.readouterr().out)
     exact = out["algorithms"]["window-exact"]["releases"][-1]["items"]
     private = out["algorithms"]["dpsw"]["releases"][-1]["items"]
     assert exact[0]["address"] == top and private[0]["address"] == top
     assert abs(private[0]["estimate"] - exact[0]["estimate"]) < 0.05 * exact[0]["estimate"]
-    dpsw = registry.make("dpsw", Settings(key=kind, window=10_000))
+    dpsw = registry.make("dpsw", Settings(window=10_000), counting=Counting(KeyKind(kind)))
     by_address = registry.make("dpsw", Settings(window=10_000)).budget_use()
     assert dpsw.budget_use() == pytest.approx(by_address) and by_address <= 1.0
     assert KeyKind(kind).label in dpsw.guarantee().neighbouring

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.engine.core.workload import zipf_keys
 from dptop.engine.core import registry
 from dptop.engine.baselines.exact import ExactCounter
@@ -283,11 +284,12 @@ def test_restart_uses_a_fresh_instance_per_horizon():
 
 def test_horizon_defaults():
     """T = the file's packet count for a replay (raised to k~ if shorter), else the default."""
-    mk = lambda **kw: registry.make("lazyhh", Settings(k=4, epsilon=0.5, delta=1e-3, **kw))  # noqa: E731
-    assert mk(stream_length=5000).horizon == 5000
-    assert mk(stream_length=3).horizon == 16
+    def mk(length=None, **kw):
+        return registry.make("lazyhh", Settings(k=4, epsilon=0.5, delta=1e-3, **kw), PublicFacts.of(length))
+    assert mk(5000).horizon == 5000
+    assert mk(3).horizon == 16
     assert mk().horizon == DEFAULT_HORIZON
-    assert mk(horizon=777, stream_length=5000).horizon == 777
+    assert mk(5000, horizon=777).horizon == 777
 
 
 def test_guarantee_reports_delta_tilde_and_substitution():
@@ -395,3 +397,19 @@ def test_suppression_with_coupled_neighbours(control):
         beta = base.beta
         from scipy import stats
         assert stats.binomtest(bad_events, runs, 2 * beta, alternative="greater").pvalue > 1e-3
+
+
+def test_a_horizon_from_the_file_counts_updates_when_weighted_by_bytes():
+    """Weighted by bytes a packet is up to G updates: T from the file's packet count must be G times
+    it, or the instance stops a fraction of the way into the file (1.3 s of a 30 s capture)."""
+    from dptop.monitor.config import Counting as UserCounting, RunConfig
+
+    n, cap = 1000, 24
+    config = RunConfig(("lazyhh",), Settings(k=4, epsilon=0.5, delta=1e-3),
+                       counting=UserCounting(weight="bytes", unit=64, cap=cap))
+    alg = config.make("lazyhh", PublicFacts.of(n))
+    assert alg.horizon == n * cap
+    alg.consume(KeyBatch(np.repeat(zipf_keys(1.1, 50, n, SEED), cap, axis=0)))
+    assert alg.status()["packets_after_horizon"] == 0  # every update of the file inside the horizon
+    assert alg.finish()[-1].span.end == n * cap
+    assert any("times the 24 updates a packet may make" in f.why for f in alg.guarantee().facts)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.engine.continual.horizon import DEFAULT_HORIZON, segments_cost
 from dptop.engine.continual.lazyhh import LazyHH, LazyHHParams, release_after
 from dptop.engine.core import registry
@@ -18,7 +19,7 @@ RATE = 2000  # packets per second in the issue's figures
 
 
 def live_settings(**kw):
-    return RunConfig(("lazyhh",), Settings(k=16, epsilon=0.5, delta=1e-6, **kw)).settings_for("lazyhh", {})
+    return RunConfig(("lazyhh",), Settings(k=16, epsilon=0.5, delta=1e-6, **kw)).settings_for("lazyhh")
 
 
 def test_release_after_matches_a_brute_force_scan_of_the_output_steps():
@@ -41,8 +42,9 @@ def test_live_defaults_release_30_and_10_percent_sources_in_time_at_epsilon_half
     assert limit["after"] == {"0.3": t30, "0.1": t10} and "each segment" in limit["over"]
     assert "restart per horizon" == alg.status()["mode"] and "each epoch of T = 1048576" in alg.guarantee().scope
     # a replay keeps its own horizon (the file's length) and no restart
+    facts = PublicFacts.of(100_000)
     replay = registry.make("lazyhh", RunConfig(("lazyhh",), Settings(k=16, epsilon=0.5, delta=1e-6))
-                           .settings_for("lazyhh", {"stream_length": 100_000}))
+                           .settings_for("lazyhh", facts), facts)
     assert (replay.horizon, replay.restart) == (100_000, False) and "after" not in replay.detectable()
 
 

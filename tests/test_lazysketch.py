@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.engine.core.workload import zipf_keys
 from dptop.engine.core import registry
 from dptop.engine.continual.gaussbm import HorizonExceeded
@@ -179,8 +180,8 @@ def test_algorithms_release_only_user_labels(name):
     with --param query=... exactly those labels, with estimates; guarantee is continual observation
     under substitution; a seed makes the noise text say NOT private."""
     keys = stream(600)
-    s = Settings(k=4, epsilon=0.5, delta=1e-3, stream_length=600, extra={"width": 16, "depth": 3})
-    alg = registry.make(name, s)
+    s = Settings(k=4, epsilon=0.5, delta=1e-3, extra={"width": 16, "depth": 3})
+    alg = registry.make(name, s, PublicFacts.of(600))
     rels = alg.consume(KeyBatch(keys))
     assert len(rels) == 1 and rels[0].items == ()
     assert "query=" in rels[0].status["note"] and rels[0].status["packets_seen"] == 600

@@ -204,3 +204,20 @@ def test_reporting_windows_are_the_public_grid():
     releases = alg.consume(KeyBatch(keys_of_ipv4(np.full(500, 0x0A00_0001, np.uint32)), ts)) + alg.finish()
     assert [r.span.index for r in releases] == [1, 2, 3, 4, 5, 6, 7]
     assert [r.span.end for r in releases] == [0, 10, 20, 30, 40, 50, 50]
+
+
+def test_a_threshold_that_follows_the_report_count_names_that_count_as_a_public_fact():
+    """τ grows with the reports the collector received, so two captures one packet apart publish
+    different thresholds; every release names the count it used as an assumed public fact (the
+    local model shows every report to the collector), so the difference is declared."""
+    keys = keys_of_ipv4(np.random.default_rng(2).integers(0, 1 << 32, 5000).astype(np.uint32))
+    out = []
+    for n in (5000, 4999):
+        alg = make("ldp-bgr", reports="all", settings={"epsilon": 0.5})
+        alg.consume(KeyBatch(keys[:n]))
+        out.append(alg.finish()[-1])
+    assert out[0].threshold != out[1].threshold
+    for rel, n in zip(out, (5000, 4999)):
+        facts = {f.name: f for f in rel.guarantee.facts}
+        assert facts["reports"].value == n and facts["reports"].provenance.name == "ASSUMED"
+        assert facts["reports"].to_json()["provenance"] == "assumed"

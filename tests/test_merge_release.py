@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.engine.baselines.merge import MGSummarizer, merge_all
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.workload import zipf_keys
@@ -71,7 +72,7 @@ def test_count_and_grid_epochs_give_public_spans():
     rel = alg.publish(None, 60, 3)
     assert (rel.span.start, rel.span.end, rel.span.index) == (300, 360, 3)
     assert rel.guarantee.neighbouring.startswith("substitution")  # count epochs: group privacy
-    alg = MergedDPMG(Settings(k=4, epoch_seconds=2.0, seed=1, time_range=(1_700_000_000 * 10**9, None)))
+    alg = MergedDPMG(Settings(k=4, epoch_seconds=2.0, seed=1), PublicFacts.of(time_range=(1_700_000_000 * 10**9, None)))
     rel = alg.publish(None, 0, 5, cell=850_000_005)
     assert (rel.span.t_start, rel.span.t_end, rel.span.index) == (1_700_000_010.0, 1_700_000_012.0, 5)
     assert rel.items == () and "noisy_length" in rel.status

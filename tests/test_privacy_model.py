@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from dptop.engine.core import registry
-from dptop.engine.core.settings import Settings
+from dptop.engine.core.settings import Counting, Settings
 from dptop.engine.privacy import measures as m
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.units import KeyKind, Relation, Unit, UnitKind, in_relation, per_packet
@@ -128,18 +128,19 @@ def test_byte_calibration_round_trip(target, size):
 def test_bytes_guarantee_per_packet_equals_the_unweighted_one(name):
     """Calibrated per update, the per-packet guarantee in bytes is the unweighted run's."""
     from dptop.monitor.config import Counting, RunConfig
-    plain = RunConfig((name,), Settings(seed=1)).settings_for(name)
-    byte = RunConfig((name,), Settings(seed=1), counting=Counting(weight="bytes", cap=24)).settings_for(name)
-    g0, g1 = registry.make(name, plain).guarantee(), registry.make(name, byte).guarantee()
+    plain_config = RunConfig((name,), Settings(seed=1))
+    byte_config = RunConfig((name,), Settings(seed=1), counting=Counting(weight="bytes", cap=24))
+    plain, byte = plain_config.settings_for(name), byte_config.settings_for(name)
+    g0, g1 = plain_config.make(name).guarantee(), byte_config.make(name).guarantee()
     assert byte.epsilon < plain.epsilon
     assert g1.epsilon == pytest.approx(g0.epsilon, rel=1e-9) and (g1.delta or 0) == pytest.approx(g0.delta or 0, rel=1e-9)
     assert g1.unit.group == 24 and "24 updates" in " ".join(g1.notes)
 
 
 def test_destination_key_names_the_destination():
-    s = Settings(seed=1, unit=Unit(key=KeyKind.DST))
+    s = Settings(seed=1)
     for name in ("lazyhh", "dpsw"):
-        g = registry.make(name, s).guarantee()
+        g = registry.make(name, s, counting=Counting(KeyKind.DST)).guarantee()
         assert g.neighbouring == "substitution of one packet's destination address", name
     assert registry.make("dpsw", Settings(seed=1)).guarantee().neighbouring == "substitution of one packet's source address"
 

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.cli import main
 from dptop.engine.core import registry
 from dptop.engine.core.keys import KeyBatch
@@ -139,7 +140,7 @@ def test_epochs_follow_packet_time(stream):
     ts = np.linspace(0, 2.999e9, len(batch)).astype(np.int64)  # three 1 s epochs
     timed = KeyBatch(batch.keys, ts, dst=batch.dst)
     alg = registry.make("hostdp-dst", Settings(k=64, epsilon=1.0, delta=1e-6, seed=3, epoch_seconds=1.0,
-                                               time_range=(0, 3 * 10**9), extra={"m": 20}))
+                                               extra={"m": 20}), PublicFacts.of(time_range=(0, 3 * 10**9)))
     rels = []
     for s in range(0, len(timed), 9000):
         rels += alg.consume(timed.slice(s, s + 9000))
@@ -229,3 +230,19 @@ def test_ledger_adds_what_a_host_lane_costs_one_packet():
     both.record("hostdp-dst", 1, host, 3)  # three epochs released
     line = both.to_json()["other_units"][0]
     assert (line["epsilon"], line["session"]["epsilon"]) == (host.epsilon, pytest.approx(3 * host.epsilon))
+
+
+def test_host_line_beside_a_lane_sized_by_the_stream_length_says_what_it_does_not_cover():
+    """With hostdp-dst and lazyhh together, removing one host changes the stream length and with it
+    LazyHH's horizon, thresholds and releases: the host-level line must not stand as if it covered
+    the session. It names the packet-level lanes and the assumed length they are sized by."""
+    from dptop.monitor.ledger import Ledger
+
+    host = registry.make("hostdp-dst", settings()).guarantee()
+    lazy = registry.make("lazyhh", Settings(k=4, epsilon=0.5), PublicFacts.of(4412)).guarantee()
+    ledger = Ledger()
+    ledger.record("hostdp-dst", 1, host, 1)
+    ledger.record("lazyhh", 1, lazy, 1)
+    notes = " ".join(ledger.to_json()["other_units"][0]["notes"])
+    assert "covers the releases of hostdp-dst only" in notes and "lazyhh protect one packet" in notes
+    assert "NOT covered for a host: stream_length (assumed, read from the data) sizes lazyhh" in notes

@@ -24,6 +24,7 @@ from dptop.engine.baselines.countmin import CountMinHeap
 from dptop.engine.baselines.merge import (CountSummarizer, CountMinSummarizer, MGSummarizer, SSSummarizer,
                                           derive_seeds)
 from dptop.engine.core import registry
+from dptop.engine.core.facts import NO_FACTS, Provenance, PublicFacts
 from dptop.engine.core.settings import Settings, check_positive_int
 from dptop.engine.core.clock import TimeGrid
 from dptop.engine.single_release.epochs import check_epoch_options
@@ -79,8 +80,14 @@ class Plan:
             raise ValueError(f"epoch_seconds ({seconds:g}) in cluster mode needs a public time grid "
                              f"(start_ns, epoch_ns, cells) shared by every capture point")
         if self.grid is not None:  # the releases' guarantee text follows the grid
-            object.__setattr__(self, "settings", self.settings.with_(epoch_seconds=self.grid.epoch_ns / 1e9,
-                                                                     time_range=(self.grid.start_ns, self.grid.end_ns)))
+            object.__setattr__(self, "settings", self.settings.with_(epoch_seconds=self.grid.epoch_ns / 1e9))
+
+    @property
+    def facts(self) -> PublicFacts:
+        """The run's public facts: the declared time grid's range, if any (every capture point shares it)."""
+        if self.grid is None:
+            return NO_FACTS
+        return PublicFacts.of(time_range=(self.grid.start_ns, self.grid.end_ns), range_provenance=Provenance.DECLARED)
 
     @property
     def epoch_mode(self) -> str:
@@ -97,7 +104,9 @@ class Plan:
 
     def release_algorithm(self, name: str):
         """The collector's releasing instance of private algorithm ``name``."""
-        return MergedDPMG(self.settings) if name == "dpmg" else MergedEEHH(self.settings, self.agents)
+        if name == "dpmg":
+            return MergedDPMG(self.settings, self.facts)
+        return MergedEEHH(self.settings, self.agents, self.facts)
 
     def whole_summarizers(self) -> dict:
         """Summarizers over the whole stream: the exact counts plus every baseline named."""

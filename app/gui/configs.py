@@ -53,7 +53,7 @@ def config_from_json(text: str) -> RunConfig:
     d = json.loads(text)
     known = set(catalogue.names())
     settings = Settings(**{k: v for k, v in d["settings"].items() if k in Settings.__dataclass_fields__})
-    return RunConfig(tuple(n for n in d["names"] if n in known), settings.with_(stream_length=None), d.get("extras", {}),
+    return RunConfig(tuple(n for n in d["names"] if n in known), settings, d.get("extras", {}),
                      Counting(**d.get("counting", {})))
 
 

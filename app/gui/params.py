@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QHBoxLayout, Q
 from dptop.gui.drilldown import CountingPicker
 from dptop.gui.help import TIPS
 from dptop.monitor import catalogue
-from dptop.monitor.config import RunConfig, config_errors
+from dptop.monitor.config import RunConfig, config_errors, placeholder_facts
 from dptop.engine.core.settings import Settings, parse_param
 
 EPOCH_MODES = ("whole stream", "packets", "seconds")
@@ -229,11 +229,11 @@ class ParametersPanel(QWidget):
             if not config.names:
                 self.errors["algorithms"] = "enable at least one algorithm"
             self.errors.update(config_errors(config))
-            placeholder = {} if config.settings.epoch_seconds is None else \
-                {"time_range": (0, round(config.settings.epoch_seconds * 1e9))}
+            placeholder = placeholder_facts(config.settings)
             for name in config.names:
                 if name not in self.errors and "settings" not in self.errors and catalogue.entry(name).private:
-                    preview[name] = catalogue.preview(name, config.settings_for(name, placeholder))
+                    preview[name] = catalogue.preview(name, config.settings_for(name, placeholder), placeholder,
+                                                      config.counting.counted())
         self.preview = preview
         self.pending = None if self.errors else config
         self.error.setText("\n".join(f"{n}: {e}" for n, e in self.errors.items()))

@@ -8,6 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
+from dptop.engine.core.facts import NO_FACTS
 from dptop.gui.help import TIPS
 from dptop.monitor import catalogue
 from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, detection_limits, parse_values
@@ -104,8 +105,10 @@ class TuningPanel(QWidget):
         name, parameter = self.algorithm.currentText(), self.parameter.currentData()
         session = self.main.session
         try:
-            base = self.main.config.settings_for(name, getattr(session, "public", None))
-            points = detection_limits(name, base, parameter, parse_values(self.values.text()))
+            facts = session.public_facts() if session is not None else NO_FACTS
+            base = self.main.config.settings_for(name, facts)
+            points = detection_limits(name, base, parameter, parse_values(self.values.text()), facts,
+                                      self.main.config.counting.counted())
         except ValueError as exc:
             self.limit_curve.setData([], [])
             self.limit_note.setText(f"{name}: no a-priori limit yet — {exc}")
@@ -138,7 +141,7 @@ class TuningPanel(QWidget):
             keys, ts = session.truth.recording(self.record.value())
             base = self.main.config.settings_for(self.algorithm.currentText())
             self.sweep = Sweep(self.algorithm.currentText(), base, self.parameter.currentData(), values, keys, ts,
-                               self.reps.value()).start()
+                               self.reps.value(), self.main.config.counting.counted()).start()
         except ValueError as exc:
             self.message.setText(str(exc))
             return False

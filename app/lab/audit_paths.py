@@ -63,9 +63,9 @@ class BytesTarget(ProductTarget):
                      "add/remove one packet")]
 
 
-def _uncalibrated(name, settings):
+def _uncalibrated(name, settings, facts, counting):
     """The old bytes mode: every update spends the per-packet budget."""
-    return registry.make(name, settings.with_(epsilon=settings.epsilon * settings.unit.group))
+    return registry.make(name, settings.with_(epsilon=settings.epsilon * counting.cap), facts, counting)
 
 
 class UncalibratedBytesTarget(BytesTarget):

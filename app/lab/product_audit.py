@@ -195,8 +195,8 @@ class _ExactStatusDPSS(DPSpaceSaving):
         return items, threshold, n_noisy, {**status, "packets": self._epoch.packets}
 
 
-def _make_exact_status(name, settings):
-    return _ExactStatusDPSS(settings) if name == "dpss" else registry.make(name, settings)
+def _make_exact_status(name, settings, facts, counting):
+    return _ExactStatusDPSS(settings, facts, counting) if name == "dpss" else registry.make(name, settings, facts, counting)
 
 
 def _view_with_status(session, command):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.monitor.config import RunConfig, affected
 from dptop.monitor.lanes import Lane
 
@@ -12,7 +13,7 @@ APPLIED_NOTE = ("parameters applied during the run take effect on the packets af
                 "releases published before stay counted")
 
 
-def lanes_after(old: dict[str, Lane], config: RunConfig, public: dict, reading: bool,
+def lanes_after(old: dict[str, Lane], config: RunConfig, facts: PublicFacts, reading: bool,
                 new_lane: Callable[[str], Lane]) -> tuple[dict[str, Lane], list[str]]:
     """The lane set after applying ``config``: a lane whose settings did not change (and that did
     not fail) is kept; any other enabled algorithm gets a new lane (``new_lane``) while the session
@@ -22,7 +23,7 @@ def lanes_after(old: dict[str, Lane], config: RunConfig, public: dict, reading: 
     for name in config.names:
         lane = old.get(name)
         if lane is not None and lane.error is None and not affected(name, lane.settings,
-                                                                     config.settings_for(name, public)):
+                                                                     config.settings_for(name, facts)):
             lanes[name] = lane
         elif reading:
             lanes[name] = new_lane(name)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dptop.engine.core import registry
-from dptop.engine.core.settings import Settings
+from dptop.engine.core.facts import NO_FACTS, PublicFacts
+from dptop.engine.core.settings import PACKETS, Counting, Settings
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.monitor.footprints import default_limit, memory_error
 
@@ -48,17 +49,19 @@ def entries() -> list[AlgorithmEntry]:
     return [entry(n) for n in names()]
 
 
-def preview(name: str, settings: Settings) -> Guarantee | None:
-    """The guarantee ``name`` would carry under ``settings``, its defaults chosen as a session
-    chooses them (``RunConfig.settings_for``); None for a non-private baseline. From a scratch
-    instance built only if its memory fits the limit (``ValueError`` otherwise)."""
+def preview(name: str, settings: Settings, facts: PublicFacts = NO_FACTS,
+            counting: Counting = PACKETS) -> Guarantee | None:
+    """The guarantee ``name`` would carry under ``settings`` (its defaults chosen as a session
+    chooses them, ``RunConfig.settings_for``), the public ``facts`` and the ``counting``; None for
+    a non-private baseline. From a scratch instance built only if its memory fits the limit
+    (``ValueError`` otherwise)."""
     cls = registry.get(name)
     if not cls.private:
         return None
-    error = memory_error({name: cls.footprint(settings)}, default_limit())
+    error = memory_error({name: cls.footprint(settings, facts, counting)}, default_limit())
     if error:
         raise ValueError(error)
-    return cls(settings).guarantee()
+    return cls(settings, facts, counting).guarantee()
 
 
 def warm_up(name: str) -> None:

@@ -9,9 +9,11 @@ from dptop.capture import synth
 from dptop.capture.live import COUNT, DURATION
 from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.core.keykinds import KEY_KINDS, KeyKind
+from dptop.engine.core.facts import NO_FACTS, PublicFacts
 from dptop.engine.core.settings import SEED, Range, Settings, check_ranges
+from dptop.engine.core.settings import Counting as Counted
 from dptop.engine.privacy.calibration import per_update
-from dptop.engine.privacy.units import Unit
+from dptop.engine.privacy.units import Unit, counted_unit
 from dptop.monitor.footprints import MemoryLimit, default_limit, memory_error
 
 NON_PRIVATE_FIELDS = ("k", "k_tilde", "extra")
@@ -115,9 +117,13 @@ class Counting:
     def kind(self) -> KeyKind:
         return KeyKind(self.key)
 
+    def counted(self) -> Counted:
+        """What an algorithm is told a packet counts as (``engine.core.settings.Counting``)."""
+        return Counted(self.kind, self.group, self.unit if self.weight == "bytes" else None)
+
     def counted_unit(self) -> Unit:
         """The typed unit guarantees are stated for (key kind, byte cap)."""
-        return Unit(key=self.kind, group=self.group)
+        return counted_unit(self.counted())
 
     def describe(self) -> str:
         what = self.kind.label
@@ -138,13 +144,18 @@ class RunConfig:
     counting: Counting = field(default_factory=Counting)
     memory_limit: MemoryLimit | None = None
 
-    def settings_for(self, name: str, public: dict | None = None) -> Settings:
-        """``name``'s settings with the session's public facts (stream length, time range) and the
-        defaults its class picks from them (``Algorithm.with_defaults``)."""
-        s = self.settings.with_(extra={**self.settings.extra, **self.extras.get(name, {})}, key=self.counting.key)
-        s = s.with_(**public) if public else s
+    def settings_for(self, name: str, facts: PublicFacts = NO_FACTS) -> Settings:
+        """``name``'s parameters: its own options, calibrated per update for the counting, with the
+        defaults its class picks from the session's public ``facts`` (``Algorithm.with_defaults``)."""
+        s = self.settings.with_(extra={**self.settings.extra, **self.extras.get(name, {})})
         cls = registry.get(name)
-        return cls.with_defaults(per_update(cls, s, self.counting.counted_unit()))
+        counted = self.counting.counted()
+        return cls.with_defaults(per_update(cls, s, counted), facts, counted)
+
+    def make(self, name: str, facts: PublicFacts = NO_FACTS, make=registry.make):
+        """``name`` built (by ``make``: the registry's, or a lab's) from its settings, the public
+        ``facts`` and the counting."""
+        return make(name, self.settings_for(name, facts), facts, self.counting.counted())
 
 
 def affected(name: str, old: Settings, new: Settings) -> bool:
@@ -166,11 +177,11 @@ def check_params(names, extra: dict) -> None:
                              f"{', '.join(sorted(known))})")
 
 
-def config_errors(config: RunConfig, public: dict | None = None) -> dict[str, str]:
+def config_errors(config: RunConfig, facts: PublicFacts = NO_FACTS) -> dict[str, str]:
     """Every reason ``config`` cannot run, by algorithm name ("settings" for the shared ones): the
     documented ranges first, then the memory the algorithms' state would take (both before
     anything allocates), then each constructor's own checks, so the CLI and the GUI refuse the
-    same things with the same words. ``public``: facts known before the run (a replay's
+    same things with the same words. ``facts``: public facts known before the run (a replay's
     ``stream_length``), against which e.g. an explicit t_max is checked."""
     try:
         check_ranges(config.settings)
@@ -183,13 +194,13 @@ def config_errors(config: RunConfig, public: dict | None = None) -> dict[str, st
         if registry.get(name).address_keys and not kind.address:
             errors[name] = (f"{name} reads host addresses (its domain or its protected unit is a host): it runs with "
                             f"--key src or dst, not {kind.value}")
-    s = config.settings
-    placeholder = {} if s.epoch_seconds is None else {"time_range": (0, max(1, round(s.epoch_seconds * 1e9)))}
-    placeholder.update(public or {})
+    placeholder = placeholder_facts(config.settings, facts)
+    counted = config.counting.counted()
     footprints = {}
     for name in config.names:
         try:
-            footprints[name] = registry.get(name).footprint(config.settings_for(name, placeholder))
+            footprints[name] = registry.get(name).footprint(config.settings_for(name, placeholder), placeholder,
+                                                            counted)
         except (ValueError, TypeError, ArithmeticError):
             pass  # parameters its constructor refuses below, in its own words
     try:
@@ -203,7 +214,16 @@ def config_errors(config: RunConfig, public: dict | None = None) -> dict[str, st
             continue
         try:
             check_ranges(config.settings_for(name))
-            registry.make(name, config.settings_for(name, placeholder))
+            config.make(name, placeholder)
         except (ValueError, TypeError, MemoryError) as exc:
             errors[name] = str(exc) if not isinstance(exc, MemoryError) else "not enough memory for these parameters"
     return errors
+
+
+def placeholder_facts(settings: Settings, facts: PublicFacts = NO_FACTS) -> PublicFacts:
+    """``facts`` with a stand-in time range of one epoch when time epochs are asked for and no
+    range is known yet (a check before the source is open): what the constructors need to run
+    their own checks, never used for a release."""
+    if settings.epoch_seconds is None or facts.time_range is not None:
+        return facts
+    return facts.with_(time_range=PublicFacts.of(time_range=(0, max(1, round(settings.epoch_seconds * 1e9)))).time_range)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from dptop.engine.core.facts import PublicFacts
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.runner import AlgorithmSnapshot, Runner
 from dptop.monitor.config import RunConfig
@@ -23,10 +24,10 @@ busy, few enough that the batches in flight stay small (each chunk holds its bat
 class Lane:
     """One algorithm's runner and where it joined the stream."""
 
-    def __init__(self, name: str, config: RunConfig, public: dict, generation: int, history: int, make,
+    def __init__(self, name: str, config: RunConfig, facts: PublicFacts, generation: int, history: int, make,
                  clock_start: float | None = None, live: bool = False):
         self.name, self.generation = name, generation
-        self.settings = config.settings_for(name, public)
+        self.settings = config.settings_for(name, facts)
         self.origin: int | None = None
         self.error: str | None = None
         self.view: LaneView | None = None
@@ -34,7 +35,7 @@ class Lane:
         self.rate = 0.0  # packets per CPU-second measured so far (0: unknown)
         self.runner: Runner | None = None
         try:
-            self.runner = Runner([make(name, self.settings)], queue_size=LIVE_QUEUE if live else REPLAY_QUEUE,
+            self.runner = Runner([make(name, self.settings, facts, config.counting.counted())], queue_size=LIVE_QUEUE if live else REPLAY_QUEUE,
                                  live_interval=0.1, history=history, clock_start=clock_start).start()
         except (ValueError, TypeError) as exc:
             self.error = str(exc)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field, replace
 
-from dptop.engine.privacy.facts import PublicFact
+from dptop.engine.core.facts import PublicFact
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import Measure, compose, render
 from dptop.engine.privacy.units import PACKET, Relation, Unit, UnitKind, in_relation
@@ -94,6 +94,22 @@ class LedgerGroup:
 
 def _worst(costs) -> Measure:
     return max(costs, key=lambda c: (c.epsilon, c.delta or 0.0))
+
+
+def _host_caveats(host: list[_Segment], every: list[_Segment]) -> tuple[str, ...]:
+    """What a host-level line does not cover: the other lanes protect one packet, not a host, and
+    the facts they assume (a file's packet count sizing a horizon or a window) change when a host's
+    packets are removed."""
+    names = sorted({s.name for s in host})
+    others = sorted({s.name for s in every if s.guarantee.packet_level})
+    if not others:
+        return ()
+    facts = {(f.name, s.name) for s in every if s.guarantee.packet_level
+             for f in s.guarantee.facts if not f.provenance.covered}
+    out = [f"covers the releases of {', '.join(names)} only: {', '.join(others)} protect one packet, not a host"]
+    out += [f"NOT covered for a host: {fact} (assumed, read from the data) sizes {name}; removing a host's packets "
+            f"changes it" for fact, name in sorted(facts)]
+    return tuple(out)
 
 
 def _arithmetic(lines) -> str:
@@ -173,7 +189,7 @@ class Ledger:
                 session = compose(ln.session for ln in lines)
             notes = (() if unit.kind is not UnitKind.HOST else
                      ("per epoch: a host is one user in each epoch; over the session a host present in E epochs "
-                      "is covered by E releases (line 'session')",))
+                      "is covered by E releases (line 'session')", *_host_caveats(segs, segments)))
             groups.append(LedgerGroup(unit, relation, compose(ln.cost for ln in lines),
                                       all(ln.private for ln in lines), tuple(lines), notes, session))
         return groups

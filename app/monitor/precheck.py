@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from dptop.capture import epochorder
 from dptop.capture.pcap import count_packets
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
+from dptop.engine.core.facts import PublicFacts, Provenance
 from dptop.monitor.config import SourceSpec
 
 FILE_SPAN = ("the file's first and last packet stamps (stamps so far off that the span would pass the grid's "
@@ -45,6 +46,21 @@ class SourceFacts:
         if self.time_range is not None:
             out["time_range"] = self.time_range
         return out
+
+    def facts(self) -> PublicFacts:
+        """The same facts typed, each with its provenance (``public_facts``)."""
+        return public_facts(self.public(), self.provenance)
+
+
+def public_facts(public: dict, source: str) -> PublicFacts:
+    """A session's public facts (``Session.public``: the stream length, the time range) typed with
+    their provenance: a file's packet count is read from its packets (assumed); the time range is
+    declared, assumed (the file's own span), or the live clock's or loop's start (metadata) as
+    ``source`` (``Session.public_source``) says."""
+    provenance = (Provenance.DECLARED if source == "declared" else
+                  Provenance.ASSUMED if source == FILE_SPAN else Provenance.METADATA)
+    return PublicFacts.of(public.get("stream_length"), public.get("time_range"), range_provenance=provenance,
+                          range_why=f"the grid of the time epochs: {source}" if source else "")
 
 
 def read_facts(path, declared: tuple[int, int] | None, epoch_seconds: float | None,

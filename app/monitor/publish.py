@@ -9,7 +9,7 @@ from noisy lengths or from facts the guarantee names (``SPAN_FIELDS``). ``schema
 from __future__ import annotations
 
 from dptop import __version__
-from dptop.engine.privacy.facts import Provenance, PublicFact
+from dptop.engine.core.facts import Provenance, PublicFact
 from dptop.monitor.precheck import FILE_SPAN
 from dptop.monitor.session import Session
 from dptop.output import JsonOut

@@ -26,7 +26,7 @@ from dptop.engine.core.clock import TimeGrid
 from dptop.engine.core.jit import compiles
 from dptop.engine.core.keys import tick
 from dptop.engine.core.runner import Runner
-from dptop.engine.privacy.facts import Provenance, PublicFact
+from dptop.engine.core.facts import Provenance, PublicFact, PublicFacts
 from dptop.monitor import sources
 from dptop.monitor.apply import APPLIED_NOTE, lanes_after, retired
 from dptop.monitor.clocks import AHEAD, LATE, LiveClock, LoopClock
@@ -34,7 +34,7 @@ from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.fanout import Fanout
 from dptop.monitor.lanes import Lane, LaneView, SessionSnapshot
 from dptop.monitor.ledger import Ledger
-from dptop.monitor.precheck import SourceFacts, read_facts
+from dptop.monitor.precheck import SourceFacts, public_facts, read_facts
 from dptop.monitor.states import Lifecycle, State
 from dptop.monitor.truth import Truth
 
@@ -53,7 +53,7 @@ def published(snap) -> int:
 class Session:
     def __init__(self, config: RunConfig, record_packets: int = 1 << 20, history: int = 4096, make=registry.make):
         self.config = config
-        self._make = make  # name, settings -> algorithm (the audit's broken variants substitute one)
+        self._make = make  # name, settings, facts, counting -> algorithm (the audit's broken variants substitute one)
         self.history = history
         self.truth = Truth(record_packets)  # started by open(): a session never opened owns no thread
         self.ledger = Ledger()
@@ -230,11 +230,15 @@ class Session:
             if lane.runner is not None:
                 lane.runner.stop()
 
+    def public_facts(self) -> PublicFacts:
+        """The public facts so far (``public``), typed with their provenance: what every lane is built from."""
+        return public_facts(self.public, self.public_source)
+
     def _lane(self, name: str) -> Lane:
         self._generation += 1
         live = self.fanout.live
         clock = self.public.get("time_range", (None,))[0] if live else None
-        lane = Lane(name, self.config, self.public, self._generation, self.history, self._make,
+        lane = Lane(name, self.config, self.public_facts(), self._generation, self.history, self._make,
                     clock_start=None if clock is None else clock / 1e9, live=live)
         if lane.runner is not None:
             self._runners = [r for r in self._runners if any(w.thread.is_alive() for w in r.workers)]
@@ -257,7 +261,7 @@ class Session:
     def tuned(self, name: str, parameter: str, value) -> None:
         """Record that ``name``'s ``parameter`` = ``value`` was chosen by a sweep over the recorded
         packets (before the Apply that puts it in the run): the ledger and the private view say the
-        choice is not covered (engine/privacy/facts.py, CHOSEN_FROM_DATA)."""
+        choice is not covered (engine/core/facts.py, CHOSEN_FROM_DATA)."""
         self.ledger.record_tuning(name, PublicFact(
             parameter, value, Provenance.CHOSEN_FROM_DATA,
             "a sweep scored each value against the exact answer on the recorded packets; the choice depends "
@@ -269,7 +273,7 @@ class Session:
             old = self.lanes
             self.config = config
             reading = self.state.active and not self._stopping.is_set() and (self.source is not None or bool(old))
-            new, restarted = lanes_after(old, config, self.public, reading, self._lane)
+            new, restarted = lanes_after(old, config, self.public_facts(), reading, self._lane)
             self.fanout.lanes = new
         for lane in retired(old, new):
             lane.runner.stop()

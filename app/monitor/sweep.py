@@ -17,7 +17,8 @@ from dptop.engine.core import registry
 from dptop.engine.core.base import explained
 from dptop.engine.core.clock import TimeGrid
 from dptop.engine.core.keys import KeyBatch
-from dptop.engine.core.settings import Settings
+from dptop.engine.core.facts import NO_FACTS, Provenance, PublicFacts
+from dptop.engine.core.settings import PACKETS, Counting, Settings
 
 from dptop.monitor.truth import Recording, resolve_span, slice_truth, utility_of
 
@@ -46,16 +47,17 @@ def settings_for(base: Settings, parameter: str, value: float) -> Settings:
     raise ValueError(f"parameter ({parameter!r}) must be one of {', '.join(PARAMETERS)}")
 
 
-def detection_limits(name: str, base: Settings, parameter: str, values) -> list[tuple[float, dict | None]]:
+def detection_limits(name: str, base: Settings, parameter: str, values, facts: PublicFacts = NO_FACTS,
+                     counting: Counting = PACKETS) -> list[tuple[float, dict | None]]:
     """``name``'s a-priori detection limit (``Algorithm.detectable``: count, share, error, over)
-    at each value of ``parameter``, from the parameters and public facts in ``base`` alone: no
+    at each value of ``parameter``, from the parameters in ``base`` and the public ``facts`` alone: no
     packet is read, so the curve is there before any data and costs no privacy. A value the
     algorithm refuses gets no count, and its reason as the ``note``."""
     out = []
     for value in values:
         try:
-            settings = registry.get(name).with_defaults(settings_for(base, parameter, value))
-            limit = explained(registry.make(name, settings).detectable())
+            settings = registry.get(name).with_defaults(settings_for(base, parameter, value), facts, counting)
+            limit = explained(registry.make(name, settings, facts, counting).detectable())
         except ValueError as exc:
             limit = {"count": None, "share": None, "note": str(exc)}
         out.append((float(value), limit))
@@ -74,21 +76,23 @@ def parse_values(text: str) -> list[float]:
 
 class Sweep:
     def __init__(self, name: str, base: Settings, parameter: str, values, keys: np.ndarray, ts: np.ndarray,
-                 repetitions: int = 3):
+                 repetitions: int = 3, counting: Counting = PACKETS):
         if len(keys) == 0:
             raise ValueError("no recorded packets yet: start a source first")
-        base = base.with_(stream_length=len(keys))
+        # the recording's own length and range: the runs are for tuning and are never published
+        facts = PublicFacts.of(len(keys))
         self.rec = Recording(len(keys))
         if base.epoch_seconds is not None:  # the recording's own range, on the live run's grid rule
-            base = base.with_(time_range=(int(ts.min()), int(ts.max()) + 1))
-            cells = TimeGrid.over(*base.time_range, base.epoch_seconds).cell_of(ts)
+            facts = PublicFacts.of(len(keys), (int(ts.min()), int(ts.max()) + 1), range_provenance=Provenance.ASSUMED)
+            cells = TimeGrid.over(*facts.span, base.epoch_seconds).cell_of(ts)
             cuts = np.flatnonzero(np.diff(cells)) + 1
             for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(cells)]))):
                 self.rec.append(KeyBatch(keys[a:b], ts[a:b], epoch=int(cells[a])))
         else:
             self.rec.append(KeyBatch(keys, ts))
+        self.facts, self.counting = facts, counting
         for v in values:  # fail now, with the algorithm's own message, not in the thread
-            registry.make(name, settings_for(base, parameter, v))
+            registry.make(name, settings_for(base, parameter, v), facts, counting)
         self.name, self.base, self.parameter, self.values = name, base, parameter, list(values)
         self.keys, self.ts, self.repetitions = keys, ts, int(repetitions)
         self._cancel = threading.Event()
@@ -134,7 +138,7 @@ class Sweep:
             self.done = True
 
     def _one_run(self, settings: Settings):
-        algorithm = registry.make(self.name, settings)
+        algorithm = registry.make(self.name, settings, self.facts, self.counting)
         releases = []
         for start in range(0, len(self.keys), BATCH):
             if self._cancel.is_set():

@@ -17,8 +17,9 @@ from dptop.engine.core.jit import inner, kernel
 from dptop.engine.core.keys import hash_key, random_seed64
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
-from dptop.engine.core.settings import check_positive_int
+from dptop.engine.core.settings import PACKETS, check_positive_int
 from dptop.engine.core.topk import make_topk, offer, topk_bytes, tracked
+from dptop.engine.core.facts import NO_FACTS
 
 
 class CMSHashing(NamedTuple):
@@ -65,8 +66,8 @@ class CountMinHeap(Algorithm):
     name = "countmin"
     parameters = ("depth", "width")
 
-    def __init__(self, settings):
-        super().__init__(settings)
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
+        super().__init__(settings, facts, counting)
         self.k = check_positive_int("k", settings.k)
         self.capacity = check_positive_int("k~", counters(settings), minimum=self.k)
         self.depth, self.width = self.shape(settings)
@@ -80,7 +81,7 @@ class CountMinHeap(Algorithm):
                 int(settings.extra.get("width", 1 << max(1, (8 * settings.k - 1).bit_length()))))
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """The depth x width counters and their seeds, and the top-k~ heap."""
         depth, width = cls.shape(settings)
         k_tilde = counters(settings)

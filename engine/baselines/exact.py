@@ -27,6 +27,8 @@ from dptop.engine.core.jit import inner, kernel
 from dptop.engine.core.keys import IPV4_MAPPED, KEY_DTYPE, random_seed64
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
+from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.settings import PACKETS
 
 SCRAMBLED = 1024  # keys ``count_ipv4`` scrambles ahead of probing
 HEAVY_CAPACITY = 64  # slots of a new counter's heavy table (it doubles as sources carry)
@@ -235,12 +237,12 @@ class Exact(Algorithm):
     name = "exact"
     parameters = ("top",)
 
-    def __init__(self, settings):
-        super().__init__(settings)
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
+        super().__init__(settings, facts, counting)
         self.counter = ExactCounter()
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """The starting tables only: exact counts grow with the distinct keys of the traffic, which
         no parameter bounds (a non-private baseline, beside the private ones)."""
         return Footprint(4 * (INITIAL_CAPACITY + qt.PAD) + 8 * (SCRAMBLED + 1) + 16 * HEAVY_CAPACITY + ht.table_bytes(8),

@@ -35,11 +35,12 @@ from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import KEY_DTYPE, SENTINEL_HI
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
-from dptop.engine.core.settings import check_positive_int
+from dptop.engine.core.settings import PACKETS, check_positive_int
 from dptop.engine.baselines.summary import (W, B_COUNT, B_HEAD, B_MIN, B_NEXT, B_TAIL, N, NIL, SLOT_BUCKET,
                                             SLOT_NEXT, USED, bucket_drop_if_empty, bucket_new, counters, links_bytes,
                                             make_links,
                                             move_up, slot_append)
+from dptop.engine.core.facts import NO_FACTS
 
 ALPHA, ZQ_POS = N + 1, N + 2  # more scalars in the last row of ``links``
 ZERO_LEFT = B_TAIL  # in the zero bucket, which has no slot list: how many members it still has
@@ -320,8 +321,8 @@ class MisraGries(Algorithm):
 
     name = "misragries"
 
-    def __init__(self, settings):
-        super().__init__(settings)
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
+        super().__init__(settings, facts, counting)
         self.k = check_positive_int("k", settings.k)
         self.capacity = check_positive_int("k~", counters(settings))
         if self.capacity < self.k:
@@ -329,7 +330,7 @@ class MisraGries(Algorithm):
         self.state = make_state(self.capacity)
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         return Footprint(state_bytes(counters(settings)), f"k~ = {counters(settings)}")
 
     def update(self, keys):

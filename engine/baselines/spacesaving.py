@@ -18,9 +18,10 @@ from dptop.engine.core.jit import hot, ix, kernel
 from dptop.engine.core.keys import KEY_DTYPE
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
-from dptop.engine.core.settings import check_positive_int
+from dptop.engine.core.settings import PACKETS, check_positive_int
 from dptop.engine.baselines.summary import (W, B_COUNT, B_MIN, B_TAIL, N, NIL, SLOT_BUCKET, USED, bucket_new, counters, links_bytes,
                                             make_links, move_up, slot_append)
+from dptop.engine.core.facts import NO_FACTS
 
 
 class SSState(NamedTuple):
@@ -114,14 +115,14 @@ class SpaceSaving(Algorithm):
 
     name = "spacesaving"
 
-    def __init__(self, settings):
-        super().__init__(settings)
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
+        super().__init__(settings, facts, counting)
         self.k = check_positive_int("k", settings.k)
         self.capacity = check_positive_int("k~", counters(settings), minimum=self.k)
         self.state = make_state(self.capacity)
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         return Footprint(state_bytes(counters(settings)), f"k~ = {counters(settings)}")
 
     def update(self, keys):

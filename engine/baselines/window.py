@@ -15,7 +15,8 @@ from dptop.engine.core.hashtable import delete_at, found, probe, store
 from dptop.engine.core.jit import kernel
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, Span, sorted_items
-from dptop.engine.core.settings import check_positive_int
+from dptop.engine.core.settings import PACKETS, check_positive_int
+from dptop.engine.core.facts import NO_FACTS
 
 DEFAULT_WINDOW = 100_000
 
@@ -94,8 +95,8 @@ class WindowExact(Algorithm):
     parameters = ("top",)
     family = "sliding window"
 
-    def __init__(self, settings):
-        super().__init__(settings)
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
+        super().__init__(settings, facts, counting)
         self.window = check_positive_int("window", self.window_of(settings), minimum=1)
         if settings.gamma is not None and not 0.0 < float(settings.gamma) < 1.0:
             raise ValueError(f"gamma ({settings.gamma!r}) must be in (0, 1)")
@@ -106,7 +107,7 @@ class WindowExact(Algorithm):
         return DEFAULT_WINDOW if settings.window is None else settings.window
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         return Footprint(ExactWindow.nbytes(cls.window_of(settings)), f"window = {cls.window_of(settings)}")
 
     def reset(self):

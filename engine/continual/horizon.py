@@ -9,8 +9,10 @@ before the first packet. ``ContinualAlgorithm`` handles the two options of §7:
   arrivals. Epochs are disjoint, so the outputs of all epochs together keep the per-epoch
   guarantee (parallel composition), but counts start from zero in every epoch.
 
-For a replayed file T defaults to the file's packet count (``Settings.stream_length``), which is
-public under substitution neighbours (both neighbours have the same length, §1.2). A live stream
+For a replayed file T defaults to the file's packet count (``PublicFacts.stream_length``), which is
+public under substitution neighbours (both neighbours have the same length, §1.2) and otherwise an
+assumed fact the guarantee lists. T counts updates: weighted by bytes a packet is up to G updates,
+so T is then G times the packet count and the horizon is never reached before the file ends. A live stream
 has no length: it runs in segments of ``DEFAULT_HORIZON`` arrivals with restart (§7.3), so the
 thresholds stay those of a short horizon however long the capture runs. Rolling over depends only
 on the arrival count, never on the data; ``segments_cost`` is the privacy map of the segments.
@@ -21,12 +23,12 @@ from abc import abstractmethod
 
 import numpy as np
 
-from dptop.engine.privacy.facts import Provenance, PublicFact
+from dptop.engine.core.facts import NO_FACTS, PublicFact, PublicFacts
 from dptop.engine.core.base import Algorithm
 from dptop.engine.continual.gaussbm import HorizonExceeded
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.release import Release, Span
-from dptop.engine.core.settings import Settings, check_positive_int
+from dptop.engine.core.settings import PACKETS, Counting, Settings, check_positive_int
 from dptop.engine.privacy.composition import Cost, compose_sequential
 
 DEFAULT_HORIZON = 1 << 20
@@ -41,18 +43,20 @@ MODE_FIXED = "fixed horizon"
 MODE_RESTART = "restart per horizon"
 
 
-def resolve_horizon(settings: Settings, minimum: int = 1) -> tuple[int, str]:
+def resolve_horizon(settings: Settings, facts: PublicFacts = NO_FACTS, counting: Counting = PACKETS,
+                    minimum: int = 1) -> tuple[int, str]:
     """(T, where it came from). An explicit ``Settings.horizon`` must be >= ``minimum`` (e.g. k~);
-    a file length shorter than that is raised to ``minimum``: a longer horizon than the stream
-    is always valid (§7.2, monotonicity) and the choice depends on public facts only."""
+    a file length (times the updates a packet may make, ``counting.cap``) shorter than that is
+    raised to ``minimum``: a longer horizon than the stream is always valid (§7.2, monotonicity)
+    and the choice depends on public facts only."""
     if settings.horizon is not None:
         horizon = check_positive_int("horizon", settings.horizon)
         if horizon < minimum:
             raise ValueError(f"horizon ({horizon}) must be >= {minimum} (T_max >= k~, spec lazyhh §6.1)")
         return horizon, "--horizon"
-    if settings.stream_length:
-        length = check_positive_int("stream_length", settings.stream_length)
-        return max(length, minimum), HORIZON_FROM_FILE
+    if facts.length:
+        length = check_positive_int("stream_length", facts.length)
+        return max(length * counting.cap, minimum), HORIZON_FROM_FILE
     return max(DEFAULT_HORIZON, minimum), SOURCE_SEGMENT
 
 
@@ -75,9 +79,9 @@ class ContinualAlgorithm(Algorithm):
     private = True
     family = "continual observation"
 
-    def __init__(self, settings: Settings, minimum_horizon: int = 1):
-        super().__init__(settings)
-        self.horizon, self.horizon_source = resolve_horizon(settings, minimum_horizon)
+    def __init__(self, settings: Settings, facts=NO_FACTS, counting=PACKETS, minimum_horizon: int = 1):
+        super().__init__(settings, facts, counting)
+        self.horizon, self.horizon_source = resolve_horizon(settings, facts, counting, minimum_horizon)
         self.restart = bool(settings.restart) or self.horizon_source == SOURCE_SEGMENT
 
     def reset(self) -> None:
@@ -196,13 +200,14 @@ class ContinualAlgorithm(Algorithm):
         }
 
     def horizon_facts(self) -> tuple[PublicFact, ...]:
-        """The file's packet count, when the horizon T was taken from it (a public fact the
-        guarantee names: a substitution neighbour has as many packets, an add/remove one not)."""
+        """The file's packet count, when the horizon T was taken from it and no guarantee covers
+        it as given (a substitution neighbour has as many packets, an add/remove one not)."""
         if self.horizon_source != HORIZON_FROM_FILE:
             return ()
-        return (PublicFact("stream_length", self.settings.stream_length, Provenance.ASSUMED,
-                           f"the horizon T = {self.horizon} is the file's packet count; public under "
-                           f"substitution of one packet's key"),)
+        per = f" times the {self.counting.cap} updates a packet may make" if self.counting.cap > 1 else ""
+        return tuple(PublicFact(f.name, f.value, f.provenance,
+                                f"the horizon T = {self.horizon} is the file's packet count{per}; public under "
+                                f"substitution of one packet's key") for f in self.facts.assumed("stream_length"))
 
     def horizon_scope(self) -> str:
         if self.restart:

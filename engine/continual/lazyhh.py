@@ -36,10 +36,11 @@ from dptop.engine.continual.lazysketch import (LazySketch, SketchState, cms_esti
                                                row_buckets)
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
-from dptop.engine.core.settings import check_positive_int
+from dptop.engine.core.settings import PACKETS, check_positive_int
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ApproxDP
 from dptop.engine.privacy.units import Relation, counted_unit
+from dptop.engine.core.facts import NO_FACTS
 
 E = math.e
 
@@ -149,7 +150,7 @@ def shortest_stream(settings, share: float) -> int | None:
     """The smallest horizon T at which a source with ``share`` of the packets passes (None: none
     up to 2^40), searched over powers of two and then bisected."""
     def passes(T):
-        p = LazyHH._params(settings.with_(horizon=T, stream_length=None))
+        p = LazyHH._params(settings.with_(horizon=T))
         return detection_limit(p)[0] <= share * T
 
     lo = max(2, (settings.k_tilde or 4 * settings.k))
@@ -401,10 +402,10 @@ class LazyHH(ContinualAlgorithm):
     name = "lazyhh"
     parameters = ("beta", "option")
 
-    def __init__(self, settings):
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
         k = check_positive_int("k", settings.k)
         k_tilde = check_positive_int("k~", settings.k_tilde or 4 * k)
-        super().__init__(settings, minimum_horizon=k_tilde)
+        super().__init__(settings, facts, counting, minimum_horizon=k_tilde)
         beta = float(settings.extra.get("beta", float(settings.delta) / 2))
         self.params = LazyHHParams.build(k, k_tilde, settings.epsilon, settings.delta, beta, self.horizon,
                                          str(settings.extra.get("option", "A")))
@@ -420,14 +421,14 @@ class LazyHH(ContinualAlgorithm):
         return settings.with_(epsilon=cost.epsilon, delta=delta_for(cost.epsilon, cost.delta))
 
     @classmethod
-    def with_defaults(cls, settings):
+    def with_defaults(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """k~ (when unset): for a replay, the multiple of k among 2, 4, 8, 16 whose a-priori
         detection share at the horizon is smallest (001 Fig 4c: k~/k = 4 in general; short streams
         favour other ones); on a live stream (segments, no length), the multiple among 4 ... 64
         (k~ <= 2^12) that releases a 10 % source earliest in a segment (``release_after``)."""
         if settings.k_tilde is not None:
             return settings
-        if settings.stream_length is None and settings.horizon is None:
+        if facts.length is None and settings.horizon is None:
             multiples = [m for m in (4, 8, 16, 32, 64) if m * settings.k <= 1 << 12] or [4]
 
             def later(m):
@@ -435,14 +436,15 @@ class LazyHH(ContinualAlgorithm):
                 return (t is None, t or 0, m)
 
             return settings.with_(k_tilde=min(multiples, key=later) * settings.k)
-        best = min((4, 2, 8, 16), key=lambda m: detection_limit(cls._params(settings.with_(k_tilde=m * settings.k)))[0])
+        best = min((4, 2, 8, 16), key=lambda m: detection_limit(
+            cls._params(settings.with_(k_tilde=m * settings.k), facts, counting))[0])
         return settings.with_(k_tilde=best * settings.k)
 
     @staticmethod
-    def _params(settings) -> LazyHHParams:
+    def _params(settings, facts=NO_FACTS, counting=PACKETS) -> LazyHHParams:
         k = check_positive_int("k", settings.k)
         k_tilde = check_positive_int("k~", settings.k_tilde or 4 * k)
-        horizon, _ = resolve_horizon(settings, k_tilde)
+        horizon, _ = resolve_horizon(settings, facts, counting, k_tilde)
         beta = float(settings.extra.get("beta", float(settings.delta) / 2))
         return LazyHHParams.build(k, k_tilde, settings.epsilon, settings.delta, beta, horizon,
                                   str(settings.extra.get("option", "A")))
@@ -462,9 +464,9 @@ class LazyHH(ContinualAlgorithm):
         return out
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """One instance over one horizon: its sketch and 2k~ candidates (``_params``)."""
-        p = cls._params(settings)
+        p = cls._params(settings, facts, counting)
         height = LazySketch.height_for(p.horizon, p.width)
         return Footprint(hh_state_bytes(p.depth, p.width, height, p.k_tilde),
                          f"k~ = {p.k_tilde} (a {p.depth} x {p.width} sketch over a horizon of {p.horizon} packets)")
@@ -478,7 +480,7 @@ class LazyHH(ContinualAlgorithm):
 
     def _release(self, end_packet, t_end, computed):
         keys, vals, tau, t_out = self.instance.output()
-        items = sorted_items(keys[:, 0], keys[:, 1], vals)
+        items = sorted_items(keys[:, 0], keys[:, 1], bulknoise.on_grid(vals))  # whole updates: no float bits
         threshold = tau if t_out else self.params.threshold(self.t)
         status = self.status()
         status["output_at"] = t_out
@@ -499,7 +501,7 @@ class LazyHH(ContinualAlgorithm):
                 "Only substitution of one packet's key is protected, not packet presence (spec §1.2).",
                 "Thm 3's proof treats the common candidate set as fixed (spec §6.7 caveat).",
             ),
-        ).counted(counted_unit(self.settings))
+        ).counted(counted_unit(self.counting))
 
     def status(self) -> dict:
         """Public facts: horizon, packets seen, τ at the current t and when τ1 = t/k takes over.

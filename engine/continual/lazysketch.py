@@ -36,10 +36,11 @@ from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import LO_MULTIPLIER, hash_key, keys_from_addresses, mix64
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
-from dptop.engine.core.settings import check_positive_int
+from dptop.engine.core.settings import PACKETS, check_positive_int
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ApproxDP
 from dptop.engine.privacy.units import Relation, counted_unit
+from dptop.engine.core.facts import NO_FACTS
 
 MAX_SKETCH_BYTES = 1 << 30
 _U32 = np.uint64(32)
@@ -419,13 +420,13 @@ class _SketchAlgorithm(ContinualAlgorithm):
     sketch_class: type
     kind: str
 
-    def __init__(self, settings):
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
         self.epsilon = check_gaussbm_epsilon(settings.epsilon)
         self.delta = check_gaussbm_delta(settings.delta)
         self.beta = float(settings.extra.get("beta", self.delta / 2))
         if not 0.0 < self.beta < 1.0:
             raise ValueError(f"beta ({self.beta:g}) must be in (0, 1)")
-        super().__init__(settings)
+        super().__init__(settings, facts, counting)
         check_positive_int("k", settings.k)
         check_positive_int("k~", settings.k_tilde or 4 * settings.k)
         width, depth = self.shape(settings, self.horizon)
@@ -447,9 +448,9 @@ class _SketchAlgorithm(ContinualAlgorithm):
                 int(settings.extra.get("depth", default_depth(horizon, beta, cls.kind == "cs"))))
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """One sketch over one horizon, sized from k~ (or the width), the horizon and β."""
-        horizon, _ = resolve_horizon(settings)
+        horizon, _ = resolve_horizon(settings, facts, counting)
         width, depth = cls.shape(settings, horizon)
         height = cls.sketch_class.height_for(horizon, width)
         return Footprint(cls.sketch_class.state_bytes(depth, width, height),
@@ -468,7 +469,7 @@ class _SketchAlgorithm(ContinualAlgorithm):
         return len(keys) - 1
 
     def _release(self, end_packet, t_end, computed):
-        est = self.instance.estimates(self.labels)
+        est = bulknoise.on_grid(self.instance.estimates(self.labels))  # whole updates: no float bits leave
         items = sorted_items(self.labels[:, 0], self.labels[:, 1], est)
         return Release(self.name, self.span_to(end_packet, t_end), items, None, self.guarantee(), self.status())
 
@@ -485,7 +486,7 @@ class _SketchAlgorithm(ContinualAlgorithm):
                 "no labels are taken from the traffic (spec §5.4, P15).",
                 "Only substitution of one packet's key is protected, not packet presence (spec §1.2).",
             ),
-        ).counted(counted_unit(self.settings))
+        ).counted(counted_unit(self.counting))
 
     def status(self) -> dict:
         sk = self.instance

@@ -15,9 +15,13 @@ The runner talks to algorithms through three more methods with safe defaults:
   the last, possibly partial, epoch).
 
 ``guarantee()`` and ``status()`` describe the algorithm before and during a run so the GUI can
-show the promise and the current threshold up front; ``footprint(settings)`` states the memory its
-state takes from the parameters alone, so a run too large for the machine is refused before
-anything is allocated.
+show the promise and the current threshold up front; ``footprint(settings, facts)`` states the
+memory its state takes from the parameters alone, so a run too large for the machine is refused
+before anything is allocated.
+
+An algorithm is given three things, each typed: the user's parameters (``Settings``), the public
+facts about the source (``PublicFacts``, each with its provenance) and what a packet counts as
+(``Counting``). It sizes and calibrates itself from these only, never from the counts it sees.
 """
 from __future__ import annotations
 
@@ -29,7 +33,8 @@ import numpy as np
 
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.release import Release, Span
-from dptop.engine.core.settings import Settings
+from dptop.engine.core.facts import NO_FACTS, PublicFacts
+from dptop.engine.core.settings import PACKETS, Counting, Settings
 
 
 @dataclass(frozen=True)
@@ -53,8 +58,8 @@ class Algorithm(ABC):
     """True for algorithms that read addresses, not keys (host-level sets, local-DP address
     domains): they run on ``--key src`` or ``dst`` only (``keykinds.KeyKind.address``)."""
 
-    def __init__(self, settings: Settings):
-        self.settings = settings
+    def __init__(self, settings: Settings, facts: PublicFacts = NO_FACTS, counting: Counting = PACKETS):
+        self.settings, self.facts, self.counting = settings, facts, counting
         self.packets = 0
         self._last: Release | None = None
 
@@ -86,23 +91,26 @@ class Algorithm(ABC):
         return None
 
     @classmethod
-    def footprint(cls, settings: Settings) -> Footprint:
-        """The memory of the state an instance built from ``settings`` (its defaults chosen,
-        ``with_defaults``) allocates: the arrays its state constructor makes, computed from the
+    def footprint(cls, settings: Settings, facts: PublicFacts = NO_FACTS,
+                  counting: Counting = PACKETS) -> Footprint:
+        """The memory of the state an instance built from ``settings`` and ``facts`` (its defaults
+        chosen, ``with_defaults``) allocates: the arrays its state constructor makes, computed from the
         parameters alone, never by building it. Every registered algorithm states it."""
         raise NotImplementedError(f"{cls.__name__} does not state its memory")
 
     @classmethod
-    def with_defaults(cls, settings: Settings) -> Settings:
-        """``settings`` with this algorithm's unset parameters chosen from public facts (the
-        replay's packet count); the CLI and the GUI both go through it."""
+    def with_defaults(cls, settings: Settings, facts: PublicFacts = NO_FACTS,
+                      counting: Counting = PACKETS) -> Settings:
+        """``settings`` with this algorithm's unset parameters chosen from the public ``facts``
+        (the replay's packet count) and the ``counting``; the CLI and the GUI both go through it. A choice made from a
+        fact that is not covered (``Provenance.covered``) is listed in the guarantee."""
         return settings
 
     def warm_up(self) -> None:
         """Compile (or load from the numba cache) the update and query kernels on a scratch
         instance fed synthetic keys, so neither the first real batch nor the first live view is
         charged the compile time. The scratch instance sees no real data, so this costs no privacy."""
-        scratch = type(self)(self.settings)
+        scratch = type(self)(self.settings, self.facts, self.counting)
         warm = np.zeros((64, 2), dtype=np.uint64)
         warm[:, 1] = 0xFFFF_0A00_0000 + np.arange(64, dtype=np.uint64) % 7
         scratch.update(KeyBatch(warm).keys)  # read-only, like real batches: numba types differ

@@ -1,13 +1,14 @@
 """Algorithm names (the CLI's ``--algorithms``) -> classes.
 
 Each algorithm module decorates its classes with ``@register``; ``MODULES`` lists the modules to
-import so that every name is known. ``make(name, settings)`` builds one instance.
+import so that every name is known. ``make(name, settings, facts, counting)`` builds one instance.
 """
 from __future__ import annotations
 
 import importlib
 
-from dptop.engine.core.settings import Settings
+from dptop.engine.core.facts import NO_FACTS, PublicFacts
+from dptop.engine.core.settings import PACKETS, Counting, Settings
 
 MODULES = (
     "dptop.engine.baselines.exact",
@@ -53,5 +54,6 @@ def get(name: str) -> type:
     return registry[name]
 
 
-def make(name: str, settings: Settings):
-    return get(name)(settings)
+def make(name: str, settings: Settings, facts: PublicFacts = NO_FACTS, counting: Counting = PACKETS):
+    """``name`` built from the user's parameters, the source's public facts and the counting."""
+    return get(name)(settings, facts, counting)

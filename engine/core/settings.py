@@ -1,12 +1,16 @@
-"""Run settings shared by the CLI, the GUI and every algorithm factory.
+"""What an algorithm is given: the user's parameters (``Settings``) and what a packet counts as
+(``Counting``); the facts about the source are ``engine.core.facts.PublicFacts``.
 
-One frozen ``Settings`` holds every user-facing parameter; each algorithm reads the fields it
-needs and validates them in its constructor with messages that name the parameter, the value and
-the rule (HOUSE_STYLE.md). Fields left ``None`` take the algorithm's documented default.
+One frozen ``Settings`` holds every user-facing parameter and nothing read from the data; each
+algorithm reads the fields it needs and validates them in its constructor with messages that name
+the parameter, the value and the rule (HOUSE_STYLE.md). Fields left ``None`` take the algorithm's
+documented default.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+
+from dptop.engine.core.keykinds import KeyKind
 
 
 @dataclass(frozen=True)
@@ -25,22 +29,40 @@ class Settings:
     restart: bool = False
     window: int | None = None
     gamma: float | None = None
-    stream_length: int | None = None
-    """Packet count of a replayed file when known before the run (public under substitution)."""
-    time_range: tuple[int, int | None] | None = None
-    """Public time range ``(start_ns, end_ns)`` of the session's time epochs; ``end_ns`` None for
-    an open-ended live capture (engine/core/clock.py)."""
-    key: str = "src"
-    """The key kind the stream's keys are (``dptop.engine.core.keykinds.KeyKind`` value): read by
-    algorithms whose structure depends on it (DPSW's prefix hierarchy, host-level searches)."""
     extra: dict = field(default_factory=dict)
-    """Algorithm-specific options, keyed by option name (e.g. ``{"depth": 5}``)."""
-    unit: object = None
-    """What one packet counts as (``dptop.engine.privacy.units.Unit``: key kind, byte cap), set by
-    the monitor; guarantees are restated per packet from it. None: one packet by its source."""
+    """Algorithm-specific options, keyed by option name (e.g. ``{"depth": 5}``); each algorithm
+    names the ones it reads (``Algorithm.parameters``), the integer ones that size memory are
+    checked against ``EXTRA_RANGES``."""
 
     def with_(self, **changes) -> "Settings":
         return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Counting:
+    """What one packet counts as for an algorithm: the kind of its key (``key``) and the updates it
+    may contribute (``cap``: 1 counting packets; weighted by bytes, the cap G on its
+    ⌈length / ``byte_unit``⌉ units). Guarantees are restated per packet from it
+    (``engine.privacy.units.counted_unit``: group privacy over ``cap`` updates)."""
+
+    key: KeyKind = KeyKind.SRC
+    cap: int = 1
+    byte_unit: int | None = None
+    """Bytes per update when weighted by bytes; None when a packet counts once."""
+
+    def __post_init__(self):
+        if not isinstance(self.key, KeyKind):
+            object.__setattr__(self, "key", KeyKind(self.key))
+        check_positive_int("byte cap", self.cap)
+
+    @property
+    def weighted(self) -> bool:
+        """Whether a packet counts its bytes (up to ``cap`` updates) rather than once."""
+        return self.byte_unit is not None
+
+    def amount(self, n: int) -> str:
+        """``n`` updates in words: "n packets", or "n units of 64 bytes" when weighted by bytes."""
+        return f"{n} units of {self.byte_unit} bytes" if self.weighted else f"{n} packets"
 
 
 def check_positive_int(name: str, value, minimum: int = 1) -> int:
@@ -53,6 +75,10 @@ def check_positive_int(name: str, value, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} ({value}) must be >= {minimum}")
     return value
+
+
+PACKETS = Counting()
+"""One packet counts once, by its source address (the default of every algorithm)."""
 
 
 def check_epsilon(epsilon: float, upper: float | None = None) -> float:

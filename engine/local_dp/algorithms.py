@@ -34,7 +34,7 @@ from dptop.engine.core.keys import IPV4_MAPPED, KeyBatch
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, ReleasedItem, Span
 from dptop.engine.privacy.guarantee import Guarantee
-from dptop.engine.core.settings import check_positive_int
+from dptop.engine.core.settings import PACKETS, check_positive_int
 from dptop.engine.privacy.units import counted_unit
 from dptop.engine.local_dp.accounting import (local_guarantee, parse_reports, report_epsilon, window_epsilon,
                                               window_options, window_text, DEFAULT_REPORTS)
@@ -47,6 +47,7 @@ from dptop.engine.local_dp.grr import grr_variance
 from dptop.engine.local_dp.heavyguardian import ED_RULES
 from dptop.engine.local_dp.pipeline import Pipeline, Reservoir, make_halves
 from dptop.engine.local_dp.prefix import PrefixSearch, level_budget, parse_levels
+from dptop.engine.core.facts import NO_FACTS, Provenance, PublicFact
 
 DEFAULT_SNAPSHOT = 1024
 DEFAULT_ALPHA = 0.05
@@ -80,8 +81,8 @@ class LocalDP(CellOrdered, Algorithm):
     scheme: ClassVar[str] = ""
     parameters: ClassVar[tuple[str, ...]] = COMMON
 
-    def __init__(self, settings):
-        super().__init__(settings)
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
+        super().__init__(settings, facts, counting)
         x = dict(settings.extra)
         check_names(x)
         self.k = check_positive_int("k", settings.k)
@@ -97,14 +98,14 @@ class LocalDP(CellOrdered, Algorithm):
             raise ValueError(f"ed ({self.ed!r}) must be one of {', '.join(ED_RULES)}")
         self.window_packets, self.window_seconds = window_options(settings.epoch_packets, settings.epoch_seconds)
         # with the session's time epochs, reporting windows are its public grid (every cell, empty ones too)
-        self.grid, self._bounded = time_grid(settings, settings.epoch_seconds) if settings.time_range else (None, False)
+        self.grid, self._bounded = time_grid(facts, settings.epoch_seconds) if facts.span else (None, False)
         default = HEAVY_PER_K[self.scheme] * self.k
         self.heavy = check_positive_int("k_tilde", settings.k_tilde if settings.k_tilde is not None else default)
         self._configure(x)
         self.reset()
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """Each pipeline's agent and collector (a buffer of ``BLOCK`` random words each, λ_h hot
         cells and, for CNR, as many cold ones), the report sampler's buffer and its R reports; λ_h
         = k~ (default a multiple of k, ``HEAVY_PER_K``), from the parameters alone."""
@@ -223,7 +224,7 @@ class LocalDP(CellOrdered, Algorithm):
         tau = self.threshold()
         labels = (self._label(i, e) for i, e in self._engine.top(self.k) if e > tau)
         items = tuple(sorted(labels, key=lambda it: (-it.estimate, it.hi, it.lo)))
-        reports = sum(p.collector.reports for p in self._engine.pipelines)  # what the collector sees
+        reports = sum(p.collector.reports for p in self._engine.pipelines)  # what the collector sees (public)
         return Release(self.name, Span(0, reports, "stream", self._windows), items, tau,
                        self.guarantee(), self.status())
 
@@ -243,7 +244,7 @@ class LocalDP(CellOrdered, Algorithm):
 
     def warm_up(self) -> None:
         """Compile the agent, collector and sampler kernels on a scratch instance (no real data)."""
-        scratch = type(self)(self.settings)
+        scratch = type(self)(self.settings, self.facts, self.counting)
         warm = np.zeros((64, 2), dtype=np.uint64)
         warm[:, 1] = IPV4_MAPPED + 0x0A00_0000 + np.arange(64, dtype=np.uint64) % 7
         scratch.update(KeyBatch(warm).keys)
@@ -253,7 +254,16 @@ class LocalDP(CellOrdered, Algorithm):
         window = window_text(self.window_packets, self.window_seconds)
         entropy = self._engine.pipelines[0].agent.buffer.entropy
         return local_guarantee(self.epsilon, self.reports_cap, window, entropy.label, entropy.seeded, self.notes(),
-                               counted_unit(self.settings))
+                               counted_unit(self.counting)).with_facts((self.reports_fact(),))
+
+    def reports_fact(self) -> PublicFact:
+        """The number of reports the collector received: public in the local model (every report
+        reaches the untrusted collector; the guarantee covers what a report says, not that it was
+        sent). The threshold τ is a function of it (the variance a zero-count estimate gathers), so
+        every release names it; read from the data, it is an assumed fact."""
+        reports = sum(p.collector.reports for p in self._engine.pipelines)
+        return PublicFact("reports", reports, Provenance.ASSUMED,
+                          "the reports the collector received; the threshold grows with them")
 
     def status(self) -> dict:
         pipes = self._engine.pipelines
@@ -332,12 +342,12 @@ class _DomainScheme(LocalDP):
     def reports_expected(self) -> tuple[int | None, str]:
         """(reports the collector will receive, in words) from public facts: the replay's length,
         its windows (time range or packet epochs) and the cap R."""
-        length, cap = self.settings.stream_length, self.reports_cap
+        length, cap = self.facts.length, self.reports_cap
         windows = None
         if self.window_packets is not None and length:
             windows = -(-length // self.window_packets)
-        elif self.settings.time_range is not None and self.settings.time_range[1] is not None:
-            start, end = self.settings.time_range
+        elif self.facts.span is not None and self.facts.span[1] is not None:
+            start, end = self.facts.span
             windows = int((end - start) // round(self.window_seconds * 1e9)) + 1
         if cap is None:
             return length, f"the {length:,} reports of the run" if length else "the run"

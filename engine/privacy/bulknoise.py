@@ -236,3 +236,14 @@ def add_normal_stream(key, a, b, c, out, sigma):
     for i in range(flat.size):
         x, s0, s1, s2, s3 = _ziggurat(s0, s1, s2, s3)
         flat[i] += sigma * x
+
+
+def on_grid(estimates) -> np.ndarray:
+    """Released estimates that carry this generator's Gaussian noise, rounded to whole updates.
+
+    A float64 sum ``count + noise`` keeps low-order bits that depend on the exact count: the set
+    of doubles a count can produce differs from its neighbour's (Mironov 2012, "On significance of
+    the least significant bits for differential privacy"). Counts are whole updates, so one update
+    is the public granularity; rounding is post-processing and costs no privacy. Rounded half to
+    even (``np.rint``), as float64 integers (exact below 2^53)."""
+    return np.rint(np.asarray(estimates, dtype=np.float64))

@@ -9,7 +9,7 @@ updates (``repeats_free``: a host's distinct pairs) run unchanged.
 """
 from __future__ import annotations
 
-from dptop.engine.core.settings import Settings
+from dptop.engine.core.settings import Counting, Settings
 from dptop.engine.privacy.measures import ApproxDP, Measure, calibrate_group
 
 
@@ -18,11 +18,11 @@ def requested_cost(cls, settings: Settings) -> Measure:
     return hook(settings) if hook is not None else ApproxDP(settings.epsilon, settings.delta)
 
 
-def per_update(cls, settings: Settings, unit) -> Settings:
-    """``settings`` for algorithm class ``cls`` counting packets as ``unit`` (``units.Unit``)."""
-    settings = settings.with_(unit=unit)
-    if unit is None or unit.group <= 1 or not cls.private or getattr(cls, "repeats_free", False):
+def per_update(cls, settings: Settings, counting: Counting) -> Settings:
+    """``settings`` for algorithm class ``cls`` counting packets as ``counting`` (up to
+    ``counting.cap`` updates per packet)."""
+    if counting.cap <= 1 or not cls.private or getattr(cls, "repeats_free", False):
         return settings
-    cost = calibrate_group(requested_cost(cls, settings), unit.group)
+    cost = calibrate_group(requested_cost(cls, settings), counting.cap)
     hook = getattr(cls, "settings_for_cost", None)
     return hook(settings, cost) if hook is not None else settings.with_(epsilon=cost.epsilon, delta=cost.delta)

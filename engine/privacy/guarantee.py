@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from dptop.engine.privacy.facts import PublicFact
+from dptop.engine.core.facts import PublicFact
 from dptop.engine.privacy.measures import Measure, group, render
 from dptop.engine.privacy.units import PACKET, Relation, Unit, UnitKind, per_packet
 

@@ -16,6 +16,7 @@ import enum
 from dataclasses import dataclass
 
 from dptop.engine.core.keykinds import KeyKind
+from dptop.engine.core.settings import Counting
 from dptop.engine.privacy.measures import Measure, PureDP, group
 
 
@@ -67,10 +68,10 @@ class Unit:
 PACKET = Unit()
 
 
-def counted_unit(settings) -> Unit:
-    """What one packet counts as for ``settings`` (``engine.core.settings.Settings``): the unit the
-    monitor set (key kind and byte cap), else one packet by the settings' key kind."""
-    return settings.unit if settings.unit is not None else Unit(key=KeyKind(settings.key))
+def counted_unit(counting: Counting) -> Unit:
+    """The unit a packet-level guarantee protects for ``counting``: one packet by its key kind,
+    up to ``counting.cap`` updates (bytes)."""
+    return Unit(key=counting.key, group=counting.cap)
 
 
 def in_relation(cost: Measure, relation: Relation, target: Relation) -> Measure:

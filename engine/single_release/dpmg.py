@@ -35,7 +35,8 @@ from dptop.engine.core.base import Footprint
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import sorted_items
 from dptop.engine.privacy.measures import ApproxDP, PureDP
-from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
+from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
+from dptop.engine.core.facts import NO_FACTS
 
 MODES = ("A", "pure")
 UNIVERSE_SIZE = (1 << 128) - (1 << 120)
@@ -64,7 +65,7 @@ class DPMisraGries(Epoched):
     name = "dpmg"
     parameters = ("mode",)
 
-    def __init__(self, settings):
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
         self.k = check_positive_int("k", settings.k)
         self.k_tilde = check_positive_int("k~", counters(settings))
         if self.k_tilde < self.k:
@@ -82,7 +83,7 @@ class DPMisraGries(Epoched):
         else:
             self.delta = None
             self.measure = PureDP
-        super().__init__(settings)
+        super().__init__(settings, facts, counting)
 
     def cost(self):
         if self.mode == "pure":
@@ -102,7 +103,7 @@ class DPMisraGries(Epoched):
         return make_state(self.k_tilde)
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """One Misra-Gries summary of k~ counters (the open epoch's)."""
         return Footprint(state_bytes(counters(settings)), f"k~ = {counters(settings)}")
 

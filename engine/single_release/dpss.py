@@ -27,10 +27,11 @@ from dptop.engine.single_release.length import check_k_tilde, length_composed_co
 from dptop.engine.single_release.epochs import Epoched
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import sorted_items
-from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
+from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
 from dptop.engine.baselines.spacesaving import make_state, snapshot, state_bytes, update_batch
 from dptop.engine.baselines.summary import counters
 from dptop.engine.core.base import Footprint
+from dptop.engine.core.facts import NO_FACTS
 
 RECALL_BETA = 0.05
 """Admission: all items with f >= n/k are released together with probability >= 1 − β
@@ -56,7 +57,7 @@ class DPSpaceSaving(Epoched):
     name = "dpss"
     parameters = ("recall_beta",)
 
-    def __init__(self, settings):
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
         self.k, self.k_tilde = check_k_tilde(settings.k, counters(settings))
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
         self.eps_a, self.delta_a, self.eps_n, self.delta_n = split_length_budget(self.epsilon, self.delta)
@@ -65,7 +66,7 @@ class DPSpaceSaving(Epoched):
         self.margin = min(self.gamma, dpss_recall_margin(self.k, self.eps_a, self.eps_n, self.recall_beta))
         self.slack = length_slack(self.eps_n, self.delta_n)
         self.min_packets = dpss_min_packets(self.k, self.k_tilde, self.gamma, self.slack)
-        super().__init__(settings)
+        super().__init__(settings, facts, counting)
 
     def cost(self):
         return length_composed_cost(self.eps_a, self.delta_a, self.eps_n, self.delta_n)
@@ -112,7 +113,7 @@ class DPSpaceSaving(Epoched):
         return make_state(self.k_tilde)
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """One SpaceSaving summary of k~ counters (the open epoch's)."""
         return Footprint(state_bytes(counters(settings)), f"k~ = {counters(settings)}")
 

@@ -48,11 +48,12 @@ from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import KEY_DTYPE
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import sorted_items
-from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
+from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
+from dptop.engine.core.facts import NO_FACTS
 
 DEFAULT_T_MAX = 1 << 26
-"""Public per-epoch cap on arrivals when no public length (``--param t_max``, ``--epoch-packets``, the
-replayed file's packet count) sets it."""
+"""Public per-epoch cap on arrivals when no public length (``--param t_max``, ``--epoch-packets``, a
+declared stream length) sets it; a replayed file's packet count read from its packets does not."""
 LENGTH_SHARES = (0.01, 0.02, 0.05, 0.1)
 """Shares of ε and δ tried for the noisy length; the one giving the lowest threshold at the public
 length is used (measured in ``dptop bench --anchors``: F1 follows the threshold)."""
@@ -271,25 +272,25 @@ class _EEHH(Epoched):
     signed = False
     length_shares = LENGTH_SHARES
 
-    def __init__(self, settings):
-        self._configure(settings)
-        super().__init__(settings)
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
+        self._configure(settings, facts)
+        super().__init__(settings, facts, counting)
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """One sketch and its k~ tracked labels (the open epoch's), sized as ``_configure`` plans
         them from the parameters (no state is built)."""
         plan = cls.__new__(cls)
-        plan._configure(settings)
+        plan._configure(settings, facts)
         return Footprint(ee_state_bytes(plan.depth, plan.width, plan.k_tilde),
                          f"k~ = {plan.k_tilde} (a {plan.depth} x {plan.width} sketch)")
 
-    def _configure(self, settings):
+    def _configure(self, settings, facts):
         """k~, the budget split and the sketch's depth and width (dpss-eehh.md §4.5, §6)."""
         self.k, self.k_tilde = check_k_tilde(settings.k, settings.k_tilde or 4 * settings.k)
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
         self.settings_width = settings.extra.get("width")
-        n_public, over = public_length(settings)
+        n_public, over = public_length(settings, facts)
         t_max = settings.extra.get("t_max")
         if t_max is not None:
             t_max = check_positive_int("t_max", t_max)

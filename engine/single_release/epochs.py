@@ -5,7 +5,7 @@ monitor cuts the stream into public tumbling **epochs**; each epoch gets a fresh
 summary, new noise, new hash seeds), is released once when it closes, and is then discarded.
 
 * ``--epoch-seconds S``: epochs are the cells of a public ``TimeGrid`` (engine/core/clock.py) over
-  the session's public time range (``Settings.time_range``: the replay's declared or file range,
+  the session's public time range (``PublicFacts.time_range``: the replay's declared or file range,
   the live session's wall clock). Each packet belongs to the cell of its own stamp: the monitor
   hands over batches in cell order tagged with their cell (``KeyBatch.epoch``), and an empty
   tagged batch is the clock's tick. Untagged batches are cut by their own stamps here. A packet
@@ -44,7 +44,8 @@ from dptop.engine.core.clock import MAX_CELLS, CellOrdered, TimeGrid
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.privacy.noise import NoiseSource
 from dptop.engine.core.release import MODEL_SINGLE, Release, Span
-from dptop.engine.core.settings import check_positive_int
+from dptop.engine.core.settings import PACKETS, check_positive_int
+from dptop.engine.core.facts import NO_FACTS
 
 COUNT_EPOCH_NOTE = (
     "count-based epochs: boundaries shift when one packet is removed (dpss-eehh.md §9, P16), so "
@@ -86,11 +87,11 @@ class Epoched(CellOrdered, Algorithm):
     measure: type = ApproxDP
     """The measure of ``cost()``: ``ApproxDP`` or ``PureDP``."""
 
-    def __init__(self, settings):
-        super().__init__(settings)
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
+        super().__init__(settings, facts, counting)
         self.epoch_packets, self.epoch_seconds = check_epoch_options(
             settings.epoch_packets, settings.epoch_seconds)
-        self.grid, self._bounded = time_grid(settings, self.epoch_seconds)
+        self.grid, self._bounded = time_grid(facts, self.epoch_seconds)
         self.noise = NoiseSource(settings.seed)
         self.reset()
 
@@ -123,13 +124,13 @@ class Epoched(CellOrdered, Algorithm):
     def epoch_size(self) -> tuple[int | None, str]:
         """Packets per epoch from public facts: the count epoch, the replayed stream, or the
         average time epoch of a replay (its packet count over its public time range)."""
-        s = self.settings
+        length = self.facts.length
         if self.epoch_packets is not None:
             return self.epoch_packets, f"an epoch of {self.epoch_packets} packets"
         if self.grid is None:
-            return (s.stream_length, "the whole stream") if s.stream_length else (None, "the whole stream")
-        if s.stream_length and self._bounded:
-            n = max(1, s.stream_length // self.grid.cells)
+            return (length, "the whole stream") if length else (None, "the whole stream")
+        if length and self._bounded:
+            n = max(1, length // self.grid.cells)
             return n, f"a {self.epoch_seconds:g} s epoch (about {n} packets on average)"
         return None, f"a {self.epoch_seconds:g} s epoch"
 
@@ -218,7 +219,7 @@ class Epoched(CellOrdered, Algorithm):
             cost, relation = in_relation(cost, relation, Relation.SUBSTITUTE), Relation.SUBSTITUTE
             notes.append(COUNT_EPOCH_NOTE)
         return Guarantee(MODEL_SINGLE, cost, relation, scope=self._scope(span), noise=self.noise.label,
-                         seeded=self.noise.seeded, notes=tuple(notes)).counted(counted_unit(self.settings))
+                         seeded=self.noise.seeded, notes=tuple(notes)).counted(counted_unit(self.counting))
 
     # --- epoch bookkeeping ---------------------------------------------------------------------
     def _scope(self, span: Span | None) -> str:
@@ -280,14 +281,15 @@ class Epoched(CellOrdered, Algorithm):
         self.update(keys)
 
 
-def time_grid(settings, epoch_seconds: float | None) -> tuple[TimeGrid | None, bool]:
-    """The public grid of time epochs, and whether its range has an end (engine/core/clock.py)."""
+def time_grid(facts, epoch_seconds: float | None) -> tuple[TimeGrid | None, bool]:
+    """The public grid of time epochs over ``facts.time_range`` (``PublicFacts``), and whether its
+    range has an end (engine/core/clock.py)."""
     if epoch_seconds is None:
         return None, False
-    if settings.time_range is None:
+    if facts.span is None:
         raise ValueError("epoch_seconds needs a public time range (time_range: the replay's declared or file "
                          "range, or the live session's clock)")
-    start, end = settings.time_range
+    start, end = facts.span
     if end is None:
         return TimeGrid(int(start), round(epoch_seconds * 1e9), MAX_CELLS), False
     return TimeGrid.over(int(start), int(end), epoch_seconds), True

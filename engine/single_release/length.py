@@ -43,12 +43,14 @@ def check_k_tilde(k: int, k_tilde: int) -> tuple[int, int]:
 
 
 
-def public_length(settings) -> tuple[int | None, str]:
-    """The length every epoch's release must fit, from public facts: the count epoch, or the whole
-    replayed stream when it is one epoch (its packet count, public under substitution); None for
-    time epochs and live capture, whose lengths are not public."""
+def public_length(settings, facts) -> tuple[int | None, str]:
+    """The length every epoch's release must fit, from parameters and public facts (``facts``,
+    engine/core/facts.py): the count epoch, or the whole stream when it is one epoch and its length
+    is covered as given (declared); None otherwise. A replayed file's packet count read from its
+    packets is not used: under add/remove it differs between neighbours, and sizes chosen from it
+    (T_max, the sketch's depth, the budget split) would print it in every guarantee."""
     if settings.epoch_packets is not None:
         return settings.epoch_packets, "an epoch"
-    if settings.epoch_seconds is None and settings.stream_length:
-        return settings.stream_length, "the whole stream"
+    if settings.epoch_seconds is None and facts.covered_length:
+        return facts.covered_length, "the whole stream"
     return None, "an epoch"

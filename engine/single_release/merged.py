@@ -32,12 +32,13 @@ import numpy as np
 
 from dptop.engine.baselines.merge import MGSummarizer, MGSummary, SketchSummary, derive_seeds, unique_keys
 from dptop.engine.core.release import sorted_items
-from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
+from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
 from dptop.engine.single_release.dpmg import DPMisraGries
 from dptop.engine.single_release.dpss import by_key
 from dptop.engine.single_release.eehh import (N, SIZE, EEState, CountMinEEHH, cms_depth, cms_threshold, next_pow2,
                                               sketch_psi, tracked, update_batch, make_ee_state)
 from dptop.engine.single_release.length import LENGTH_SHARE, length_slack, split_length_budget
+from dptop.engine.core.facts import NO_FACTS
 
 
 def merged_mg_threshold(epsilon: float, delta: float, capacity: int) -> int:
@@ -52,11 +53,11 @@ def merged_mg_threshold(epsilon: float, delta: float, capacity: int) -> int:
 class MergedDPMG(DPMisraGries):
     """DP Misra-Gries released once per epoch from merged K-counter summaries (§8 threshold variant)."""
 
-    def __init__(self, settings):
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
         if str(settings.extra.get("mode", "A")) != "A":
             raise ValueError(f"dpmg mode ({settings.extra['mode']!r}): merged sketches have only the "
                              f"threshold release of dp-misra-gries.md §8; leave mode at A in cluster mode")
-        super().__init__(settings)
+        super().__init__(settings, facts, counting)
         self.t = merged_mg_threshold(self.eps_a, self.delta, self.k_tilde)
 
     def notes(self):
@@ -94,7 +95,7 @@ class MergedEEHH(CountMinEEHH):
 
     length_shares = (LENGTH_SHARE,)
 
-    def __init__(self, settings, agents: int):
+    def __init__(self, settings, agents: int, facts=NO_FACTS, counting=PACKETS):
         self.agents = check_positive_int("agents", agents)
         n = settings.epoch_packets
         if settings.extra.get("t_max") is None and n is not None:
@@ -103,7 +104,7 @@ class MergedEEHH(CountMinEEHH):
             total = self.agents * n
             t_max = max(2 * total, total + 2 * length_slack(eps_n, delta_n) + 2)
             settings = settings.with_(extra={**settings.extra, "t_max": t_max})
-        super().__init__(settings)
+        super().__init__(settings, facts, counting)
 
     def _size(self):
         """§6.3's log2 depth at w = 2k~: the merged tracking is not the single sketch's (notes)."""

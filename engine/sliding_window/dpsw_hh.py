@@ -43,7 +43,8 @@ from dptop.engine.sliding_window.dpsw import (FAMILY_ANY, FAMILY_V4, FAMILY_V6, 
                                               DPSWSketch)
 from dptop.engine.sliding_window.geometry import (ESTIMATORS, PLANS, Geometry, budgets, position_costs,
                                                   rho_from_epsilon_delta)
-from dptop.engine.privacy.facts import Provenance, PublicFact
+from dptop.engine.core.facts import PublicFact
+from dptop.engine.privacy.bulknoise import on_grid
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ZCDP, zcdp_epsilon
 from dptop.engine.privacy.units import Relation, counted_unit
@@ -51,9 +52,11 @@ from dptop.engine.core.keykinds import KeyKind
 from dptop.engine.core.keys import IPV4_MAPPED, encode_address
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_WINDOW, Release, ReleasedItem, Span
-from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
+from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
+from dptop.engine.core.facts import NO_FACTS
 
 DEFAULT_WINDOW = 100_000
+"""The window w when unset, in updates (packets, or byte units when weighted by bytes)."""
 NOISE_MARGIN = 4.0  # threshold / noise σ of a window estimate, at least, when γ is chosen by default
 DEFAULT_SUBSTREAMS = 10  # 004 App. C: about ten substreams per window is best
 IPV4_LEVELS = (8, 16, 24, 32)
@@ -127,6 +130,12 @@ def _children_offsets(parent: int, child: int) -> np.ndarray:
     return out
 
 
+def file_window(length: int, counting=PACKETS) -> int:
+    """The default window over a replay of ``length`` packets: all of its updates (up to ``cap`` per
+    packet when weighted by bytes), at most ``DEFAULT_WINDOW``."""
+    return max(2, min(DEFAULT_WINDOW, length * counting.cap))
+
+
 @register
 class DPSWHeavyHitters(Algorithm):
     """DPSW-Sketch heavy hitters over the last ``window`` packets (estimate >= (γ − 1/b)·w, §5.1)."""
@@ -146,22 +155,25 @@ class DPSWHeavyHitters(Algorithm):
     def settings_for_cost(settings, cost: ZCDP):
         return settings.with_(epsilon=zcdp_epsilon(cost.rho, cost.delta), delta=cost.delta)
 
-    def __init__(self, settings):
-        super().__init__(settings)
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
+        super().__init__(settings, facts, counting)
         self._configure(settings)
         if self.mode == "candidates":
             self.domain = load_candidates(self.domain_source)
         elif self.mode == "domain_scan":
             self.domain = domain_keys(self.domain_source)
         self.reset()
+        self.noise_floor = 0.0
         if settings.gamma is None:
             self.gamma = self.default_gamma()
+            self.noise_floor = NOISE_MARGIN * self.window_sigma()
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """The sketches of every channel (``DPSWSketch.nbytes``) and a scanned domain's keys, from
         the parameters as ``_configure`` reads them (no sketch is built, no domain listed)."""
         plan = cls.__new__(cls)
+        plan.facts, plan.counting = facts, counting
         plan._configure(settings)
         domain = 16 * plan.domain_source if plan.mode == "domain_scan" else 0
         channels = len(plan._channels())
@@ -181,7 +193,7 @@ class DPSWHeavyHitters(Algorithm):
         self.gamma = float(gamma)
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
         self.rho = rho_from_epsilon_delta(self.epsilon, self.delta)
-        self.kind = KeyKind(settings.key)
+        self.kind = self.counting.key
         if "substream_length" in x and "substreams" in x:
             raise ValueError("give either substreams or substream_length, not both")
         if "substream_length" in x:
@@ -286,12 +298,13 @@ class DPSWHeavyHitters(Algorithm):
         return [self._last]
 
     @classmethod
-    def with_defaults(cls, settings):
-        """The window (when unset) on a replay: the whole stream up to DEFAULT_WINDOW packets, so
-        a short capture fills its window instead of waiting for 100 000 packets that never come."""
-        if settings.window is not None or not settings.stream_length:
+    def with_defaults(cls, settings, facts=NO_FACTS, counting=PACKETS):
+        """The window (when unset) on a replay: the whole stream up to DEFAULT_WINDOW updates, so
+        a short capture fills its window instead of waiting for 100 000 packets that never come.
+        The window counts updates: weighted by bytes, the stream is up to ``cap`` per packet."""
+        if settings.window is not None or not facts.length:
             return settings
-        return settings.with_(window=max(2, min(DEFAULT_WINDOW, settings.stream_length)))
+        return settings.with_(window=file_window(facts.length, counting))
 
     def detectable(self):
         """A window estimate is the frozen sketches' counts (never below the true count, up to
@@ -301,13 +314,16 @@ class DPSWHeavyHitters(Algorithm):
         sigma = self.window_sigma()
         count = math.ceil(self.threshold + 1.2816 * sigma)
         return {"count": count, "share": count / self.window, "error": sigma + self.window / self.width,
-                "over": f"a window of {self.window} packets"}
+                "over": f"a window of {self.counting.amount(self.window)}"}
 
     # ---- queries
     @property
     def threshold(self) -> float:
-        """``(γ − ζ)·w`` with ``ζ = 1/b`` (§5.1); uses ``w`` even while ``t < w``."""
-        return (self.gamma - 1.0 / self.width) * self.window
+        """``(γ − ζ)·w`` with ``ζ = 1/b`` (§5.1); uses ``w`` even while ``t < w``. With γ chosen by
+        default, never below ``NOISE_MARGIN`` standard deviations of a window estimate: where even
+        γ = 0.95 cannot stand that far above the noise (a small window, or bytes, whose G-fold
+        updates shrink ρ per update G² times), labels that carried no traffic would pass."""
+        return max((self.gamma - 1.0 / self.width) * self.window, self.noise_floor)
 
     def _plans(self):
         return {g: self.sketch.plan(self.rule, self.gamma, chans[0]) for g, chans in self.groups.items()}
@@ -339,7 +355,10 @@ class DPSWHeavyHitters(Algorithm):
         return min(plan.t, self.window) / covered
 
     def _est(self, keys, channel: int, plan) -> np.ndarray:
-        return self.sketch.estimate(keys, channel, plan, self.estimator, self.debias) * self._factor(plan)
+        """Window estimates rounded to whole updates: the Gaussian sums' float bits never leave
+        (``bulknoise.on_grid``); the search compares the same rounded values it releases."""
+        raw = self.sketch.estimate(keys, channel, plan, self.estimator, self.debias) * self._factor(plan)
+        return on_grid(raw)
 
     def release(self) -> Release:
         """The heavy hitters of the current window. The items are cached while the query plan
@@ -411,9 +430,9 @@ class DPSWHeavyHitters(Algorithm):
     def guarantee(self) -> Guarantee:
         g = self.geometry
         notes = [
-            f"rho = eps^2/(sqrt(eps+ln(1/delta)) + sqrt(ln(1/delta)))^2 = {self.rho:.6g} (004 Eq. 1, stable form); "
-            f"rho-zCDP implies (eps, delta)-DP",
-            f"substreams of L={g.L} packets, alpha={g.alpha}, {g.m} checkpoints; budgets rho_1 = rho*alpha(2-alpha), "
+            f"rho = {self.rho:.6g}: the largest rho whose rho-zCDP implies (eps, delta)-DP by the tight conversion "
+            f"(Canonne, Kamath and Steinke 2020)",
+            f"substreams of L={self.counting.amount(g.L)}, alpha={g.alpha}, {g.m} checkpoints; budgets rho_1 = rho*alpha(2-alpha), "
             f"rho_j = rho*alpha^(j-2)(1-alpha)^3/2; per-cell noise N(0, a/rho_j), a={self.depth}",
             "queries read only frozen sketches: unlimited queries are post-processing",
             "count-based window: not DP under adding/removing packets; packet counts and timing are public",
@@ -439,18 +458,18 @@ class DPSWHeavyHitters(Algorithm):
         else:
             notes.append(f"labels from a scan of the synthetic domain of {len(self.domain)} ranks")
         seeded = self.settings.seed is not None
-        return Guarantee(MODEL_WINDOW, ZCDP(self.rho, self.delta), Relation.SUBSTITUTE, scope=f"last {self.window} packets",
+        return Guarantee(MODEL_WINDOW, ZCDP(self.rho, self.delta), Relation.SUBSTITUTE, scope=f"last {self.counting.amount(self.window)}",
                          noise=NOISE_SEEDED if seeded else NOISE_OS, seeded=seeded,
-                         notes=tuple(notes), facts=self._facts()).counted(counted_unit(self.settings))
+                         notes=tuple(notes), facts=self._facts()).counted(counted_unit(self.counting))
 
     def _facts(self) -> tuple[PublicFact, ...]:
         """A replay's packet count when it chose the window (``with_defaults``): public under substitution."""
-        n = self.settings.stream_length
-        if not n or self.window != max(2, min(DEFAULT_WINDOW, n)) or n >= DEFAULT_WINDOW:
+        n = self.facts.length
+        if not n or self.window != file_window(n, self.counting) or self.window >= DEFAULT_WINDOW:
             return ()
-        return (PublicFact("stream_length", n, Provenance.ASSUMED,
-                           f"the window w = {self.window} is the file's packet count; public under substitution "
-                           f"of one packet's key"),)
+        return tuple(PublicFact(f.name, f.value, f.provenance,
+                                f"the window w = {self.window} is the file's packet count; public under substitution "
+                                f"of one packet's key") for f in self.facts.assumed("stream_length"))
 
     def _status(self, plan, thr) -> dict:
         t = self.sketch.t

@@ -33,7 +33,7 @@ from dptop.engine.core.base import Algorithm, Footprint
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_SINGLE, Release, sorted_items
-from dptop.engine.core.settings import Settings, check_delta, check_epsilon, check_positive_int
+from dptop.engine.core.settings import PACKETS, Settings, check_delta, check_epsilon, check_positive_int
 from dptop.engine.privacy.composition import Cost
 from dptop.engine.privacy.discrete_gaussian import DiscreteGaussian
 from dptop.engine.privacy.guarantee import Guarantee
@@ -45,6 +45,7 @@ from dptop.engine.user_level.clients import ClientPrefixes, client_pairs
 from dptop.engine.user_level.gshm import gshm_parameters, gshm_release, thm12_error
 from dptop.engine.user_level.pamg import PAMG, state_bytes
 from dptop.engine.user_level.usersets import UserSets
+from dptop.engine.core.facts import NO_FACTS
 
 DEFAULT_M = 8
 VARIANTS = ("pamg", "mg-dup")
@@ -108,7 +109,7 @@ class HostDPDst(Epoched):
     repeats_free = True
     """A packet repeated by its byte weight adds no distinct pair: bytes need no calibration."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, facts=NO_FACTS, counting=PACKETS):
         self.k = check_positive_int("k", settings.k)
         self.m = check_positive_int("m", settings.extra.get("m", DEFAULT_M))
         self.variant = str(settings.extra.get("variant", "pamg"))
@@ -133,7 +134,7 @@ class HostDPDst(Epoched):
             self.unit = Unit(UnitKind.HOST, host="one client host, all its packets in the epoch")
             self.user_words = "client host"
         self.unprotected = 0  # packets with no client end or clients at both ends (dropped)
-        super().__init__(settings)
+        super().__init__(settings, facts, counting)
         if self.variant == "pamg":
             self.noise = DiscreteGaussian(settings.seed)
 
@@ -170,7 +171,7 @@ class HostDPDst(Epoched):
         return head, mech, cap
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """The epoch's user sets at their starting size (they grow with the hosts of the traffic)
         and the release's sketch: PAMG of k + m counters, or (mg-dup) the flat DP-MG's k~ counters
         twice (its running instance and the one each release fills)."""
@@ -246,7 +247,7 @@ class HostDPDst(Epoched):
         return super().consume(self._pairs(batch))
 
     def warm_up(self) -> None:
-        scratch = type(self)(self.settings)
+        scratch = type(self)(self.settings, self.facts, self.counting)
         scratch.consume(_warm_batch())
         scratch.release()
 
@@ -270,12 +271,12 @@ class ExactClients(Algorithm):
     parameters = ("top",)
     item_field = "dst"
 
-    def __init__(self, settings: Settings):
-        super().__init__(settings)
+    def __init__(self, settings: Settings, facts=NO_FACTS, counting=PACKETS):
+        super().__init__(settings, facts, counting)
         self.sets = UserSets(None)
 
     @classmethod
-    def footprint(cls, settings):
+    def footprint(cls, settings, facts=NO_FACTS, counting=PACKETS):
         """The sets at their starting size: exact sets grow with the host pairs of the traffic,
         which no parameter bounds (a non-private baseline, beside the private ones)."""
         return Footprint(UserSets.nbytes(), "the distinct host pairs seen (grows with them)")
@@ -300,7 +301,7 @@ class ExactClients(Algorithm):
         self.packets = 0
 
     def warm_up(self) -> None:
-        type(self)(self.settings).consume(_warm_batch())
+        type(self)(self.settings, self.facts, self.counting).consume(_warm_batch())
 
 
 @register

@@ -14,6 +14,8 @@ from dptop.engine.sliding_window.geometry import WHOLE, Plan, PlanEntry
 from dptop.engine.sliding_window.dpsw_hh import DPSWHeavyHitters
 from dptop.engine.privacy.noise import NoiseSource
 from dptop.engine.baselines.spacesaving import make_state, update_batch
+from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.settings import PACKETS
 
 NOISE_FACTOR = 4
 """How much too small the noise of the ``*-small-noise`` variants is (scale / NOISE_FACTOR)."""
@@ -52,8 +54,8 @@ class ExactLengthDPSS(DPSpaceSaving):
 class ExactLengthEEHH(CountMinEEHH):
     """Broken EEHH: the thresholds use the exact n (n_hi = n; §4.5 gap, P3)."""
 
-    def __init__(self, settings):
-        super().__init__(settings)
+    def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
+        super().__init__(settings, facts, counting)
         self.slack = -1
 
     def noisy_length(self, n: int) -> int:

@@ -19,6 +19,7 @@ import time
 from dptop.engine.core.workload import zipf_keys
 from dptop.engine.lab.bench.load import load_average
 from dptop.engine.core import registry
+from dptop.engine.core.facts import PublicFacts
 from dptop.engine.core.settings import Settings
 
 EXTRA_BENCHES: tuple[str, ...] = ("dptop.engine.lab.bench.single_release", "dptop.engine.lab.bench.continual",
@@ -43,9 +44,9 @@ def batched_rates(push, keys, batch: int = 1 << 16) -> tuple[float, float]:
     return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
 
 
-def _time_update(name: str, settings: Settings, keys) -> float:
+def _time_update(name: str, settings: Settings, facts: PublicFacts, keys) -> float:
     """Seconds of one ``update`` of the whole stream on a fresh instance (built before the clock)."""
-    alg = registry.make(name, settings)
+    alg = registry.make(name, settings, facts)
     t0 = time.perf_counter()
     alg.update(keys)
     return time.perf_counter() - t0
@@ -58,13 +59,14 @@ def core_bench(quick: bool, names: list[str] | None = None) -> dict:
     for skew in (1.1, 1.5):
         keys = zipf_keys(skew, 1 << 24, length, seed=7)
         for k in (128, 512):
-            settings = Settings(k=k, epsilon=0.5, delta=1e-3, stream_length=length, window=length // 4, gamma=0.01)
+            settings = Settings(k=k, epsilon=0.5, delta=1e-3, window=length // 4, gamma=0.01)
+            facts = PublicFacts.of(length)
             for name in names:
-                registry.make(name, settings).update(keys[:1024])  # warm-up: compile or load the kernels
+                registry.make(name, settings, facts).update(keys[:1024])  # warm-up: compile or load the kernels
             times: dict[str, list[float]] = {name: [] for name in names}
             for _ in range(1 if quick else 3):  # alternating: every algorithm once per round
                 for name in names:
-                    times[name].append(_time_update(name, settings, keys))
+                    times[name].append(_time_update(name, settings, facts, keys))
             load = load_average()
             rates = {name: length / statistics.median(ts) for name, ts in times.items()}
             base = rates.get("exact")

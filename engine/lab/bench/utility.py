@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from dptop.engine.core import registry
+from dptop.engine.core.facts import PublicFacts
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_ranks
 from dptop.engine.lab.bench.load import load_average
@@ -66,7 +67,7 @@ def _row(name: str, cpp: str, skew: float, k, eps: float, ours: list, theirs: li
 
 
 def _ours(name: str, k: int, k_tilde: int, eps: float, addresses: np.ndarray, keys: np.ndarray) -> dict[int, float]:
-    alg = registry.make(name, Settings(k=k, k_tilde=k_tilde, epsilon=eps, delta=DELTA, stream_length=len(keys)))
+    alg = registry.make(name, Settings(k=k, k_tilde=k_tilde, epsilon=eps, delta=DELTA), PublicFacts.of(len(keys)))
     for s in range(0, len(keys), BATCH):
         alg.update(keys[s:s + BATCH])
     rel = alg.release()
