@@ -186,7 +186,7 @@ def start_feed(session: Session, serve: str):
     from dptop.feed import serve as start
 
     feed = start(session, serve)  # a port that cannot be bound is one ValueError line (dptop.feed.Feed)
-    print(f"dptop: serving the private view at http://{feed.host}:{feed.port}/metrics and /releases", file=sys.stderr)
+    print(f"dptop: serving the private view at {feed.url}/metrics and /releases", file=sys.stderr)
     return feed
 
 
