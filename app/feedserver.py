@@ -32,16 +32,15 @@ SEND_SECONDS = 10.0
 MAX_REQUEST = 8192
 CHUNK = 1 << 16
 MAX_CONNECTIONS = 64
-RESERVED_DESCRIPTORS = 64
-"""Descriptors left to the rest of the process (capture file, kernel cache, outputs) whatever the
-clients do: the connection limit is at most (soft RLIMIT_NOFILE - open now - this) / 2."""
+
 REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
            408: "Request Timeout", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
            503: "Service Unavailable"}
 
 
 def connection_limit(wanted: int = MAX_CONNECTIONS) -> int:
-    """``wanted``, lowered so clients can never take the descriptors the session needs."""
+    """``wanted``, lowered so clients can never take more than half the descriptors still free
+    (the other half is the session's: capture file, kernel cache, outputs)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return wanted
@@ -49,7 +48,7 @@ def connection_limit(wanted: int = MAX_CONNECTIONS) -> int:
         used = len(os.listdir("/proc/self/fd"))
     except OSError:
         used = 16
-    return max(1, min(wanted, (soft - used - RESERVED_DESCRIPTORS) // 2))
+    return max(1, min(wanted, (soft - used) // 2))
 
 
 class FeedLog:

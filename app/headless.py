@@ -150,7 +150,8 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
                 if log is not None:
                     log.update()
             progress.done()
-            result = session_json(session, command, top, partial=got["signal"] is not None)
+            result = session_json(session, command, top,
+                                  partial=got["signal"] is not None or session.stopped_by is not None)
             private = publish_json(session, command) if publish else None
         except BaseException:
             discard(out, private_out)
@@ -160,7 +161,10 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
                 feed.close()
             session.close(timeout=5.0)
         rc = 0
-        if result.get("error"):
+        if session.stopped_by is not None:  # a dead worker: one line, the results so far, exit 1
+            print(f"dptop: error: {session.stopped_by}; writing what was computed so far", file=sys.stderr)
+            rc = 1
+        elif result.get("error"):
             print(f"dptop: error: {result['error']}", file=sys.stderr)
             discard(out, private_out)  # a failed run writes no JSON: a previous file stays as it was
             private = None
