@@ -150,8 +150,10 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
                 if log is not None:
                     log.update()
             progress.done()
+            stats = session.source_stats()
+            cut = stats is not None and stats.incomplete  # the file was read in part: its warning says why
             result = session_json(session, command, top,
-                                  partial=got["signal"] is not None or session.stopped_by is not None)
+                                  partial=got["signal"] is not None or session.stopped_by is not None or cut)
             private = publish_json(session, command) if publish else None
         except BaseException:
             discard(out, private_out)
@@ -171,6 +173,7 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
             rc = 1
         for warning in result["source"].get("warnings", []):
             print(f"dptop: warning: {warning}", file=sys.stderr)
+        rc = rc or int(cut)
         rc = report(result, out, json_target) or rc
         if private is not None:
             try:

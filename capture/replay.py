@@ -82,6 +82,7 @@ class FileReplay(Source):
             "skipped": skipped,
             "bytes_done": cur.bytes_done,
             "bytes_total": cur.bytes_total,
+            "incomplete": cur.incomplete or done.incomplete,
             "fraction": (min(1.0, max(0, cur.packets - self._pending) / self._records)
                          if self._records else cur.fraction),
             "warnings": tuple(done.warnings) + tuple(cur.warnings) + (
@@ -123,6 +124,7 @@ class FileReplay(Source):
         for reason, c in cur.skipped.items():
             done.skipped[reason] = done.skipped.get(reason, 0) + c
         done.warnings.extend(w for w in cur.warnings if w not in done.warnings)
+        done.incomplete = done.incomplete or cur.incomplete
         self._reader.close()
         self._reader = open_capture(self.path)
 
