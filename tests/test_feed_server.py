@@ -50,7 +50,7 @@ def http_get(port: int, path: str = "/metrics", host: str = "127.0.0.1", timeout
     return int(head.split()[1]), body
 
 
-def wait_for_feed(proc, port: int, deadline: float = 120.0) -> None:
+def wait_for_feed(proc, port: int, deadline: float = 300.0) -> None:
     end = time.monotonic() + deadline
     while time.monotonic() < end:
         if proc.poll() is not None:
