@@ -67,3 +67,31 @@ def test_a_dead_truth_thread_stops_the_run_with_partial_results(monkeypatch, tmp
     assert result["partial"] is True and "ground-truth" not in json.dumps(result["algorithms"])
     assert set(result["algorithms"]) == {"dpss", "countmin"}
     assert result["algorithms"]["dpss"]["releases"], "the lanes still release what they read"
+
+
+def test_the_memory_watch_says_when_a_run_outgrows_its_limit():
+    from dptop.monitor.footprints import MemoryLimit
+    from dptop.monitor.memory import MemoryWatch
+
+    watch = MemoryWatch(MemoryLimit(8 << 20, "--memory-limit"))
+    assert watch.exceeded() is None
+    block = np.ones(64 << 20, np.uint8)  # touched: resident
+    said = watch.exceeded()
+    assert said is not None and "--memory-limit" in said and "\n" not in said
+    del block
+    assert MemoryWatch(None).exceeded() is None
+
+
+def test_a_run_past_its_memory_limit_stops_with_partial_results(monkeypatch, tmp_path, capsys):
+    """The limit holds for the whole run: once past it, the run stops, one line, partial JSON, exit 1."""
+    from dptop import headless
+
+    monkeypatch.setattr(headless.MemoryWatch, "exceeded", lambda self: "the run's memory grew past the limit")
+    out = tmp_path / "out.json"
+    rc = run("replay", SourceSpec("file", path=str(DNS), speed=0.5), RunConfig(("dpss", "exact")), str(out), 10)
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert [ln for ln in err.splitlines() if ln.startswith("dptop: error")] == [
+        "dptop: error: the run's memory grew past the limit; writing what was computed so far"]
+    result = json.loads(out.read_text())
+    assert result["partial"] is True and result["exact"]["total"] < 100_000
