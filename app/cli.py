@@ -407,14 +407,16 @@ def _log_traceback() -> str:
     import tempfile
     import traceback
 
-    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dptop"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        folder = Path(tempfile.gettempdir())
-    path = folder / f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-    path.write_text(traceback.format_exc())
-    return str(path)
+    text, name = traceback.format_exc(), f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    for folder in (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dptop",
+                   Path(tempfile.gettempdir())):  # a read-only cache folder: the temporary one
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text)
+            return str(folder / name)
+        except OSError:
+            continue
+    return "no file (neither the cache folder nor the temporary folder can be written)"
 
 
 if __name__ == "__main__":

@@ -118,9 +118,11 @@ class HttpServer:
             raise
         self.host, self.port = host, self.sock.getsockname()[1]
         self.worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dptop-feed-worker")
+        self.checker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dptop-feed-auth")
         self.open = 0
-        self._room: asyncio.Event | None = None
+        self._room = asyncio.Event()
         self._writers: set = set()
+        self._task = self.loop.create_task(self._accept())
         self.thread = threading.Thread(target=self._serve, name="dptop-feed", daemon=True)
 
     def start(self) -> "HttpServer":
@@ -129,14 +131,13 @@ class HttpServer:
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self._room = asyncio.Event()
-        self._task = self.loop.create_task(self._accept())
         try:
             self.loop.run_forever()
-        finally:
-            for writer in list(self._writers):
-                writer.transport.abort()
-            self.loop.run_until_complete(asyncio.sleep(0))
+        finally:  # every connection closed, every task ended, before the loop closes
+            tasks = asyncio.all_tasks(self.loop)
+            for task in tasks:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             self.loop.close()
 
     async def _accept(self) -> None:
@@ -200,7 +201,7 @@ class HttpServer:
                 headers[name.strip().lower()] = value.strip()
         if self.authorize is not None:
             user, password = basic_credentials(headers.get("authorization", ""))
-            if user is None or not await self.loop.run_in_executor(None, self.authorize, user, password):
+            if user is None or not await self.loop.run_in_executor(self.checker, self.authorize, user, password):
                 return await self._send(writer, 401, "text/plain", b"unauthorized\n", method == "HEAD",
                                         ('WWW-Authenticate: Basic realm="dptop"',))
         code, ctype, body = await self.loop.run_in_executor(self.worker, self._route, target.split("?", 1)[0])
@@ -225,13 +226,15 @@ class HttpServer:
 
     def close(self) -> None:
         if self.thread.is_alive():
-            self.loop.call_soon_threadsafe(self._task.cancel)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(5.0)
         elif not self.loop.is_closed():
+            self._task.cancel()
+            self.loop.run_until_complete(asyncio.gather(self._task, return_exceptions=True))
             self.loop.close()
         self.sock.close()
-        self.worker.shutdown(wait=False, cancel_futures=True)
+        for pool in (self.worker, self.checker):
+            pool.shutdown(wait=False, cancel_futures=True)
         self.log.close()
 
 
