@@ -300,7 +300,7 @@ class CaptureReader:
         if self._src.warning:
             self.stats.warn(self._src.warning)
         left = len(self._src.buf) - self._pos
-        if stop == rec.PARTIAL and left > 0:
+        if stop == rec.PARTIAL and left > 0 and not self._src.cut:  # a cut file: its own warning says it
             self.stats.warn(
                 f"{self.path}: file cut off mid-record after {self.stats.packets} packets "
                 f"({left} trailing bytes ignored)")

@@ -111,10 +111,20 @@ class FileReplay(Source):
                                   clock):
                     return
             if not self.loop or lo is None or self.stopping:
+                self._check_whole()
                 return
             span, keys = hi - lo, self._reader.stats.ip_packets
             offset += span + (span // (keys - 1) if keys > 1 and span > 0 else 1_000_000)
             self._next_pass()
+
+    def _check_whole(self) -> None:
+        """A file that ends with fewer records than it held when it was counted changed before or
+        under the replay: what was read is a part of it."""
+        cur = self._reader.stats
+        if not self.stopping and not cur.incomplete and self._records and cur.packets < self._records:
+            cur.warn(f"{self.path}: {cur.packets} of the {self._records} records counted before the replay "
+                     f"(the file changed since); the replay ends there")
+            cur.incomplete = True
 
     def _next_pass(self) -> None:
         cur = self._reader.stats
