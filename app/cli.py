@@ -27,9 +27,8 @@ from dptop.monitor.memory import map_large_blocks
 from dptop.options import Parser, json_target, names_arg, nonempty, ranged
 from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
-from dptop.runargs import (add_live_options, add_run_options, algorithm_names, cluster_arg, config_from_args,
-                            serve_arg,
-                            time_range_arg)
+from dptop.runargs import (add_live_options, add_run_options, add_serve_options, algorithm_names, check_serve,
+                            cluster_arg, config_from_args, time_range_arg)
 
 REFRESH = Range("refresh", 0.05, 3600.0)
 SOAK_MINUTES = Range("soak-minutes", 0.1, 24 * 60.0)
@@ -127,8 +126,7 @@ def _add_top(sub) -> None:
                    help="file: public range of the time epochs")
     p.add_argument("--refresh", type=ranged(REFRESH), default=0.5, metavar="S",
                    help="seconds between redraws (default 0.5)")
-    p.add_argument("--serve", type=serve_arg, default=None, metavar="[HOST:]PORT",
-                   help="serve the private view while running: /releases (JSON) and /metrics (Prometheus)")
+    add_serve_options(p, "serve the private view while running: /releases (JSON) and /metrics (Prometheus)")
     add_run_options(p, json_out=False)
     p.set_defaults(func=cmd_top, check=check_top, json_out=None, publish=None)
 
@@ -342,8 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gui", help="open the monitor window")
     p.add_argument("path", nargs="?", default=None, help="capture to replay (default: none, pick in the window)")
-    p.add_argument("--serve", type=serve_arg, default=None, metavar="[HOST:]PORT",
-                   help="serve the private view of the window's session: /releases and /metrics (loopback by default)")
+    add_serve_options(p, "serve the private view of the window's session: /releases and /metrics (loopback by default)")
     p.set_defaults(func=cmd_gui)
 
     p = sub.add_parser("demo", help="open the monitor window replaying the bundled capture")
@@ -362,6 +359,7 @@ def _check(args) -> argparse.Namespace:
         require(LIVE)
     if getattr(args, "serve", None) is not None:
         require(FEED)
+    check_serve(args)
     if getattr(args, "check", None) is not None:
         args.check(args)
     return args
@@ -409,14 +407,16 @@ def _log_traceback() -> str:
     import tempfile
     import traceback
 
-    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dptop"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        folder = Path(tempfile.gettempdir())
-    path = folder / f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-    path.write_text(traceback.format_exc())
-    return str(path)
+    text, name = traceback.format_exc(), f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    for folder in (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dptop",
+                   Path(tempfile.gettempdir())):  # a read-only cache folder: the temporary one
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text)
+            return str(folder / name)
+        except OSError:
+            continue
+    return "no file (neither the cache folder nor the temporary folder can be written)"
 
 
 if __name__ == "__main__":

@@ -7,32 +7,23 @@
   threshold and index; the ledger (``dptop_budget_epsilon`` / ``_delta``, per algorithm too).
 
 No exact count, no packet or drop counter and no process metric is served (the registry holds
-only this collector). Loopback unless another host is named; every request is answered from one
-``publish_json`` built for it.
+only this collector). ``dptop_private_releases`` counts every release published (the ledger's
+count), not only the history the view still holds. Loopback unless another host is named, and
+another host only with ``--serve-config`` (TLS, basic auth: dptop.feedconfig) or
+``--serve-insecure``. The documents are built at most once per period and shared by every client
+(``Documents``); the server (dptop.feedserver) bounds connections, time and request size.
 """
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import time
 
 from dptop.engine.core.extras import FEED, require
+from dptop.feedconfig import LOOPBACK, ServeSpec, WebConfig, parse_serve
+from dptop.feedserver import HttpServer
 from dptop.monitor.publish import publish_json
 
-LOOPBACK = "127.0.0.1"
-
-
-def parse_serve(text: str) -> tuple[str, int]:
-    """``PORT`` or ``HOST:PORT`` (``[v6]:PORT``) -> (host, port); host defaults to loopback."""
-    host, sep, port = text.rpartition(":")
-    host = host.strip("[]") if sep else LOOPBACK
-    try:
-        number = int(port)
-    except ValueError:
-        number = -1
-    if not 0 <= number <= 65535 or (sep and not host):
-        raise ValueError(f"--serve ({text!r}) must be PORT or HOST:PORT with a port in [0, 65535]")
-    return host, number
+__all__ = ["Feed", "LOOPBACK", "ServeSpec", "metric_families", "parse_serve", "serve", "serve_current"]
 
 
 def metric_families(view: dict):
@@ -49,8 +40,9 @@ def metric_families(view: dict):
     index = GaugeMetricFamily("dptop_private_release_index", "epoch, horizon or window index of the latest release",
                               labels=["algorithm", "key_kind"])
     published = GaugeMetricFamily("dptop_private_releases", "releases published so far", labels=["algorithm"])
-    for name, a in view["algorithms"].items():
-        published.add_metric([name], len(a["releases"]))
+    ledger = (view["budget"] or {}).get("algorithms") or {}
+    for name, a in view["algorithms"].items():  # the ledger counts every release, the view holds the latest
+        published.add_metric([name], max(len(a["releases"]), int((ledger.get(name) or {}).get("releases") or 0)))
         if not a["releases"]:
             continue
         rel = a["releases"][-1]
@@ -87,75 +79,87 @@ class _Collector:
         self.view = view
 
     def collect(self):
+        return () if self.view is None else metric_families(self.view)
+
+
+class Documents:
+    """The feed's documents (``/releases``, ``/metrics``), each built at most once per ``REFRESH``
+    seconds and no more often than ``BUSY`` times its last build took, so the cost to the session is
+    bounded whatever the number of clients; every client of a period shares the same bytes.
+    ``view()`` builds the private view (None: no session, 503). Called on one thread only."""
+
+    REFRESH = 1.0
+    BUSY = 10.0
+
+    def __init__(self, view):
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        import prometheus_client.core  # noqa: F401 - loaded now, before the feed listens
+
+        self.view, self._render, self._registry = view, generate_latest, CollectorRegistry
+        self._made: dict[str, tuple[float, float, tuple]] = {}  # path -> (when, took, answer)
+        self._render(CollectorRegistry(auto_describe=False))
+
+    def answer(self, path: str) -> tuple[int, str, bytes]:
+        if path not in ("/metrics", "/releases"):
+            return 404, "text/plain", b"dptop private feed: /releases (JSON), /metrics (Prometheus)\n"
+        now = time.monotonic()
+        made = self._made.get(path)
+        if made is not None and now - made[0] < max(self.REFRESH, self.BUSY * made[1]):
+            return made[2]
+        answer = self._build(path)
+        self._made[path] = (now, time.monotonic() - now, answer)
+        return answer
+
+    def _build(self, path: str) -> tuple[int, str, bytes]:
+        from prometheus_client import CONTENT_TYPE_LATEST
+
         view = self.view()
-        return () if view is None else metric_families(view)
+        if path == "/metrics":
+            registry = self._registry(auto_describe=False)
+            registry.register(_Collector(view))
+            return 200, CONTENT_TYPE_LATEST, self._render(registry)
+        if view is None:
+            return 503, "text/plain", b"no session is running\n"
+        return 200, "application/json", json.dumps(view, default=str).encode()
 
 
 class Feed:
-    """The HTTP server of ``--serve``, on a daemon thread; ``view()`` builds the private view."""
+    """The HTTP server of ``--serve`` (dptop.feedserver) on a daemon thread; ``view()`` builds the
+    private view. Everything it needs is imported and loaded before it listens."""
 
-    def __init__(self, view, host: str = LOOPBACK, port: int = 0):
+    def __init__(self, view, host: str = LOOPBACK, port: int = 0, config: WebConfig | None = None):
         require(FEED)
-        from prometheus_client import CollectorRegistry
-
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Collector(view))
-        self.view, self.registry = view, registry
-        feed = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (http.server's name)
-                feed.answer(self)
-
-            def log_message(self, *args):
-                pass
-
+        self.documents = Documents(view)
+        context = None if config is None else config.ssl_context()
+        authorize = None if config is None or not config.users else config.authorizer()
         try:
-            self.server = ThreadingHTTPServer((host, port), Handler)
+            self.server = HttpServer(self.documents.answer, host, port, context, authorize)
         except OSError as exc:
-            raise ValueError(f"--serve {host}:{port}: {exc.strerror or exc}") from None
-        self.server.daemon_threads = True
-        self.host, self.port = host, self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, name="dptop-feed", daemon=True)
+            raise OSError(f"--serve {join_host(host, port)}: {exc.strerror or exc}") from None
+        self.host, self.port = host, self.server.port
+        self.url = f"{'https' if context else 'http'}://{join_host(host, self.port)}"
 
     def start(self) -> "Feed":
-        self.thread.start()
+        self.server.start()
         return self
 
-    def answer(self, request) -> None:
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-        path = request.path.split("?", 1)[0]
-        code, ctype = 200, "text/plain"
-        if path == "/metrics":
-            body, ctype = generate_latest(self.registry), CONTENT_TYPE_LATEST
-        elif path == "/releases":
-            view = self.view()
-            body, ctype = (json.dumps(view, default=str).encode(), "application/json") if view else \
-                (b"no session is running\n", ctype)
-            code = 200 if view else 503
-        else:
-            code, body = 404, b"dptop private feed: /releases (JSON), /metrics (Prometheus)\n"
-        try:
-            request.send_response(code)
-            request.send_header("Content-Type", ctype)
-            request.send_header("Content-Length", str(len(body)))
-            request.end_headers()
-            request.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close()
 
 
-def serve(session, where: str) -> Feed:
-    """Start the feed of ``session``'s private view at ``where`` (``[HOST:]PORT``)."""
+def join_host(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def serve(session, where) -> Feed:
+    """Start the feed of ``session``'s private view at ``where`` (``[HOST:]PORT`` or a ``ServeSpec``)."""
     return serve_current(lambda: session, where)
 
 
-def serve_current(current, where: str) -> Feed:
+def serve_current(current, where) -> Feed:
     """The feed of whichever session ``current()`` returns (the window's, which Start replaces);
     answers 503 while there is none."""
-    host, port = parse_serve(where)
-    return Feed(lambda: None if current() is None else publish_json(current(), "serve"), host, port).start()
+    spec = where if isinstance(where, ServeSpec) else ServeSpec(*parse_serve(where))
+    return Feed(lambda: None if current() is None else publish_json(current(), "serve"), spec.host, spec.port,
+                spec.config).start()

@@ -17,6 +17,8 @@ import time
 from contextlib import contextmanager
 
 from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.footprints import default_limit
+from dptop.monitor.memory import MemoryWatch
 from dptop.engine.core.jit import compiles
 from dptop.monitor.result import archive_json, session_json
 from dptop.monitor.publish import publish_json
@@ -140,17 +142,24 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
     except BaseException:
         discard(out, private_out)
         raise
+    watch, over = MemoryWatch(config.memory_limit or default_limit()), None
     with stop_on_signals(lambda: session.stop(flush=True), session.stop) as got:  # until the results are written: a late signal cannot cut them
         try:
             session.open(spec, facts)
             progress = Progress(session)
             log = ReleaseLines(session, sys.stderr if json_target == "-" else sys.stdout) if lines else None
             while not session.wait(0.2).ended:
+                if over is None and (over := watch.exceeded()) is not None:
+                    session.stop(flush=True)  # the algorithms still release what they read
                 progress.update()
                 if log is not None:
                     log.update()
             progress.done()
-            result = session_json(session, command, top, partial=got["signal"] is not None)
+            stats = session.source_stats()
+            cut = stats is not None and stats.incomplete  # the file was read in part: its warning says why
+            result = session_json(session, command, top,
+                                  partial=got["signal"] is not None or session.stopped_by is not None or cut
+                                  or over is not None)
             private = publish_json(session, command) if publish else None
         except BaseException:
             discard(out, private_out)
@@ -160,13 +169,17 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
                 feed.close()
             session.close(timeout=5.0)
         rc = 0
-        if result.get("error"):
+        if session.stopped_by is not None or over is not None:  # one line, the results so far, exit 1
+            print(f"dptop: error: {session.stopped_by or over}; writing what was computed so far", file=sys.stderr)
+            rc = 1
+        elif result.get("error"):
             print(f"dptop: error: {result['error']}", file=sys.stderr)
             discard(out, private_out)  # a failed run writes no JSON: a previous file stays as it was
             private = None
             rc = 1
         for warning in result["source"].get("warnings", []):
             print(f"dptop: warning: {warning}", file=sys.stderr)
+        rc = rc or int(cut)
         rc = report(result, out, json_target) or rc
         if private is not None:
             try:
@@ -186,7 +199,7 @@ def start_feed(session: Session, serve: str):
     from dptop.feed import serve as start
 
     feed = start(session, serve)  # a port that cannot be bound is one ValueError line (dptop.feed.Feed)
-    print(f"dptop: serving the private view at http://{feed.host}:{feed.port}/metrics and /releases", file=sys.stderr)
+    print(f"dptop: serving the private view at {feed.url}/metrics and /releases", file=sys.stderr)
     return feed
 
 

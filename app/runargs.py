@@ -76,9 +76,31 @@ def add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
         p.add_argument("--publish", type=PUBLISH_TARGET, default=None, metavar="OUT",
                        help="write the private view to OUT: the releases with their guarantees, the budget and the "
                             "public facts with their provenance; nothing exact")
-        p.add_argument("--serve", type=serve_arg, default=None, metavar="[HOST:]PORT",
-                       help="serve the private view while running: /releases (JSON) and /metrics (Prometheus); "
-                            "loopback unless HOST is given (needs the 'feed' extra)")
+        add_serve_options(p, "serve the private view while running: /releases (JSON) and /metrics (Prometheus); "
+                             "loopback unless HOST is given (needs the 'feed' extra)")
+
+
+def add_serve_options(p: argparse.ArgumentParser, text: str) -> None:
+    """``--serve``, ``--serve-config`` and ``--serve-insecure`` (checked together by ``check_serve``)."""
+    p.add_argument("--serve", type=serve_arg, default=None, metavar="[HOST:]PORT", help=text)
+    p.add_argument("--serve-config", type=nonempty("--serve-config"), default=None, metavar="FILE",
+                   help="the feed's TLS certificate and key, client CA and basic-auth users (bcrypt), in the "
+                        "Prometheus exporters' web configuration format; needed for a HOST beyond loopback")
+    p.add_argument("--serve-insecure", action="store_true",
+                   help="allow --serve on a HOST beyond loopback without TLS (anyone who reaches it reads the feed)")
+
+
+def check_serve(args) -> None:
+    """Replace ``args.serve`` by its checked ``ServeSpec`` (dptop.feedconfig.serve_spec)."""
+    serve = getattr(args, "serve", None)
+    if serve is None:
+        if getattr(args, "serve_config", None) or getattr(args, "serve_insecure", False):
+            raise ValueError("--serve-config and --serve-insecure go with --serve [HOST:]PORT")
+        return
+    if isinstance(serve, str):
+        from dptop.feedconfig import serve_spec
+
+        args.serve = serve_spec(serve, args.serve_config, args.serve_insecure)
 
 
 def add_live_options(p: argparse.ArgumentParser) -> None:
@@ -115,7 +137,7 @@ def clients_arg(text: str) -> str:
 
 
 def serve_arg(text: str) -> str:
-    from dptop.feed import parse_serve
+    from dptop.feedconfig import parse_serve
 
     try:
         parse_serve(text)

@@ -1,14 +1,15 @@
 """The bytes of a capture file as a ``uint8`` array the numba record walks can read.
 
-A plain file is memory-mapped whole (no copy, the page cache does the I/O). A gzip file is
-decompressed in chunks: ``refill(pos)`` drops the bytes before ``pos``, appends the next chunk
-and makes ``pos`` the new start (so a record cut by a chunk boundary is completed). A gzip
-stream that ends early is treated as the end of the file plus a warning.
+Both are read in chunks: ``refill(pos)`` drops the bytes before ``pos``, appends the next chunk
+and makes ``pos`` the new start (so a record cut by a chunk boundary is completed). A plain file is
+read, not memory-mapped, so a file cut while it is replayed ends the replay with a warning instead
+of a SIGBUS; a gzip file is decompressed. A gzip stream that ends early is treated as the end of
+the file plus a warning; corrupt gzip data or a plain file that shrank sets ``cut`` (the replay
+read only part of the file).
 """
 from __future__ import annotations
 
 import gzip
-import mmap
 import os
 import zlib
 from pathlib import Path
@@ -19,46 +20,55 @@ GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 1 << 22
 
 
-RELEASE_BEHIND = 1 << 22
-"""Bytes kept mapped behind the walk (``FileBytes.done``): records the caller may still slice."""
-
-
 class FileBytes:
-    """A whole file, memory-mapped copy-on-write (never written: "c" only gives the kernels the
-    same writable array type as gzip chunks, so each walk compiles once). ``base`` is the file
-    offset of ``buf[0]`` (always 0)."""
+    """A plain file read ``CHUNK`` bytes at a time into an array (never mapped: a mapped file that
+    shrinks under the walk kills the process with SIGBUS, a read just returns fewer bytes).
+    ``refill(pos)`` keeps the bytes from ``pos`` on (a record cut by the chunk boundary) and
+    appends the next chunk; ``base`` is the file offset of ``buf[0]``. A file that ends before
+    the size it had when opened was cut under the replay: ``warning`` says so and ``cut`` is set."""
 
     compressed = False
 
     def __init__(self, path: Path, file=None):
         self.path = path
-        self.size = os.path.getsize(path)
-        source = path if file is None else file  # an open file is mapped as it is (no second open)
-        self.buf = np.memmap(source, dtype=np.uint8, mode="c") if self.size else np.zeros(0, np.uint8)
+        self._file = open(path, "rb") if file is None else file
+        self.size = os.fstat(self._file.fileno()).st_size
+        self._file.seek(0)
+        self.buf = np.zeros(0, np.uint8)
         self.base = 0
         self.warning: str | None = None
-        self._released = 0  # bytes at the start of the mapping already handed back (``done``)
+        self.cut = False
+        self._read = 0  # file bytes read so far
+        self.refill(0)
 
     def refill(self, pos: int) -> bool:
         """Make more bytes available after ``buf[pos:]``; False at end of file."""
-        return False
+        left = len(self.buf) - pos
+        out = np.empty(left + CHUNK, np.uint8)
+        out[:left] = self.buf[pos:]
+        try:
+            got = self._file.readinto(memoryview(out)[left:])
+        except OSError as exc:  # an I/O error mid-file: the end of what can be read
+            got = 0
+            self.warning, self.cut = f"{self.path}: read error at byte {self._read} ({exc.strerror or exc})", True
+        if not got:
+            if self._read < self.size and self.warning is None:
+                self.cut = True
+                self.warning = (f"{self.path}: the file shrank to {self._read} bytes during the replay (it had "
+                                f"{self.size}); the replay ends there")
+            return False
+        self._read += got
+        self.base += pos
+        self.buf = out[:left + got]
+        return True
 
     def done(self, pos: int) -> int:
-        """File bytes consumed when the walk is at ``buf[pos]`` (for progress). The pages behind
-        ``pos`` are handed back to the kernel (they are never read again), so a replay's resident
-        memory stays a window of the file instead of growing to the whole file."""
-        mm = getattr(self.buf, "_mmap", None)
-        cut = (pos - RELEASE_BEHIND) // mmap.PAGESIZE * mmap.PAGESIZE
-        if mm is not None and cut > self._released:
-            mm.madvise(mmap.MADV_DONTNEED, self._released, cut - self._released)
-            self._released = cut
-        return pos
+        """File bytes consumed when the walk is at ``buf[pos]`` (for progress)."""
+        return self.base + pos
 
     def close(self) -> None:
-        mm = getattr(self.buf, "_mmap", None)
         self.buf = np.zeros(0, np.uint8)
-        if mm is not None:
-            mm.close()
+        self._file.close()
 
 
 class GzipBytes(FileBytes):
@@ -75,6 +85,7 @@ class GzipBytes(FileBytes):
         self.buf = np.zeros(0, np.uint8)
         self.base = 0
         self.warning = None
+        self.cut = False
         self._eof = False
         self.refill(0)
 
@@ -96,7 +107,7 @@ class GzipBytes(FileBytes):
         except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
             if not parts:
                 raise self._error(f"{self.path}: corrupt gzip data ({exc})") from exc
-            self._eof = True
+            self._eof, self.cut = True, True
             self.warning = f"{self.path}: corrupt gzip data after this point ({exc})"
         if not parts:
             return False
@@ -122,8 +133,7 @@ def open_bytes(path: Path, error) -> FileBytes:
             if f.read(2) == GZIP_MAGIC:
                 f.seek(0)
                 return GzipBytes(path, error, f)  # closes f when it closes
-            with f:  # the mapping keeps its own handle
-                return FileBytes(path, f)
+            return FileBytes(path, f)  # closes f when it closes
         except BaseException:
             f.close()
             raise

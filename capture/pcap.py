@@ -10,7 +10,7 @@ Every length field is checked against ``records.MAX_RECORD`` before anything is 
 corrupt or hostile length never makes the reader hold more than that (plus one gzip chunk).
 Warnings are kept once each, with a count when repeated.
 
-The record walk is numba (dptop.capture.records) over a memory-mapped file or decompressed gzip
+The record walk is numba (dptop.capture.records) over chunks read from the file or decompressed gzip
 chunks; Python only parses file and interface headers. Frames become keys by capture.linklayer;
 the rest are counted in ``CaptureStats.skipped`` by reason. A file cut off mid-record yields
 every complete record plus a warning; a file that is not a capture raises ``CaptureError``.
@@ -57,6 +57,9 @@ class CaptureStats:
     bytes_done: int = 0
     bytes_total: int = 0
     format: str = ""
+    incomplete: bool = False
+    """The reader stopped before the end of the file's data (a corrupt record, corrupt gzip data, a
+    file that shrank while it was read): what it read is a part of the capture."""
     _seen: dict[str, int] = field(default_factory=dict, repr=False)
     _index: dict[str, int] = field(default_factory=dict, repr=False)
     _more: int = field(default=0, repr=False)
@@ -286,17 +289,18 @@ class CaptureReader:
                 self.stats.warn(
                     f"{self.path}: record at byte {self._src.base + self._pos} has an impossible length "
                     f"field (corrupt file); stopped after {self.stats.packets} packets")
-                self._done = True
+                self._done = self.stats.incomplete = True
         self.stats.ip_packets += n
         self._sync()
         return n
 
     def _end(self, stop: int) -> None:
         self._done = True
+        self.stats.incomplete = self.stats.incomplete or self._src.cut
         if self._src.warning:
             self.stats.warn(self._src.warning)
         left = len(self._src.buf) - self._pos
-        if stop == rec.PARTIAL and left > 0:
+        if stop == rec.PARTIAL and left > 0 and not self._src.cut:  # a cut file: its own warning says it
             self.stats.warn(
                 f"{self.path}: file cut off mid-record after {self.stats.packets} packets "
                 f"({left} trailing bytes ignored)")

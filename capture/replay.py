@@ -82,6 +82,7 @@ class FileReplay(Source):
             "skipped": skipped,
             "bytes_done": cur.bytes_done,
             "bytes_total": cur.bytes_total,
+            "incomplete": cur.incomplete or done.incomplete,
             "fraction": (min(1.0, max(0, cur.packets - self._pending) / self._records)
                          if self._records else cur.fraction),
             "warnings": tuple(done.warnings) + tuple(cur.warnings) + (
@@ -110,10 +111,20 @@ class FileReplay(Source):
                                   clock):
                     return
             if not self.loop or lo is None or self.stopping:
+                self._check_whole()
                 return
             span, keys = hi - lo, self._reader.stats.ip_packets
             offset += span + (span // (keys - 1) if keys > 1 and span > 0 else 1_000_000)
             self._next_pass()
+
+    def _check_whole(self) -> None:
+        """A file that ends with fewer records than it held when it was counted changed before or
+        under the replay: what was read is a part of it."""
+        cur = self._reader.stats
+        if not self.stopping and not cur.incomplete and self._records and cur.packets < self._records:
+            cur.warn(f"{self.path}: {cur.packets} of the {self._records} records counted before the replay "
+                     f"(the file changed since); the replay ends there")
+            cur.incomplete = True
 
     def _next_pass(self) -> None:
         cur = self._reader.stats
@@ -123,6 +134,7 @@ class FileReplay(Source):
         for reason, c in cur.skipped.items():
             done.skipped[reason] = done.skipped.get(reason, 0) + c
         done.warnings.extend(w for w in cur.warnings if w not in done.warnings)
+        done.incomplete = done.incomplete or cur.incomplete
         self._reader.close()
         self._reader = open_capture(self.path)
 

@@ -35,6 +35,8 @@ class SourceStats:
     finished: bool = False
     error: str | None = None
     warnings: tuple[str, ...] = ()
+    incomplete: bool = False
+    """The source stopped before the end of its data (a file cut or corrupt under the replay)."""
     packet_time_ns: int | None = None
     """Time stamp of the last packet handed to the sink."""
 

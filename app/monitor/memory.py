@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 
 M_MMAP_THRESHOLD = -3  # mallopt parameters (malloc.h)
 M_ARENA_MAX = -8
@@ -51,3 +52,34 @@ def release_memory() -> None:
     libc = _libc()
     if libc is not None and hasattr(libc, "malloc_trim"):
         libc.malloc_trim(0)
+
+
+def resident() -> int | None:
+    """The process's resident memory in bytes (/proc/self/statm), or None where unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class MemoryWatch:
+    """The memory limit held for the whole run, not only checked at its start: the run may grow
+    the process's resident memory by the limit plus ``ALLOWANCE`` of it (batches in flight, the
+    ground truth's recording, the views: what is not the algorithms' state) over what the process
+    held when the watch began. ``exceeded()`` says in one line when it has grown past that."""
+
+    ALLOWANCE = 0.25
+
+    def __init__(self, limit):
+        self.limit, self.base = limit, resident()
+
+    def exceeded(self) -> str | None:
+        now = resident()
+        if self.limit is None or self.base is None or now is None:
+            return None
+        ceiling = self.base + int(self.limit.nbytes * (1 + self.ALLOWANCE))
+        if now <= ceiling:
+            return None
+        return (f"the run's memory grew by {(now - self.base) >> 20} MiB, past the limit of "
+                f"{self.limit.nbytes >> 20} MiB ({self.limit.source}) and its {self.ALLOWANCE:.0%} allowance; stopped")

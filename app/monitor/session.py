@@ -36,7 +36,7 @@ from dptop.monitor.lanes import Lane, LaneView, SessionSnapshot
 from dptop.monitor.ledger import Ledger
 from dptop.monitor.precheck import SourceFacts, public_facts, read_facts
 from dptop.monitor.states import Lifecycle, State
-from dptop.monitor.truth import Truth
+from dptop.monitor.truth import Truth, WorkerDied
 
 __all__ = ["AHEAD", "COMPILING", "LATE", "Session", "State", "published"]
 
@@ -87,6 +87,11 @@ class Session:
         return self.life.error
 
     @property
+    def stopped_by(self) -> str | None:
+        """A worker thread that died and ended the run early (its results are partial)."""
+        return None if self.truth.error is None else f"the ground-truth thread stopped: {self.truth.error}"
+
+    @property
     def lanes(self) -> dict[str, Lane]:
         """The current lanes by algorithm (replaced, never mutated: the source's thread iterates it)."""
         return self.fanout.lanes
@@ -128,13 +133,16 @@ class Session:
                 source.stop()
                 return
             source.start()
-            while source.is_alive() and not self._stopping.is_set():
+            while source.is_alive() and not self._stopping.is_set() and not self.truth.died:
                 source.join(0.1)
                 self._tick()
             if self._stopping.is_set() and not self._flush:
                 return
             source.stop()
-            source.join()
+            try:
+                source.join()
+            except WorkerDied:  # the lanes still release what they read (``stopped_by``)
+                pass
             self._tick(final=True)
         except Exception as exc:  # noqa: BLE001 - shown by the views
             self.life.fail(f"{type(exc).__name__}: {exc}")

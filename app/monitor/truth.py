@@ -200,6 +200,10 @@ class _Anchor:
         self.used = time.monotonic()
 
 
+class WorkerDied(RuntimeError):
+    """A worker thread the session relies on has ended with an error."""
+
+
 @dataclass
 class _Request:
     release: Release
@@ -209,7 +213,8 @@ class _Request:
 
 
 class Truth:
-    """The baseline thread. ``feed`` (any one producer thread) is lossless and waits for room;
+    """The baseline thread. ``feed`` (any one producer thread) is lossless and waits for room, and
+    raises ``WorkerDied`` once the thread has died (a feed never waits for a dead thread);
     ``request`` / ``result`` are for the GUI thread; ``stop`` ends the thread promptly."""
 
     def __init__(self, capacity: int = 1 << 20, queue_size: int = 64):
@@ -238,6 +243,8 @@ class Truth:
         first = self._fed
         self._fed += len(batch)
         while not self._stop.is_set():
+            if self.died:
+                raise WorkerDied(f"the ground-truth thread stopped: {self.error}")
             try:
                 self._queue.put((batch, exact), timeout=0.05)
                 break
@@ -246,12 +253,20 @@ class Truth:
         return first
 
     @property
+    def died(self) -> bool:
+        """The thread has ended with an error, its last act (the session stops the run)."""
+        return self.error is not None
+
+    @property
     def fed(self) -> int:
         return self._fed
 
     def finish(self) -> None:
         """The stream ended: whole-stream releases can be resolved."""
-        self.feed(KeyBatch(np.zeros((0, 2), KEY_DTYPE)))  # wakes the thread after the data
+        try:
+            self.feed(KeyBatch(np.zeros((0, 2), KEY_DTYPE)))  # wakes the thread after the data
+        except WorkerDied:
+            pass
         self._finished = True
 
     def stop(self) -> None:
@@ -325,8 +340,8 @@ class Truth:
                     self._queue.task_done()
                 if batch is None or self._queue.empty():
                     self._answer()
-        except BaseException as exc:  # noqa: BLE001 - shown in the GUI
-            self.error = f"{type(exc).__name__}: {exc}"
+        except BaseException as exc:  # noqa: BLE001 - the session stops the run and says it in one line
+            self.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
     def _answer(self) -> None:
         with self._lock:

@@ -79,6 +79,9 @@ class Release:
     threshold: float | None = None
     guarantee: Guarantee | None = None
     status: dict = field(default_factory=dict)
+    released_before: int = 0
+    """Releases of empty epochs published in bulk just before this one and held by no view
+    (dptop.engine.single_release.epochs); counted with it."""
 
     @property
     def private(self) -> bool:

@@ -119,7 +119,7 @@ class _Worker:
             status["detectable"] = self.detectable
         with self.lock:
             self.history.extend(releases)
-            self.released += len(releases)
+            self.released += len(releases) + sum(r.released_before for r in releases)
             if live is not None:
                 self.latest = live
             elif releases:

@@ -23,11 +23,20 @@ def zipf_ranks(skew: float, domain: int, length: int, seed: int) -> np.ndarray:
         raise ValueError(f"domain ({domain}) must be in [1, 2^32]")
     if length < 0:
         raise ValueError(f"length ({length}) must be >= 0")
+    return ranks_of(zipf_cdf(skew, domain), np.random.default_rng(seed).random(length))
+
+
+def zipf_cdf(skew: float, domain: int) -> np.ndarray:
+    """The cumulative Zipf law over ranks ``1..domain`` (``ranks_of`` draws from it)."""
     weights = np.arange(1, domain + 1, dtype=np.float64) ** -float(skew)
     cdf = np.cumsum(weights)
     cdf /= cdf[-1]
-    u = np.random.default_rng(seed).random(length)
-    return np.minimum(np.searchsorted(cdf, u, side="right"), domain - 1).astype(np.int64) + 1
+    return cdf
+
+
+def ranks_of(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Ranks for uniform draws ``u`` in [0, 1) under ``cdf`` (in pieces, the same stream as whole)."""
+    return np.minimum(np.searchsorted(cdf, u, side="right"), len(cdf) - 1).astype(np.int64) + 1
 
 
 def ipv4_of_rank(ranks: np.ndarray) -> np.ndarray:

@@ -22,6 +22,15 @@ summary, new noise, new hash seeds), is released once when it closes, and is the
   the guarantee these releases carry (with a note saying why).
 * No epoch option: the whole stream is one epoch, released by ``finish()``.
 
+Empty epochs in bulk: a stamp far ahead (days on a 1 s grid) leaves up to ``MAX_CELLS`` empty cells
+to release at once, each still released (its noise drawn: an epoch's emptiness is not public). The
+runner keeps only its last ``history`` releases, so of a run longer than ``SHOWN`` only the last
+``SHOWN`` are built as ``Release`` objects; the earlier ones are released unseen: their budget is
+a fresh epoch's (parallel composition), their noisy lengths ñ are drawn in bulk and move the span
+positions exactly as one by one, and the next release counts them (``Release.released_before``).
+What any view can read (the history, the latest release, the count) has the same law as one by
+one, at a few microseconds per empty epoch instead of a release object each.
+
 Subclasses provide ``_new_state()``, ``_feed(state, keys)``, ``_publish(state)`` and ``cost()``;
 this class owns the epoch bookkeeping, the per-epoch ``Budget`` (spent before noise is drawn) and
 the ``Guarantee`` text. Public spans: count-based epochs give exact packet positions (public under
@@ -46,6 +55,11 @@ from dptop.engine.privacy.noise import NoiseSource
 from dptop.engine.core.release import MODEL_SINGLE, Release, Span
 from dptop.engine.core.settings import PACKETS, check_positive_int
 from dptop.engine.core.facts import NO_FACTS
+
+SHOWN = 4096
+"""Releases of a run of empty epochs built as objects: at least the runner's ``history``."""
+BULK_DRAWS = 1 << 20
+"""Noisy lengths drawn per kernel call (bounded memory for any run of empty epochs)."""
 
 COUNT_EPOCH_NOTE = (
     "count-based epochs: boundaries shift when one packet is removed (dpss-eehh.md §9, P16), so "
@@ -162,6 +176,7 @@ class Epoched(CellOrdered, Algorithm):
         self.dropped = 0  # packets of cells already closed or outside the range (time mode)
         self._joined = False  # time mode: the first tagged batch (the session's tick) sets the start cell
         self._offset = 0  # released noisy length so far (span positions)
+        self._unseen = 0  # empty epochs released in bulk since the last release object
         self._epoch = _Epoch(Budget(self.cost()))
         self._epoch.state = self._new_state()  # built now so the first packets do not wait for it
 
@@ -194,7 +209,10 @@ class Epoched(CellOrdered, Algorithm):
         """Release the last (possibly partial) epoch; a stream without packets releases once. On a
         time grid: every cell left in a bounded range; nothing more in an open-ended one."""
         if self.grid is not None:
-            return [self._close() for _ in range(self._index, self.grid.cells)] if self._bounded else []
+            out: list[Release] = []
+            if self._bounded:
+                self._close_through(self.grid.cells, out)
+            return out
         if self._epoch.packets > 0 or self._last is None:
             return [self._close()]
         return []
@@ -252,7 +270,8 @@ class Epoched(CellOrdered, Algorithm):
         items, threshold, n_noisy, status = self._publish(ep.state)
         span = self._span(ep, n_noisy)
         rel = Release(self.name, span, tuple(items), threshold, self.guarantee(span, extra_notes),
-                      {**status, **(extra_status or {})})
+                      {**status, **(extra_status or {})}, released_before=self._unseen)
+        self._unseen = 0
         self._last = rel
         self._index += 1
         self._epoch = _Epoch(Budget(self.cost()))
@@ -279,6 +298,37 @@ class Epoched(CellOrdered, Algorithm):
 
     def _fill(self, keys: np.ndarray) -> None:
         self.update(keys)
+
+    def _to_cell(self, cell: int, keys: np.ndarray, out: list) -> None:
+        if self._index < cell < self.grid.cells:
+            self._close_through(cell, out)
+        super()._to_cell(cell, keys, out)
+
+    def _close_through(self, cell: int, out: list) -> None:
+        """Release every epoch before ``cell``: the open one, then the empty ones, all but the last
+        ``SHOWN`` of a long run in bulk (see the module docstring)."""
+        if self._epoch.packets:
+            out.append(self._close())
+        unseen = cell - self._index - SHOWN
+        if unseen > 0:
+            self._offset += self.empty_lengths(unseen)
+            self._index += unseen
+            self._unseen += unseen
+            self._epoch = _Epoch(Budget(self.cost()))
+        while self._index < cell:
+            out.append(self._close())
+
+    def empty_lengths(self, count: int) -> int:
+        """The span positions ``count`` empty epochs take: the sum of their noisy lengths
+        ñ = 0 + DLap(ε_n) clipped at 0 (dpss-eehh.md §4.5 step 1, as ``_span``), drawn in bulk;
+        0 for a mechanism that releases no length (no ``eps_n``: DP-MG's pure mode)."""
+        eps_n = getattr(self, "eps_n", None)
+        if eps_n is None:
+            return 0
+        total = 0
+        for at in range(0, count, BULK_DRAWS):
+            total += int(np.maximum(self.noise.dlap_array(eps_n, min(BULK_DRAWS, count - at)), 0).sum())
+        return total
 
 
 def time_grid(facts, epoch_seconds: float | None) -> tuple[TimeGrid | None, bool]:
