@@ -17,6 +17,7 @@ import time
 from contextlib import contextmanager
 
 from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.explain import Drops
 from dptop.engine.core.jit import compiles
 from dptop.monitor.result import archive_json, session_json
 from dptop.monitor.publish import publish_json
@@ -40,9 +41,14 @@ class Progress:
         self.shown = False
         self.phase, self.phase_since, self.phase_shown = "", 0.0, 0.0
         self.compiled = compiles()
+        self.events = 0  # interface events already shown
 
     def update(self) -> None:
         now = time.monotonic()
+        st = self.session.source_stats()
+        for event in () if st is None else st.interface_events[self.events:]:
+            self._line(event.text())
+            self.events += 1
         phase = self.session.phase
         if phase and phase != self.phase and now - self.start > 0.5:
             self._line(phase)
@@ -149,8 +155,11 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
                 progress.update()
                 if log is not None:
                     log.update()
+            progress.update()  # the last interface events
             progress.done()
-            result = session_json(session, command, top, partial=got["signal"] is not None)
+            st = session.source_stats()
+            gone = st is not None and st.interface_gone
+            result = session_json(session, command, top, partial=got["signal"] is not None or gone)
             private = publish_json(session, command) if publish else None
         except BaseException:
             discard(out, private_out)
@@ -167,7 +176,7 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
             rc = 1
         for warning in result["source"].get("warnings", []):
             print(f"dptop: warning: {warning}", file=sys.stderr)
-        rc = report(result, out, json_target) or rc
+        rc = report(result, out, json_target) or rc or int(gone)
         if private is not None:
             try:
                 private_out.write(private)
@@ -233,9 +242,11 @@ def print_table(result: dict, file=None) -> None:
     for reason, n in result.get("dropped", {}).items():
         print(f"  dropped by the public clock: {n} {reason}", file=file)
     if result.get("drops", {}).get("total"):
-        d = result["drops"]
-        print(f"  drops: {d['total']} (late {d['clock']}, kernel {d['kernel']}, queues {d['queue'] + d['lanes']})",
-              file=file)
+        drops = Drops.from_json(result["drops"])
+        print(f"  {drops.text()}", file=file)
+        for loss in drops.by_lane:
+            if loss.missed:
+                print(f"  {loss.name}: {drops.lane_text(loss.name)}", file=file)
     print("exact top (non-private):", ", ".join(f"{r['address']} {r['count']}" for r in result["exact"]["top"][:10]),
           file=file)
     for name, a in result["algorithms"].items():
