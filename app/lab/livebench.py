@@ -34,7 +34,7 @@ CONTENDERS = {
 RATES = (200_000, 400_000, 800_000, None)
 """Offered frames per second, stepped; None: as fast as the sender goes."""
 SECONDS = 4.0
-"""Traffic per run."""
+"""Traffic per run (half with ``quick``)."""
 TOP_RUNS = 3
 """Runs of every contender at the last step (the acceptance: every packet kept in each)."""
 ROOT_NOTE = "the live bench needs root (network namespaces, a veth pair, raw sockets): skipped"
@@ -65,24 +65,26 @@ def _tcpdump_counts(stderr: str) -> tuple[int, int]:
     return numbers.get("captured", 0), numbers.get("dropped by kernel", 0)
 
 
-def one_run(lab: VethLab, name: str, argv: list[str] | None, rate: float | None, tmp: Path) -> dict:
-    """One contender at one rate: offered, counted and dropped per lane, CPU per packet."""
-    count = int((rate or 1_200_000) * SECONDS)
+def one_run(lab: VethLab, name: str, argv: tuple[list[str], tuple] | None, rate: float | None, tmp: Path,
+            seconds: float = SECONDS) -> dict:
+    """One contender (``(dptop executable, capture options)``, None: tcpdump) at one rate: offered,
+    counted and dropped per lane, CPU per packet."""
+    count = int((rate or 1_200_000) * seconds)
     out = tmp / "capture.json"
     out.unlink(missing_ok=True)
     if argv is None:  # tcpdump
         command = ["tcpdump", "-B", "65536", "-w", os.devnull, "-i", lab.rx, "-n"]
     else:
-        command = [*argv, "capture", "--iface", lab.rx, "--json", str(out)]
+        executable, options = argv
+        command = [*executable, "capture", "--iface", lab.rx, "--json", str(out), *options]
     sockets = lab.packet_sockets()
     proc = subprocess.Popen(lab.command(lab.rx_ns, command), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
     try:
         _wait_socket(lab, proc, sockets)
         before, cpu0 = lab.rx_packets(), _cpu(proc.pid)
-        t0 = time.perf_counter()
-        subprocess.run(lab.sender(count, rate), check=True, capture_output=True, timeout=600)
-        sent_seconds = time.perf_counter() - t0
+        sent = subprocess.run(lab.sender(count, rate), check=True, capture_output=True, text=True, timeout=600)
+        sent_seconds = float(sent.stdout.split()[1])  # from its first frame to its last
         time.sleep(1.5)  # the ring's last blocks, the lanes' queues
         cpu = _cpu(proc.pid) - cpu0
         offered = lab.rx_packets() - before
@@ -109,12 +111,12 @@ def one_run(lab: VethLab, name: str, argv: list[str] | None, rate: float | None,
     return row
 
 
-def contenders() -> dict[str, list[str] | None]:
+def contenders() -> dict[str, tuple[list[str], tuple] | None]:
     dptop = [sys.executable, "-m", "dptop"]
-    out: dict[str, list[str] | None] = {name: [*dptop, *args] for name, args in CONTENDERS.items()}
+    out: dict[str, tuple[list[str], tuple] | None] = {name: (dptop, args) for name, args in CONTENDERS.items()}
     baseline = os.environ.get("DPTOP_BENCH_BASELINE")
     if baseline:
-        out["baseline defaults"] = [baseline]
+        out["baseline defaults"] = ([baseline], ())
     if shutil.which("tcpdump"):
         out["tcpdump -B 65536"] = None
     return out
@@ -127,12 +129,13 @@ def rows(quick: bool = False, progress=print) -> list[dict]:
     steps = [(rate, 1) for rate in RATES[:-1]] + [(RATES[-1], TOP_RUNS)]
     if quick:
         steps = [(400_000, 1), (None, TOP_RUNS)]
+    seconds = SECONDS / 2 if quick else SECONDS
     out = []
     with VethLab() as lab, tempfile.TemporaryDirectory(prefix="dptop-live-") as tmp:
         for rate, runs in steps:
             for _ in range(runs):
                 for name, argv in contenders().items():
-                    row = one_run(lab, name, argv, rate, Path(tmp))
+                    row = one_run(lab, name, argv, rate, Path(tmp), seconds)
                     out.append(row)
                     if progress:
                         progress(f"live {name:20s} rate {row['rate']!s:>8}: offered {row['offered']:,} "
