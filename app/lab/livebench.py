@@ -99,14 +99,13 @@ def one_run(lab: VethLab, name: str, argv: tuple[list[str], tuple] | None, rate:
     else:
         result = json.loads(out.read_text())
         drops = result["drops"]
-        lanes = {n: lane["seen"] for n, lane in drops["by_lane"].items()}
+        lanes = {n: a["packets"] for n, a in result["algorithms"].items()}
         counted = min(lanes.values()) if lanes else 0
-        # everything offered before the socket opened is excluded: the capture's own offered count is the base
-        base = drops["offered"]
+        by_lane = drops.get("by_lane")  # an older dptop has only the total
         row.update(counted=counted, dropped=offered - counted,
                    dropped_per_lane=", ".join(f"{n} {offered - seen:,}" for n, seen in lanes.items()),
-                   account_ok=(base == offered and drops["total"] == offered - counted
-                               and all(lane["missed"] == offered - lane["seen"] for lane in drops["by_lane"].values())))
+                   account_ok=(drops["total"] == offered - counted and drops.get("offered", offered) == offered
+                               and all(x["missed"] == offered - x["seen"] for x in (by_lane or {}).values())))
     row["load"] = load_average()
     return row
 
