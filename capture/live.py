@@ -13,8 +13,13 @@ BPF filter compiled by libpcap, bound to the interface). Two ways to read it:
 Batches carry source and destination keys, time stamps and wire lengths (ring: the kernel's
 ``tp_len``; recv: the bytes received). The link type comes from the socket's hardware type
 (ARPHRD). On a loopback interface the kernel shows every packet twice (once going out, once
-coming in); outgoing copies are ignored there, as libpcap does. Kernel drops come from ``PACKET_STATISTICS``; ``stop()`` wakes the
-worker at once through a self-pipe. While paused the worker keeps draining the socket and
+coming in); outgoing copies are ignored there, as libpcap does. The socket's BPF program keeps
+``SNAP_LENGTH`` bytes of a frame (every header a key kind reads), so the ring (dptop.capture.ring,
+sized in time) holds many frames. Kernel drops come from ``PACKET_STATISTICS``; ``stop()`` wakes the
+worker at once through a self-pipe. The interface is watched: its going down, coming back up (with
+the gap) and disappearing (deleted or replaced, which ends the capture) become ``InterfaceEvent``s in
+the stats; the socket's pending error is read, so a dead interface never keeps ``select`` ready.
+While paused the worker keeps draining the socket and
 counts what it discards as skipped "captured while paused" (not as kernel drops).
 """
 from __future__ import annotations
@@ -116,7 +121,6 @@ class LiveCapture(Source):
         self._fd_lock = threading.Lock()
         self._sock = _open_socket(iface, bpf)
         self._fd = self._sock.ins.fileno()
-        _attach_snap(self._sock.ins, iface, bpf)
         self._ifindex = socket.if_nametoindex(iface)
         self._down_since: float | None = None if _is_up(iface) else time.time()
         self._events: list[InterfaceEvent] = []
@@ -135,6 +139,8 @@ class LiveCapture(Source):
             except OSError:
                 self._ring = None  # old kernel or no mmap: fall back to recv
         self.mode = "ring" if self._ring is not None else "recv"
+        if self._ring is not None:  # recv takes a frame's length from the bytes it reads: no snap there
+            _attach_snap(self._sock.ins, iface, bpf)
         warm_up()
 
     # ----- Source hooks ----------------------------------------------------------------

@@ -119,7 +119,7 @@ class QueueBound:
 class Worker:
     """One algorithm, its queue and its thread. ``start``, then ``feed``/``offer`` batches, then
     ``finish`` (drain and final releases) or ``stop`` (abandon queued work); both idempotent. Every
-    field another thread reads is read under ``lock`` (``snapshot``, ``progress``)."""
+    field another thread reads is read under ``lock`` (``snapshot``, ``warmed``, ``releases``)."""
 
     def __init__(self, algorithm: Algorithm, bound: QueueBound, live_interval: float = 0.1, history: int = 4096,
                  clock_start: float | None = None):
@@ -354,11 +354,6 @@ class Worker:
         """The kernels are compiled (or loaded from the cache) and the thread takes batches, or it ended."""
         with self.lock:
             return self.ready or self.done
-
-    def progress(self) -> tuple[int, int]:
-        """(packets processed, packets dropped), under the lock."""
-        with self.lock:
-            return self.packets, self.drops
 
     def releases(self) -> list[Release]:
         """The releases still held (the last ``history``; a copy)."""
