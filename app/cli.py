@@ -33,7 +33,7 @@ from dptop.runargs import (add_live_options, add_run_options, add_serve_options,
 REFRESH = Range("refresh", 0.05, 3600.0)
 SOAK_MINUTES = Range("soak-minutes", 0.1, 24 * 60.0)
 BENCH_NAMES = ("algorithms", "single-release", "continual", "sliding-window", "local-dp", "anchors", "capture",
-               "replay", "soak")
+               "replay", "soak", "live")
 """What ``dptop bench --only`` names (dptop.engine.lab.bench.suite.EXTRA_BENCHES by their last part)."""
 def check_replay(args) -> None:
     """Everything ``replay`` checks before it starts (``args.config``, ``args.spec``): the
@@ -144,7 +144,7 @@ def cmd_bench(args) -> int:
     from dptop.engine.lab.bench.suite import print_report, run_all
 
     wanted = None if args.only is None else {n.strip() for n in args.only.split(",")}
-    engine_only = None if wanted is None else ",".join(wanted - {"replay", "capture", "soak"}) or "none"
+    engine_only = None if wanted is None else ",".join(wanted - {"replay", "capture", "soak", "live"}) or "none"
     tables = sys.stderr if args.json_out == "-" else sys.stdout
     report = run_all(quick=args.quick, only=engine_only, anchors=args.anchors, tables=tables)
     if wanted is None or "capture" in wanted:
@@ -158,6 +158,12 @@ def cmd_bench(args) -> int:
         show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
         config = config_from_args(build_parser().parse_args(["capture", "--iface", "lo"]))  # capture's defaults
         report["reports"].append({"name": "soak", "rows": soakbench.rows(config, args.soak_minutes, progress=show)})
+        print_report(report["reports"][-1], tables)
+    if wanted is not None and "live" in wanted:
+        from dptop.lab import livebench
+
+        show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
+        report["reports"].append({"name": "live", "rows": livebench.rows(args.quick, progress=show)})
         print_report(report["reports"][-1], tables)
     if wanted is None or "replay" in wanted:
         show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
@@ -297,7 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="smaller streams (a smoke run)")
     p.add_argument("--only", type=names_arg("--only", BENCH_NAMES), default=None,
                    help="comma-separated bench names: algorithms, capture, single-release, continual, "
-                        "sliding-window, anchors, replay (end to end), soak (live, on request only)")
+                        "sliding-window, anchors, replay (end to end), soak (live, on request only), live (line rate between "
+                        "two namespaces, root, on request only)")
     p.add_argument("--soak-minutes", type=ranged(SOAK_MINUTES), default=5.0, metavar="M",
                    help="--only soak: minutes of live capture on lo at 20,000 packets/s (root; the day-long "
                         "target is 60)")

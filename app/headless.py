@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.footprints import default_limit
 from dptop.monitor.memory import MemoryWatch
+from dptop.monitor.explain import Drops
 from dptop.engine.core.jit import compiles
 from dptop.monitor.result import archive_json, session_json
 from dptop.monitor.publish import publish_json
@@ -42,9 +43,14 @@ class Progress:
         self.shown = False
         self.phase, self.phase_since, self.phase_shown = "", 0.0, 0.0
         self.compiled = compiles()
+        self.events = 0  # interface events already shown
 
     def update(self) -> None:
         now = time.monotonic()
+        st = self.session.source_stats()
+        for event in () if st is None else st.interface_events[self.events:]:
+            self._line(event.text())
+            self.events += 1
         phase = self.session.phase
         if phase and phase != self.phase and now - self.start > 0.5:
             self._line(phase)
@@ -154,12 +160,14 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
                 progress.update()
                 if log is not None:
                     log.update()
+            progress.update()  # the last interface events
             progress.done()
             stats = session.source_stats()
             cut = stats is not None and stats.incomplete  # the file was read in part: its warning says why
+            gone = stats is not None and stats.interface_gone  # the captured interface went away
             result = session_json(session, command, top,
                                   partial=got["signal"] is not None or session.stopped_by is not None or cut
-                                  or over is not None)
+                                  or gone or over is not None)
             private = publish_json(session, command) if publish else None
         except BaseException:
             discard(out, private_out)
@@ -179,7 +187,7 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
             rc = 1
         for warning in result["source"].get("warnings", []):
             print(f"dptop: warning: {warning}", file=sys.stderr)
-        rc = rc or int(cut)
+        rc = rc or int(cut or gone)
         rc = report(result, out, json_target) or rc
         if private is not None:
             try:
@@ -246,9 +254,11 @@ def print_table(result: dict, file=None) -> None:
     for reason, n in result.get("dropped", {}).items():
         print(f"  dropped by the public clock: {n} {reason}", file=file)
     if result.get("drops", {}).get("total"):
-        d = result["drops"]
-        print(f"  drops: {d['total']} (late {d['clock']}, kernel {d['kernel']}, queues {d['queue'] + d['lanes']})",
-              file=file)
+        drops = Drops.from_json(result["drops"])
+        print(f"  {drops.text()}", file=file)
+        for loss in drops.by_lane:
+            if loss.missed:
+                print(f"  {loss.name}: {drops.lane_text(loss.name)}", file=file)
     print("exact top (non-private):", ", ".join(f"{r['address']} {r['count']}" for r in result["exact"]["top"][:10]),
           file=file)
     for name, a in result["algorithms"].items():

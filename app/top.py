@@ -188,7 +188,7 @@ class TopApp(App):
         if self.frozen and not force:
             return
         if view is not None:
-            self._set("reason", self.explanation(view))
+            self._set("reason", self.explanation(view, drops_of(snap).lane_text(view.name)))
             self._fill("private", private_rows(view, self.sort), f"{view.name}{self._span(view)}")
         else:
             self._set("reason", "")
@@ -205,8 +205,8 @@ class TopApp(App):
         return (f"{snap.source_label} · {state} · {packets:,} pkts · drops {drops_of(snap).total:,} · "
                 f"per {key} · by {self.sort}{frozen}")
 
-    def explanation(self, view) -> str:
-        parts = [reason_text(view)]
+    def explanation(self, view, loss: str = "") -> str:
+        parts = [reason_text(view), loss]
         thr = threshold_of(view)
         limit = detectable_text(view.status.detectable)
         tail = " · ".join(x for x in (f"τ = {thr:,.0f}" if thr is not None else "", limit) if x)

@@ -13,12 +13,19 @@ BPF filter compiled by libpcap, bound to the interface). Two ways to read it:
 Batches carry source and destination keys, time stamps and wire lengths (ring: the kernel's
 ``tp_len``; recv: the bytes received). The link type comes from the socket's hardware type
 (ARPHRD). On a loopback interface the kernel shows every packet twice (once going out, once
-coming in); outgoing copies are ignored there, as libpcap does. Kernel drops come from ``PACKET_STATISTICS``; ``stop()`` wakes the
-worker at once through a self-pipe. While paused the worker keeps draining the socket and
+coming in); outgoing copies are ignored there, as libpcap does. The socket's BPF program keeps
+``SNAP_LENGTH`` bytes of a frame (every header a key kind reads), so the ring (dptop.capture.ring,
+sized in time) holds many frames. Kernel drops come from ``PACKET_STATISTICS``; ``stop()`` wakes the
+worker at once through a self-pipe. The interface is watched: its going down, coming back up (with
+the gap) and disappearing (deleted or replaced, which ends the capture) become ``InterfaceEvent``s in
+the stats; the socket's pending error is read, so a dead interface never keeps ``select`` ready.
+While paused the worker keeps draining the socket and
 counts what it discards as skipped "captured while paused" (not as kernel drops).
 """
 from __future__ import annotations
 
+import ctypes
+import fcntl
 import logging
 import os
 import select
@@ -33,7 +40,7 @@ import numpy as np
 from dptop.capture import ring as rg
 from dptop.capture.linklayer import addresses_of_frames, batch_of, output_rows
 from dptop.capture.pcap import CaptureError
-from dptop.capture.source import Source
+from dptop.capture.source import InterfaceEvent, Source
 from dptop.capture.wire import N_REASONS, REASON_NAMES, UNSUPPORTED
 from dptop.engine.core.extras import LIVE, require
 from dptop.engine.core.keys import KeyBatch
@@ -42,6 +49,17 @@ from dptop.engine.core.settings import Range
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
 PACKET_IGNORE_OUTGOING = 23
+SO_ATTACH_FILTER = 26
+SIOCGIFFLAGS = 0x8913
+IFF_UP = 1
+BPF_RET_K = 0x06
+SNAP_LENGTH = 256
+"""Bytes of each frame the kernel copies into the ring (the wire length is kept apart): the link
+header (Ethernet with two VLAN tags, 802.11 with radiotap, a tunnel's), an IPv6 header with its
+extension headers and the transport ports, which is every header any key kind reads
+(engine/core/keykinds.py). Applied as the return value of the socket's BPF program, as libpcap does."""
+WATCH_SECONDS = 0.5
+"""How often the capture looks at its interface (up, down, gone) while packets flow."""
 ARPHRD_LINKTYPE = {1: 1, 772: 1, 0xFFFE: 101, 512: 101, 776: 101, 778: 101, 519: 101, 768: 101,
                    769: 101, 15: 101, 513: 104, 770: 107, 774: 10, 801: 105, 803: 127}
 """ARPHRD hardware type -> pcap link type, as libpcap maps them: Ethernet (1; loopback 772 is
@@ -103,6 +121,11 @@ class LiveCapture(Source):
         self._fd_lock = threading.Lock()
         self._sock = _open_socket(iface, bpf)
         self._fd = self._sock.ins.fileno()
+        self._ifindex = socket.if_nametoindex(iface)
+        self._down_since: float | None = None if _is_up(iface) else time.time()
+        self._events: list[InterfaceEvent] = []
+        self._gone = False
+        self._watched = 0.0
         hatype = self._sock.ins.getsockname()[3]
         self.linktype = ARPHRD_LINKTYPE.get(hatype, -1)
         self._hatype = hatype
@@ -116,6 +139,8 @@ class LiveCapture(Source):
             except OSError:
                 self._ring = None  # old kernel or no mmap: fall back to recv
         self.mode = "ring" if self._ring is not None else "recv"
+        if self._ring is not None:  # recv takes a frame's length from the bytes it reads: no snap there
+            _attach_snap(self._sock.ins, iface, bpf)
         warm_up()
 
     # ----- Source hooks ----------------------------------------------------------------
@@ -126,7 +151,7 @@ class LiveCapture(Source):
         if self._counts[UNSUPPORTED]:
             skipped[f"unsupported link type (ARPHRD {self._hatype})"] = int(self._counts[UNSUPPORTED])
         return {"packets": self._packets, "ip_packets": self._fed, "skipped": skipped,
-                "kernel_drops": self._kernel_drops}
+                "kernel_drops": self._kernel_drops, "interface_events": tuple(self._events)}
 
     def _interrupt(self) -> None:
         with self._fd_lock:  # never write to a closed (and maybe reused) descriptor
@@ -151,30 +176,66 @@ class LiveCapture(Source):
 
     # ----- worker ----------------------------------------------------------------------
     def _wait(self, timeout: float) -> bool:
-        """Wait for packets or a stop for up to ``timeout``; False when stopping."""
+        """Wait for packets or a stop for up to ``timeout``; False when stopping. A pending socket
+        error (the interface went down or away) is read, so the socket does not stay ready."""
         if self._deadline is not None:
             timeout = max(0.0, min(timeout, self._deadline - time.monotonic()))
         ready, _, _ = select.select([self._fd, self._wake_r], [], [], timeout)
+        if self._fd in ready and self._sock.ins.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+            self._watch(force=True)
         return not self.stopping
 
+    def _watch(self, force: bool = False) -> None:
+        """Look at the interface (at most every ``WATCH_SECONDS`` unless ``force``): a change of
+        state becomes an ``InterfaceEvent``; gone ends the capture."""
+        now = time.monotonic()
+        if not force and now - self._watched < WATCH_SECONDS:
+            return
+        self._watched = now
+        try:
+            gone = socket.if_nametoindex(self.iface) != self._ifindex
+        except OSError:
+            gone = True
+        at = time.time()
+        if gone:
+            self._gone = True
+            self._events.append(InterfaceEvent("gone", self.iface, at))
+        elif _is_up(self.iface) == (self._down_since is not None):
+            if self._down_since is None:
+                self._down_since = at
+                self._events.append(InterfaceEvent("down", self.iface, at))
+            else:
+                self._events.append(InterfaceEvent("up", self.iface, at, at - self._down_since))
+                self._down_since = None
+
     def _over(self) -> bool:
-        return (self.stopping or (self.count is not None and self._fed >= self.count)
+        self._watch()
+        return (self.stopping or self._gone or (self.count is not None and self._fed >= self.count)
                 or (self._deadline is not None and time.monotonic() >= self._deadline))
 
-    def _hand_over(self, rows, n: int) -> None:
+    def _hand_over(self, rows, n: int) -> bool:
+        """Hand the first ``n`` rows over; True when ``rows`` may be filled again (a small batch is
+        handed over as a copy, so a queued batch holds about its own packets, not the rows' capacity)."""
         if self.count is not None:
             n = min(n, self.count - self._fed)
+        reusable = True
         if n > 0 and self._paused:  # keep draining the socket, so pausing is not a kernel drop
             self._while_paused += n
         elif n > 0:
-            self._emit(batch_of(rows, n))
+            batch = batch_of(rows, n)
+            reusable = 4 * n <= len(rows[0])
+            if reusable:
+                batch = KeyBatch(batch.keys.copy(), batch.ts_ns.copy(), batch.dst.copy(), batch.length.copy(),
+                                 flow=batch.flow.copy())
+            self._emit(batch)
         self._kernel_drops += _kernel_drops(self._sock.ins)
+        return reusable
 
     def _run_ring(self) -> None:
         ring = self._ring
         cap = max(self.batch_size, ring.max_frames_per_block)
+        rows = output_rows(cap)
         while not self._over():
-            rows = output_rows(cap)
             n, first = 0, None
             while not self._over():
                 n, packets, blocks = ring.walk(*rows, n, self.linktype, self._counts)
@@ -188,7 +249,8 @@ class LiveCapture(Source):
                 if blocks == 0:
                     left = self.flush_interval if first is None else self.flush_interval - (time.monotonic() - first)
                     self._wait(max(left, 0.0))
-            self._hand_over(rows, n)
+            if not self._hand_over(rows, n):
+                rows = output_rows(cap)
 
     def _run_recv(self) -> None:
         sock = self._sock
@@ -202,7 +264,11 @@ class LiveCapture(Source):
                     left = self.flush_interval if first is None else self.flush_interval - (time.monotonic() - first)
                     self._wait(max(left, 0.0))
                     continue
-                _cls, data, t = sock.recv_raw(65535)
+                try:
+                    _cls, data, t = sock.recv_raw(65535)
+                except OSError:  # the interface went down or away: its pending error was read
+                    self._watch(force=True)
+                    continue
                 if data is None:
                     continue
                 frames.append(data)
@@ -242,6 +308,31 @@ def _open_socket(iface: str, bpf: str | None):
         raise CaptureError(f"cannot capture on {iface!r}: {exc}") from exc
     finally:
         log.setLevel(level)
+
+
+def _attach_snap(sock: socket.socket, iface: str, bpf: str | None) -> None:
+    """Keep ``SNAP_LENGTH`` bytes of each frame: the filter's program with every accepting return
+    capped at it (``bpf``), or a program that accepts every frame that far."""
+    program = [(BPF_RET_K, 0, 0, SNAP_LENGTH)]
+    if bpf:
+        from scapy.arch.common import compile_filter, free_filter
+        compiled = compile_filter(bpf, iface)
+        program = [(i.code, i.jt, i.jf, min(i.k, SNAP_LENGTH) if i.code == BPF_RET_K and i.k else i.k)
+                   for i in compiled.bf_insns[:compiled.bf_len]]
+        free_filter(compiled)
+    code = (ctypes.c_uint8 * (8 * len(program))).from_buffer_copy(
+        b"".join(struct.pack("HBBI", *insn) for insn in program))
+    sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, struct.pack("HL", len(program), ctypes.addressof(code)))
+
+
+def _is_up(iface: str) -> bool:
+    """Whether ``iface`` is administratively up (False when it cannot be read)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            raw = fcntl.ioctl(s.fileno(), SIOCGIFFLAGS, struct.pack("16sH14x", iface.encode()[:15], 0))
+        except OSError:
+            return False
+    return bool(struct.unpack("16sH14x", raw)[1] & IFF_UP)
 
 
 def _ignore_outgoing(sock: socket.socket) -> None:

@@ -2,7 +2,8 @@
 
 The kernel writes frames into ``n_blocks`` blocks of ``block_size`` bytes and marks a block
 ``TP_STATUS_USER`` when it is full or ``retire_ms`` have passed; ``walk_ring`` (numba) turns
-every ready block into keys and hands it back (``TP_STATUS_KERNEL``). Layouts are those of
+every ready block into keys and hands it back (``TP_STATUS_KERNEL``); ``RETIRE_MS`` says how the
+ring is sized. Layouts are those of
 ``<linux/if_packet.h>``: block descriptor (status at +8, packet count at +12, offset of the
 first frame at +16), ``tpacket3_hdr`` (next offset +0, sec +4, nsec +8, snaplen +12, wire
 length +16, mac offset +24) followed by ``sockaddr_ll`` at +48 (packet type at +58). The ring relies on x86's
@@ -73,11 +74,22 @@ def _walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, li
     return n_out, packets, blocks
 
 
+BLOCK_SIZE = 1 << 21
+N_BLOCKS = 64
+RETIRE_MS = 100
+"""The ring is sized in time: the kernel hands a block over when it is full or ``RETIRE_MS`` after
+its first frame, so below the rate that fills a block in that time its ``N_BLOCKS`` blocks hold
+``N_BLOCKS × RETIRE_MS`` = 6.4 s of traffic; above it they hold ``N_BLOCKS × BLOCK_SIZE`` bytes of
+frames. With the snap length (``live.SNAP_LENGTH``) a minimum-size Ethernet frame takes 128 bytes of
+ring, so 16,384 fit a block and the 128 MiB ring holds 5 s of a stall at up to 210,000 frames/s (and
+1,048,576 frames at any rate). A reader held up that long loses nothing."""
+
+
 class Ring:
     """A TPACKET_V3 RX ring set on ``sock`` (raises OSError where unsupported)."""
 
-    def __init__(self, sock: socket.socket, block_size: int = 1 << 20, n_blocks: int = 64,
-                 retire_ms: int = 8, skip_outgoing: bool = True):
+    def __init__(self, sock: socket.socket, block_size: int = BLOCK_SIZE, n_blocks: int = N_BLOCKS,
+                 retire_ms: int = RETIRE_MS, skip_outgoing: bool = True):
         frame_size = 2048
         sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V3)
         req = struct.pack("7I", block_size, n_blocks, frame_size,

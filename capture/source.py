@@ -18,6 +18,30 @@ from dptop.engine.core.keys import KeyBatch
 
 
 @dataclass(frozen=True)
+class InterfaceEvent:
+    """A live source's interface changed: ``kind`` "down", "up" (``down_seconds``: the gap it
+    was down) or "gone" (deleted or replaced: the capture ends), at Unix time ``time``."""
+
+    kind: str
+    iface: str
+    time: float
+    down_seconds: float | None = None
+
+    def text(self) -> str:
+        if self.kind == "gone":
+            return f"interface {self.iface} disappeared: the capture ends, results so far are written"
+        if self.kind == "down":
+            return f"interface {self.iface} is down: nothing is captured until it is up again"
+        return f"interface {self.iface} is up again after {self.down_seconds:.1f} s down"
+
+    def to_json(self) -> dict:
+        out = {"event": self.kind, "iface": self.iface, "time": self.time}
+        if self.down_seconds is not None:
+            out["down_seconds"] = round(self.down_seconds, 3)
+        return out
+
+
+@dataclass(frozen=True)
 class SourceStats:
     packets: int = 0
     """Packet records seen (IP or not)."""
@@ -39,6 +63,12 @@ class SourceStats:
     """The source stopped before the end of its data (a file cut or corrupt under the replay)."""
     packet_time_ns: int | None = None
     """Time stamp of the last packet handed to the sink."""
+    interface_events: tuple[InterfaceEvent, ...] = ()
+    """A live source's interface going down, up or away, in order."""
+
+    @property
+    def interface_gone(self) -> bool:
+        return any(e.kind == "gone" for e in self.interface_events)
 
 
 class Source(ABC):

@@ -129,7 +129,7 @@ def test_parameters_validate_as_you_type_and_apply_restarts(qtbot, make_window, 
     after = window.session.lanes
     assert after["dpss"] is not before["dpss"] and after["dpss"].generation > before["dpss"].generation
     assert after["spacesaving"] is before["spacesaving"]  # non-private: epsilon does not concern it
-    qtbot.waitUntil(lambda: not any(w.thread.is_alive() for w in before["dpss"].runner.workers), timeout=2000)
+    qtbot.waitUntil(lambda: not before["dpss"].worker.thread.is_alive(), timeout=2000)
     qtbot.waitUntil(lambda: "ε = 0.25" in window.panels["dpss"].guarantee.full_text(), timeout=10_000)
     qtbot.waitUntil(lambda: lanes(window)["dpss"].algorithm.packets > 0, timeout=WARM)
     # the applied settings are remembered

@@ -55,3 +55,17 @@ def test_hash_spreads_neighbouring_addresses():
     buckets = np.array([int(hash_key(h, l, seed)) >> 54 for h, l in keys])  # 1024 buckets
     counts = np.bincount(buckets, minlength=1024)
     assert counts.max() <= 16, f"max bucket load {counts.max()} for 4 keys/bucket on average"
+
+
+def test_taking_every_packet_in_order_retags_the_same_arrays_without_a_copy():
+    from dptop.engine.core.keys import KeyBatch
+
+    keys = np.arange(20, dtype=np.uint64).reshape(10, 2)
+    batch = KeyBatch(keys, np.arange(10), length=np.full(10, 60))
+    for whole in (np.arange(10), np.ones(10, bool), slice(None), slice(0, 10)):
+        out = batch.take(whole, 7)
+        assert out.epoch == 7 and out.keys is batch.keys and out.length is batch.length
+    part = batch.take(np.array([0, 2, 1]), 7)
+    assert part.keys is not batch.keys and part.keys[:, 1].tolist() == [1, 5, 3]
+    reordered = batch.take(np.array([0, 1, 2, 3, 4, 5, 6, 7, 9, 8]), 7)  # every packet, not in order: a copy
+    assert reordered.keys[-1, 1] == 17

@@ -26,7 +26,7 @@ def test_dpss_minimum_epoch_length_reaches_the_panel():
         session.open(SourceSpec("file", str(DNS_CAPTURE)))
         assert session.wait(120) is State.FINISHED, session.error
         (view,) = session.snapshot().lanes
-        alg = session.lanes["dpss"].runner.algorithms[0]
+        alg = session.lanes["dpss"].worker.algorithm
         assert view.status.min_packets == dpss_min_packets(alg.k, alg.k_tilde, alg.gamma, alg.slack) > 0
         assert view.status.epoch_mode and view.status.detectable is not None
         empty = next(r for r in session.releases("dpss") if not r.items)  # 1 s epochs: most are empty

@@ -67,7 +67,7 @@ def drained(s, timeout=30.0):
     """Wait until every lane took what it was offered (a live lane's queue is short; on a busy
     machine the next offer could find it full, which is a counted drop, not what this tests)."""
     deadline = time.monotonic() + timeout
-    while any(not w.queue.empty() for lane in s.lanes.values() for w in lane.runner.workers):
+    while any(lane.worker.snapshot().queue_depth for lane in s.lanes.values()):
         assert time.monotonic() < deadline
         time.sleep(0.005)
 
@@ -86,7 +86,7 @@ def test_lateness_allowance_keeps_boundary_packets_and_drops_later_ones(live_ses
     clock.now = START + round(3.6 * S)
     s.clock.tick(final=True)
     for lane in s.lanes.values():
-        lane.runner.finish(10)
+        lane.worker.finish(10)
     s.truth.wait_idle()
     rec = s.truth.rec  # the truth's packets by cell: 0.1 0.2 0.95 0.99 | 1.1 1.3 1.5
     assert (rec.position_of_cell(1), rec.position_of_cell(2), rec.pos) == (4, 7, 7)
@@ -95,7 +95,7 @@ def test_lateness_allowance_keeps_boundary_packets_and_drops_later_ones(live_ses
     assert [(r.span.t_start, r.span.t_end) for r in releases[:2]] == [(START / S, START / S + 1),
                                                                       (START / S + 1, START / S + 2)]
     exact_total = s.exact(None)[0]
-    lane_packets = {name: lane.runner.snapshot().algorithms[0].packets for name, lane in s.lanes.items()}
+    lane_packets = {name: lane.worker.snapshot().packets for name, lane in s.lanes.items()}
     assert exact_total == 7 and lane_packets == {"exact": 7, "dpss": 7}
     d = drops_of(s.snapshot())
     assert (d.clock, d.total) == (2, 2)
@@ -107,9 +107,11 @@ def test_drops_reach_the_json_and_every_view(live_session):
     deliver(s, clock, 1.9, [0.5, 0.6, 1.8])
     out = session_json(s, "capture", 10)
     assert out["dropped"] == {LATE: 2}
-    assert out["drops"] == {"total": 2, "clock": 2, "kernel": 0, "queue": 0, "lanes": 0}
+    lane = {"seen": 2, "refused": 0, "missed": 2}  # every lane misses what the clock dropped
+    assert out["drops"] == {"total": 2, "clock": 2, "kernel": 0, "queue": 0, "lanes": 0, "offered": 4,
+                            "by_lane": {"dpss": lane, "exact": lane}}
     assert "drops" in out["non_private"]["fields"]
-    assert drops_of(s.snapshot()).text().startswith("drops 2 (late 2")
+    assert drops_of(s.snapshot()).text().startswith("drops 2 of 4 offered (late 2")
 
 
 root = pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root (CAP_NET_RAW)")

@@ -8,7 +8,7 @@ import pytest
 from dptop.engine.core.base import Algorithm
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.release import Release, Span
-from dptop.engine.core.runner import AlgorithmError, Runner
+from dptop.engine.core.runner import PACKET_BYTES, AlgorithmError, QueueBound, Runner, Worker
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.registry import make
 
@@ -135,3 +135,48 @@ def test_stop_is_prompt_idempotent_and_safe_before_start():
 def test_duplicate_names_rejected():
     with pytest.raises(ValueError, match="each algorithm may run once"):
         Runner([Recorder(Settings()), Recorder(Settings())])
+
+
+def test_a_live_queue_holds_seconds_of_the_offered_rate_and_takes_a_first_batch_whole():
+    """No first-batch cut: a batch far above any piece size is queued whole (the worker cuts it);
+    the bound follows the rate offered (``seconds`` of it, within floor and cap)."""
+    bound = QueueBound(cap=1 << 20, floor=1 << 12, seconds=5.0)
+    assert (bound.packets(0.0), bound.packets(10_000.0), bound.packets(1e9)) == (1 << 12, 50_000, 1 << 20)
+    assert bound.memory == (1 << 20) * PACKET_BYTES
+    gate = threading.Event()
+    rec = Recorder(Settings(), gate=gate)
+    worker = Worker(rec, bound).start()
+    assert worker.offer(_batches(1)[0])
+    deadline = time.monotonic() + 60
+    while worker.snapshot().queue_depth and time.monotonic() < deadline:  # the thread holds it, blocked
+        time.sleep(0.01)
+    big = _batches(1, size=200_000)[0]  # far above the floor: enters the empty queue whole
+    assert worker.offer(big) and worker.snapshot().queued == 200_000
+    assert not worker.offer(_batches(1)[0])  # the queue holds more than its bound: refused whole, counted
+    gate.set()
+    snap = worker.finish(10)
+    assert snap.packets == 200_100 and snap.drops == 100
+    assert len(rec.seen) > 1  # the worker cut the batch into pieces itself
+
+
+def test_live_views_are_taken_only_when_a_view_asks():
+    views = []
+
+    class Viewed(Recorder):
+        def live(self):
+            views.append(self.packets)
+            return super().release()
+
+    worker = Worker(Viewed(Settings()), QueueBound(cap=1 << 20), live_interval=0.01).start()
+    for b in _batches(50):
+        worker.feed(b)
+    deadline = time.monotonic() + 10
+    while worker.snapshot().packets < 5000 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    assert views == []  # nobody looked
+    worker.snapshot(want_live=True)
+    while not views and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert views == [5000]
+    worker.finish(10)

@@ -31,6 +31,7 @@ from dptop.gui.params import ParametersPanel
 from dptop.gui.plots import ThroughputPlot, UtilityPlot
 from dptop.monitor import catalogue
 from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.explain import drops_of
 from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
@@ -256,7 +257,7 @@ class MainWindow(QMainWindow):
             if snap.state is State.STARTING:  # no lanes yet, or kernels compiling: say so in every panel
                 for name in self.panels.keys() - {lane.name for lane in snap.lanes}:
                     self.panels[name].show_phase(snap.phase)
-            stale = []
+            stale, drops = [], drops_of(snap)
             for lane in snap.lanes:
                 panel = self.panels.get(lane.name)
                 a, truth = lane.algorithm, lane.truth
@@ -265,7 +266,7 @@ class MainWindow(QMainWindow):
                 if panel is not None:
                     if now - panel.texted_at >= TEXT_PERIOD or panel.generation != lane.generation:
                         panel.texted_at = now
-                        panel.update_text(lane, truth)
+                        panel.update_text(lane, truth, drops.lane_text(lane.name))
                     if panel.needs_redraw(lane, truth) and (now - panel.redrawn_at >= PANEL_PERIOD
                                                             or panel.only_truth_arrived(lane, truth)):
                         stale.append((panel.redrawn_at, panel, lane, truth))

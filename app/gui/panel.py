@@ -202,11 +202,12 @@ class AlgorithmPanel(QFrame):
         if not frozen:
             self._shown = None  # redraw the chart with the latest data
 
-    def update_text(self, view, truth) -> None:
-        """The cheap part, every tick: header, status line and reason."""
+    def update_text(self, view, truth, loss: str = "") -> None:
+        """The cheap part, every tick: header, status line and reason (``loss``: what the lane did not
+        see, dptop.monitor.explain.Drops.lane_text)."""
         self._header(view)
         self.status.set_plain(status_text(view, truth), TIPS["threshold"])
-        self.reason.set_plain(reason_text(view))  # always laid out: showing/hiding would re-layout every chart
+        self.reason.set_plain("\n".join(x for x in (reason_text(view), loss) if x))  # always laid out: showing/hiding would re-layout every chart
 
     def show_phase(self, phase: str) -> None:
         """A starting session that has no lane for this panel yet: what it is doing."""

@@ -31,11 +31,12 @@ from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
 from dptop.resources import DEMO_CAPTURE
+from dptop.runargs import DEFAULT_ALGORITHMS
 
 CONTENDERS = {
     "exact": ("exact",),
     "private trio + exact": ("dpss", "lazyhh", "dpsw", "exact"),
-    "all defaults": ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries", "countmin"),
+    "all defaults": DEFAULT_ALGORITHMS,
 }
 
 

@@ -72,7 +72,7 @@ def soak(config, minutes: float, rate: float = RATE, every: float = 60.0, port: 
             d = drops_of(snap)
             row = {"minute": round((time.monotonic() - t0) / 60, 2), "rss_mib": round(rss_mib(), 1),
                    "threads": threading.active_count(), "packets": snap.truth_packets, "drops": d.total,
-                   "late": d.clock, "kernel": d.kernel, "queues": d.queue + d.lanes, "state": snap.state.value}
+                   "late": d.clock, "kernel": d.kernel, "queues": d.queue, "state": snap.state.value}
             samples.append(row)
             if progress:
                 progress(f"soak {row['minute']:6.2f} min: RSS {row['rss_mib']:.1f} MiB, {row['threads']} threads, "

@@ -32,5 +32,5 @@ def lanes_after(old: dict[str, Lane], config: RunConfig, facts: PublicFacts, rea
 
 
 def retired(old: dict[str, Lane], new: dict[str, Lane]) -> list[Lane]:
-    """The lanes of ``old`` that ``new`` no longer runs (their runners are to be stopped)."""
-    return [lane for name, lane in old.items() if new.get(name) is not lane and lane.runner is not None]
+    """The lanes of ``old`` that ``new`` no longer runs (their workers are to be stopped)."""
+    return [lane for name, lane in old.items() if new.get(name) is not lane and lane.worker is not None]

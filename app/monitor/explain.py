@@ -77,28 +77,77 @@ def detectable_text(limit: DetectionLimit | None) -> str:
 
 
 @dataclass(frozen=True)
+class LaneLoss:
+    """One lane's share of the account: ``seen`` packets it took (processed or queued), ``refused``
+    the batches its own full queue refused, ``missed`` every offered packet it did not see since it
+    joined (the kernel's and the clock's drops, which no lane sees, and its own refusals)."""
+
+    name: str
+    seen: int
+    refused: int
+    missed: int
+
+
+@dataclass(frozen=True)
 class Drops:
-    """Packets lost on the way to the algorithms, by where (operational facts, never private):
-    ``clock`` stamped in an epoch the public clock had already closed (beyond the lateness
-    allowance) or ahead of it, ``kernel`` the socket's ring, ``queue`` batches the session refused,
-    ``lanes`` batches an algorithm's full queue refused (summed over algorithms)."""
+    """The one account of packets lost on the way to the algorithms (operational facts, never
+    private), in the units the lanes count (packets by default): ``offered`` what reached the
+    socket (handed over, or dropped by the kernel) or the file; ``clock`` stamped in an epoch the
+    public clock had already closed (beyond the lateness allowance) or ahead of it; ``kernel`` the
+    socket's ring; ``queue`` packets at least one lane's full queue refused (each once); ``lanes``
+    those refusals summed over lanes; ``by_lane`` each lane's own account. ``total`` = ``offered``
+    minus the packets every lane saw = ``clock + kernel + queue``. Every view renders this object
+    (``text``, ``lane_text``, dptop.monitor.result's JSON), so all say the same numbers."""
 
     clock: int = 0
     kernel: int = 0
     queue: int = 0
     lanes: int = 0
+    offered: int = 0
+    by_lane: tuple[LaneLoss, ...] = ()
 
     @property
     def total(self) -> int:
-        return self.clock + self.kernel + self.queue + self.lanes
+        return self.clock + self.kernel + self.queue
+
+    def lane(self, name: str) -> LaneLoss | None:
+        return next((loss for loss in self.by_lane if loss.name == name), None)
 
     def text(self) -> str:
-        return (f"drops {self.total:,} (late {self.clock:,}, kernel {self.kernel:,}, "
-                f"queues {self.queue + self.lanes:,})")
+        return (f"drops {self.total:,} of {self.offered:,} offered (late {self.clock:,}, kernel {self.kernel:,}, "
+                f"queues {self.queue:,})")
+
+    def lane_text(self, name: str) -> str:
+        """What a lane that lost packets says beside its panel ('' when it lost none)."""
+        loss = self.lane(name)
+        if loss is None or not loss.missed:
+            return ""
+        return (f"lost {loss.missed:,} of the packets offered (its own queue {loss.refused:,}): "
+                "its exact comparison includes packets it did not see")
+
+    def to_json(self) -> dict:
+        return {"total": self.total, "clock": self.clock, "kernel": self.kernel, "queue": self.queue,
+                "lanes": self.lanes, "offered": self.offered,
+                "by_lane": {x.name: {"seen": x.seen, "refused": x.refused, "missed": x.missed} for x in self.by_lane}}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Drops":
+        return cls(d.get("clock", 0), d.get("kernel", 0), d.get("queue", 0), d.get("lanes", 0), d.get("offered", 0),
+                   tuple(LaneLoss(name, x["seen"], x["refused"], x["missed"])
+                         for name, x in (d.get("by_lane") or {}).items()))
 
 
 def drops_of(snap) -> Drops:
-    """The ``Drops`` of a ``SessionSnapshot``."""
+    """The ``Drops`` of a ``SessionSnapshot``: lanes that joined later (an Apply) count from their origin."""
     src = snap.source
-    return Drops(sum(snap.dropped.values()), src.kernel_drops if src else 0, src.queue_drops if src else 0,
-                 sum(lane.algorithm.drops for lane in snap.lanes if lane.algorithm is not None))
+    clock = sum(snap.dropped.values())
+    kernel = src.kernel_drops if src else 0
+    offered = snap.truth_packets + clock + kernel
+    by_lane = []
+    for view in snap.lanes:
+        a = view.algorithm
+        if a is None:
+            continue
+        seen = a.packets + a.queued
+        by_lane.append(LaneLoss(view.name, seen, a.drops, clock + kernel + a.drops if view.origin == 0 else a.drops))
+    return Drops(clock, kernel, snap.missed, sum(x.refused for x in by_lane), offered, tuple(by_lane))

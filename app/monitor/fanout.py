@@ -33,7 +33,8 @@ def counted(batch: KeyBatch, c: Counting) -> tuple[KeyBatch, tuple | None]:
 class Fanout:
     """The tee from a source to the truth and the lanes. ``lanes`` is replaced, never mutated (the
     source's thread iterates it while an Apply swaps it); ``cell`` is the public clock's open cell,
-    the last one a batch was tagged with."""
+    the last one a batch was tagged with; ``missed``: live packets at least one lane did not take
+    (each lane's worker counts its own drops)."""
 
     def __init__(self, truth: Truth, counting: Counting, live: bool):
         self.truth = truth
@@ -41,22 +42,26 @@ class Fanout:
         self.live = live
         self.lanes: dict[str, Lane] = {}
         self.cell = 0
+        self.missed = 0
 
     def __call__(self, batch: KeyBatch) -> bool:
-        """Hand ``batch`` to the truth and every lane; False if a live lane refused part of it."""
+        """Hand ``batch`` to the truth and every lane, each taking or refusing it whole (live: a
+        full queue refuses it, counted per lane and once in ``missed``; replays and the clock's
+        ticks wait for room). Always True: what a lane refused is counted here, not by the source."""
         batch, exact = counted(batch, self.counting)
         if batch.epoch is not None:
             self.cell = batch.epoch
         first = self.truth.feed(batch, exact)
-        accepted = True
+        refused = False
         for lane in list(self.lanes.values()):
-            if lane.runner is None:
+            if lane.worker is None:
                 continue
             if lane.origin is None:
                 lane.origin = first
-            for piece in lane.chunks(batch):
-                if self.live and len(piece):
-                    accepted = lane.runner.offer(piece) and accepted
-                else:  # replays, and the clock's ticks: a lost tick would leave its epochs unreleased
-                    lane.runner.feed(piece)
-        return accepted
+            if self.live and len(batch):
+                refused = not lane.worker.offer(batch) or refused
+            else:  # replays, and the clock's ticks: a lost tick would leave its epochs unreleased
+                lane.worker.feed(batch)
+        if refused:
+            self.missed += len(batch)
+        return True

@@ -1,28 +1,33 @@
-"""A session's lanes: one runner per algorithm, and the immutable views the snapshot gives out."""
+"""A session's lanes: one worker per algorithm (dptop.engine.core.runner.Worker), and the immutable
+views the snapshot gives out."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
 
 from dptop.engine.core.facts import PublicFacts
-from dptop.engine.core.keys import KeyBatch
-from dptop.engine.core.runner import AlgorithmSnapshot, Runner
+from dptop.engine.core.runner import AlgorithmSnapshot, QueueBound, Worker
 from dptop.monitor.config import RunConfig
 from dptop.monitor.states import State
 from dptop.monitor.status import LaneStatus
 from dptop.monitor.truth import TruthResult
 
-CHUNK_SECONDS = 0.2
-"""A lane is fed chunks it processes in about this long, so it notices a stop well within a second."""
-LIVE_QUEUE = 8
-"""Chunks a live lane holds before it drops packets: bursts of over a second ride through."""
-REPLAY_QUEUE = 4
-"""Chunks a replay lane holds (the reader waits for room, nothing is dropped): enough to keep it
-busy, few enough that the batches in flight stay small (each chunk holds its batch's block)."""
+STALL_SECONDS = 6.0
+"""A live lane's queue holds this many seconds of the rate offered to it: a lane (or the whole
+process) held up this long loses nothing."""
+LIVE_QUEUE = QueueBound(cap=1 << 23, floor=1 << 20, seconds=STALL_SECONDS)
+"""A live lane holds at least 2^20 packets (6 s at 175k packets/s) and at most 2^23 (6 s at 1.4M
+packets/s): at most ``LIVE_QUEUE_MEMORY`` bytes of queued packets for all lanes together (they
+share the batches, so the slowest lane's backlog is what is held)."""
+LIVE_QUEUE_MEMORY = LIVE_QUEUE.memory
+"""403 MB (48 bytes a queued packet, ``runner.PACKET_BYTES``)."""
+REPLAY_QUEUE = QueueBound(cap=1 << 18)
+"""A replay lane holds 2^18 packets (the reader waits for room, nothing is dropped): enough to keep
+it busy, few enough that the batches in flight stay small."""
 
 
 class Lane:
-    """One algorithm's runner and where it joined the stream."""
+    """One algorithm's worker and where it joined the stream (``origin``, a position of the truth's stream)."""
 
     def __init__(self, name: str, config: RunConfig, facts: PublicFacts, generation: int, history: int, make,
                  clock_start: float | None = None, live: bool = False):
@@ -32,43 +37,27 @@ class Lane:
         self.error: str | None = None
         self.view: LaneView | None = None
         self.viewed_at = 0.0
-        self.rate = 0.0  # packets per CPU-second measured so far (0: unknown)
-        self.runner: Runner | None = None
+        self.worker: Worker | None = None
         try:
-            self.runner = Runner([make(name, self.settings, facts, config.counting.counted())], queue_size=LIVE_QUEUE if live else REPLAY_QUEUE,
+            self.worker = Worker(make(name, self.settings, facts, config.counting.counted()),
+                                 LIVE_QUEUE if live else REPLAY_QUEUE,
                                  live_interval=0.1, history=history, clock_start=clock_start).start()
         except (ValueError, TypeError) as exc:
             self.error = str(exc)
 
-    def snapshot(self) -> AlgorithmSnapshot | None:
-        if self.runner is None:
-            return None
-        snap = self.runner.snapshot().algorithms[0]
-        self.rate = snap.updates_per_second
-        return snap
+    def snapshot(self, want_live: bool = False) -> AlgorithmSnapshot | None:
+        """The worker's snapshot; ``want_live``: a view will show it, so ask for a fresh live view."""
+        return None if self.worker is None else self.worker.snapshot(want_live)
 
     def exact(self, top: int | None) -> tuple[int, int, tuple] | None:
         """(packets, distinct keys, the ``top`` heaviest) of an exact baseline's counter since the
         lane started; None for a lane without one."""
-        counter = None if self.runner is None else getattr(self.runner.algorithms[0], "counter", None)
+        counter = None if self.worker is None else getattr(self.worker.algorithm, "counter", None)
         return None if counter is None else (counter.total, counter.size, counter.top(top))
 
     @property
     def ready(self) -> bool:
-        return self.runner is None or all(w.ready or w.done for w in self.runner.workers)
-
-    def chunks(self, batch: KeyBatch):
-        """``batch`` cut into pieces this algorithm processes in about ``CHUNK_SECONDS`` (its rate
-        while busy so far, read from the worker without its lock: a stale value only sizes chunks)."""
-        worker = self.runner.workers[0]
-        if worker.busy > 0:
-            self.rate = worker.packets / worker.busy
-        size = max(1024, int(self.rate * CHUNK_SECONDS)) if self.rate > 0 else 4096
-        if len(batch) <= size:
-            yield batch
-            return
-        for start in range(0, len(batch), size):
-            yield batch.slice(start, start + size)
+        return self.worker is None or self.worker.warmed
 
 
 @dataclass(frozen=True)
@@ -99,3 +88,5 @@ class SessionSnapshot:
     truth_packets: int
     dropped: dict  # packets dropped by the public clock, by reason (operational)
     budget: dict | None  # the ledger (dptop.monitor.ledger)
+    missed: int = 0  # live packets at least one lane's full queue refused (dptop.monitor.fanout;
+    # the account every view renders: dptop.monitor.explain.drops_of)

@@ -13,17 +13,10 @@ fact for the person running dptop.
 from __future__ import annotations
 
 from dptop import __version__
-from dptop.monitor.explain import Drops, drops_of
+from dptop.monitor.explain import drops_of
 from dptop.monitor.ledger import Ledger
 from dptop.monitor.session import Session
 
-
-def drops_json(drops: Drops) -> dict:
-    """Every packet lost before the algorithms: ``total`` and by where (``clock``: stamped in an
-    epoch already closed beyond the lateness allowance, or ahead of the clock; ``kernel``;
-    ``queue``: refused by the session; ``lanes``: refused by full algorithm queues, summed)."""
-    return {"total": drops.total, "clock": drops.clock, "kernel": drops.kernel, "queue": drops.queue,
-            "lanes": drops.lanes}
 
 NON_PRIVATE = ("source", "exact", "dropped", "drops", "public",
                "algorithms.*.{packets, drops, status, updates_per_second, packets_per_second, busy_share}")
@@ -37,7 +30,8 @@ def source_json(session: Session) -> dict:
            "skipped": dict(st.skipped) if st else {}, "warnings": list(st.warnings) if st else []}
     if spec is not None and spec.kind == "live":
         out.update(iface=spec.iface, bpf=spec.bpf, kernel_drops=st.kernel_drops if st else 0,
-                   queue_drops=st.queue_drops if st else 0)
+                   queue_drops=st.queue_drops if st else 0,
+                   interface_events=[e.to_json() for e in st.interface_events] if st else [])
     elif spec is not None:
         out["path"] = spec.path if spec.kind == "file" else f"synthetic ({spec.label()})"
     return out
@@ -122,7 +116,7 @@ def session_json(session: Session, command: str, top: int | None, partial: bool 
     return result_json(command, session.config.settings, source_json(session),
                        exact_json(*session.exact(top or None)), algorithms, snap.budget, partial, snap.error,
                        counting={**vars(c), "text": c.describe()}, public=public_json(session),
-                       dropped=snap.dropped, drops=drops_json(drops_of(snap)))
+                       dropped=snap.dropped, drops=drops_of(snap).to_json())
 
 
 def archive_json(merged, paths, config, top: int | None) -> dict:

@@ -1,4 +1,4 @@
-"""One monitoring session, headless: the source, one runner per algorithm ("lane"), ground truth,
+"""One monitoring session, headless: the source, one worker per algorithm ("lane"), ground truth,
 the public clock of time epochs and the privacy ledger. The CLI and the GUI are views over it.
 
 Its concerns live beside it: where packets come from (``sources``), the one tee to truth and lanes
@@ -25,7 +25,7 @@ from dptop.engine.core import registry
 from dptop.engine.core.clock import TimeGrid
 from dptop.engine.core.jit import compiles
 from dptop.engine.core.keys import tick
-from dptop.engine.core.runner import Runner
+from dptop.engine.core.runner import Worker
 from dptop.engine.core.facts import Provenance, PublicFact, PublicFacts
 from dptop.monitor import sources
 from dptop.monitor.apply import APPLIED_NOTE, lanes_after, retired
@@ -71,7 +71,7 @@ class Session:
         self._flush = False
         self._starter: threading.Thread | None = None
         self._synthetic: sources.SyntheticFile | None = None
-        self._runners: list[Runner] = []  # every runner whose threads may still run (close joins them)
+        self._workers: list[Worker] = []  # every worker whose thread may still run (close joins them)
 
     # ----- what the views read -------------------------------------------------------------
     @property
@@ -153,9 +153,9 @@ class Session:
     def _finish_lanes(self) -> None:
         self.truth.finish()
         for lane in list(self.lanes.values()):
-            if lane.runner is not None:
+            if lane.worker is not None:
                 try:
-                    lane.runner.finish()
+                    lane.worker.finish()
                 except Exception:  # noqa: BLE001 - the lane's snapshot carries the error
                     pass
                 self._record(lane)
@@ -235,8 +235,8 @@ class Session:
         with self.life.lock:
             old, self.fanout.lanes = self.lanes, {n: self._lane(n) for n in self.config.names}
         for lane in old.values():
-            if lane.runner is not None:
-                lane.runner.stop()
+            if lane.worker is not None:
+                lane.worker.stop()
 
     def public_facts(self) -> PublicFacts:
         """The public facts so far (``public``), typed with their provenance: what every lane is built from."""
@@ -248,11 +248,11 @@ class Session:
         clock = self.public.get("time_range", (None,))[0] if live else None
         lane = Lane(name, self.config, self.public_facts(), self._generation, self.history, self._make,
                     clock_start=None if clock is None else clock / 1e9, live=live)
-        if lane.runner is not None:
-            self._runners = [r for r in self._runners if any(w.thread.is_alive() for w in r.workers)]
-            self._runners.append(lane.runner)
+        if lane.worker is not None:
+            self._workers = [w for w in self._workers if w.thread.is_alive()]
+            self._workers.append(lane.worker)
             if self.grid is not None:  # the clock's tick naming the lane's first cell
-                lane.runner.feed(tick(self.cell))
+                lane.worker.feed(tick(self.cell))
         return lane
 
     # ----- controls ------------------------------------------------------------------------
@@ -284,7 +284,7 @@ class Session:
             new, restarted = lanes_after(old, config, self.public_facts(), reading, self._lane)
             self.fanout.lanes = new
         for lane in retired(old, new):
-            lane.runner.stop()
+            lane.worker.stop()
             self._record(lane)
         if restarted:
             self.ledger.note(APPLIED_NOTE)
@@ -300,8 +300,8 @@ class Session:
         if self.source is not None:
             self.source.stop()
         if not self._flush:
-            for runner in list(self._runners):
-                runner.stop()
+            for worker in list(self._workers):
+                worker.stop()
             self.truth.stop()
             with self.life.lock:
                 if self.state == State.STOPPING:
@@ -321,8 +321,7 @@ class Session:
         out = [t for t in (self._starter, self.truth.thread) if t is not None]
         if self.source is not None and self.source.thread is not None:
             out.append(self.source.thread)
-        for runner in self._runners:
-            out.extend(w.thread for w in runner.workers)
+        out.extend(w.thread for w in self._workers)
         return out
 
     def close(self, timeout: float = 1.0) -> list[str]:
@@ -350,7 +349,7 @@ class Session:
         due = current if lanes is None else sorted(current, key=lambda l: l.viewed_at)[:lanes]
         now = time.monotonic()
         for lane in due:
-            snap = lane.snapshot()
+            snap = lane.snapshot(want_live=True)  # a view shows it: the next live view is due
             truth = None
             if snap is not None:
                 self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap))
@@ -370,7 +369,7 @@ class Session:
             state = State.PAUSED
         return SessionSnapshot(time.monotonic(), state, self.phase, self.error or self.truth.error, stats,
                                "" if self.spec is None else self.spec.label(), tuple(views), self.truth.fed,
-                               dict(self.dropped), self.ledger.to_json())
+                               dict(self.dropped), self.ledger.to_json(), self.fanout.missed)
 
     def exact(self, top: int | None) -> tuple[int, int, tuple]:
         """(packets, distinct keys, the ``top`` heaviest; None = all) of the whole session: the
@@ -388,4 +387,4 @@ class Session:
 
     def releases(self, name: str):
         lane = self.lanes.get(name)
-        return [] if lane is None or lane.runner is None else lane.runner.releases(name)
+        return [] if lane is None or lane.worker is None else lane.worker.releases()

@@ -2,8 +2,9 @@
 
 Frames are written into a memory-mapped transmit ring with numpy slicing and sent with one
 ``send()`` per chunk, so the sender is not limited by one system call per packet the way
-``tcpreplay`` is. Run as ``python -m dptop.capture.lab.txring IFACE COUNT`` (root); prints packets and
-seconds. The frames are Ethernet/IPv4 protocol 253 ("testing") from 10.0.0.0/8 sources.
+``tcpreplay`` is. Run as ``python -m dptop.capture.lab.txring IFACE COUNT [RATE]`` (root); prints
+packets and seconds. With a rate, each chunk leaves when it is due (chunks of ``chunk`` frames: at
+800,000 frames/s a chunk every 2.6 ms); while the interface cannot send (down) it waits and retries. The frames are Ethernet/IPv4 protocol 253 ("testing") from 10.0.0.0/8 sources.
 """
 from __future__ import annotations
 
@@ -37,8 +38,9 @@ def frames(count: int) -> np.ndarray:
     return out
 
 
-def send(iface: str, count: int, n_frames: int = 1 << 14, chunk: int = 1 << 11) -> float:
-    """Send ``count`` frames on ``iface`` as fast as the ring drains; returns the seconds taken."""
+def send(iface: str, count: int, n_frames: int = 1 << 14, chunk: int = 1 << 11, rate: float | None = None) -> float:
+    """Send ``count`` frames on ``iface`` at ``rate`` per second (None: as fast as the ring drains);
+    returns the seconds taken."""
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
     try:
@@ -58,15 +60,19 @@ def send(iface: str, count: int, n_frames: int = 1 << 14, chunk: int = 1 << 11) 
     while sent < count:
         k = min(chunk, count - sent, n_frames - slot)
         while status[slot:slot + k].any():  # wait until the kernel has sent these slots
-            time.sleep(0)
+            _flush(sock)
+        if rate:
+            due = t0 + sent / rate
+            while (left := due - time.perf_counter()) > 0:
+                time.sleep(left if left > 0.001 else 0)
         ring[slot:slot + k, DATA:DATA + 34] = data[sent:sent + k]
         length[slot:slot + k] = 34
         status[slot:slot + k] = 1  # TP_STATUS_SEND_REQUEST
-        sock.send(b"")
+        _flush(sock)
         sent += k
         slot = (slot + k) % n_frames
     while status.any():
-        sock.send(b"")
+        _flush(sock)
     took = time.perf_counter() - t0
     del ring, status, length
     mm.close()
@@ -74,6 +80,16 @@ def send(iface: str, count: int, n_frames: int = 1 << 14, chunk: int = 1 << 11) 
     return took
 
 
+def _flush(sock: socket.socket) -> None:
+    """Ask the kernel to send the requested frames; an interface that is down is waited for."""
+    try:
+        sock.send(b"")
+    except OSError:
+        time.sleep(0.01)
+    else:
+        time.sleep(0)
+
+
 if __name__ == "__main__":
     n = int(sys.argv[2])
-    print(n, send(sys.argv[1], n))
+    print(n, send(sys.argv[1], n, rate=float(sys.argv[3]) if len(sys.argv) > 3 else None))

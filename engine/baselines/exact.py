@@ -257,6 +257,13 @@ class Exact(Algorithm):
         super().warm_up()
         ExactCounter().items()
 
+    def live(self) -> Release | None:
+        """The top ``k`` now: a scan of the whole table, so taken only when a view shows it (the
+        runner asks for live views on demand) and not again while no packet arrived since."""
+        if self._last is None or self._last.span.end != self.packets:
+            self._last = self.release()
+        return self._last
+
     def release(self) -> Release:
         n = int(self.settings.extra.get("top", self.settings.k))
         return Release(self.name, self.span(), self.counter.top(n or None), status={"distinct": self.counter.size})

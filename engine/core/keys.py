@@ -168,13 +168,37 @@ class KeyBatch:
         return self.take(slice(start, stop), self.epoch)
 
     def take(self, index: np.ndarray, epoch: int | None = None) -> "KeyBatch":
-        """The packets at ``index`` (positions, a mask or a slice), in that order, tagged with ``epoch``."""
+        """The packets at ``index`` (positions, a mask or a slice), in that order, tagged with ``epoch``.
+        Every packet in order (the usual case on a public clock: a whole batch in the open cell) is
+        the same arrays tagged anew, not a copy."""
+        if _whole(index, len(self)):
+            return self.tagged(epoch)
         return KeyBatch(self.keys[index], self.ts_ns[index], epoch=epoch,
                         **{f: None if getattr(self, f) is None else getattr(self, f)[index] for f in self.OPTIONAL})
+
+    def tagged(self, epoch: int | None) -> "KeyBatch":
+        """The same packets (the same read-only arrays) tagged with ``epoch``."""
+        out = object.__new__(KeyBatch)
+        for name in self.__slots__:
+            setattr(out, name, getattr(self, name))
+        out.epoch = epoch
+        return out
 
     def with_times(self, ts_ns: np.ndarray) -> "KeyBatch":
         """The same packets stamped ``ts_ns``."""
         return KeyBatch(self.keys, ts_ns, self.dst, self.length, self.epoch, self.flow)
+
+
+def _whole(index, n: int) -> bool:
+    """Whether ``index`` (positions, a mask or a slice) picks every one of ``n`` packets in order."""
+    if isinstance(index, slice):
+        return index.step in (None, 1) and index.indices(n)[:2] == (0, n)
+    index = np.asarray(index)
+    if len(index) != n:
+        return False
+    if index.dtype == np.bool_:
+        return bool(index.all())
+    return n == 0 or (index[0] == 0 and index[-1] == n - 1 and bool((np.diff(index) == 1).all()))
 
 
 def concat(batches: list[KeyBatch], epoch: int | None = None) -> KeyBatch:

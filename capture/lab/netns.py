@@ -1,0 +1,72 @@
+"""Two network namespaces joined by a veth pair, for live tests and ``dptop bench --only live`` (root).
+
+``VethLab`` makes namespaces ``<name>-tx`` and ``<name>-rx`` and a veth pair ``<name>t`` (in tx) and
+``<name>r`` (in rx), both up, IPv6 off (no neighbour discovery: only the sender's frames cross), and
+removes them on exit. Commands run inside a namespace through ``ip netns exec``; the receiving
+side's kernel counters (``/sys/class/net/IFACE/statistics``, read inside its namespace) are the
+ground truth of what was offered to a capture.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
+
+
+class VethLab:
+    """A sender namespace and a receiver namespace joined by a veth pair (``with VethLab() as lab``)."""
+
+    def __init__(self, name: str | None = None):
+        name = name or f"dpt{os.getpid() % 100000}"
+        self.tx_ns, self.rx_ns = f"{name}-tx", f"{name}-rx"
+        self.tx, self.rx = f"{name}t", f"{name}r"
+
+    def __enter__(self) -> "VethLab":
+        try:
+            ip("netns", "add", self.tx_ns)
+            ip("netns", "add", self.rx_ns)
+            ip("link", "add", self.tx, "type", "veth", "peer", "name", self.rx)
+            ip("link", "set", self.tx, "netns", self.tx_ns)
+            ip("link", "set", self.rx, "netns", self.rx_ns)
+            for ns, dev in ((self.tx_ns, self.tx), (self.rx_ns, self.rx)):
+                self.run(ns, ["sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1"])
+                self.run(ns, ["ip", "link", "set", dev, "up"])
+                self.run(ns, ["ip", "link", "set", "lo", "up"])
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for ns in (self.tx_ns, self.rx_ns):
+            ip("netns", "del", ns, check=False)  # deleting a namespace deletes its end of the pair
+
+    @staticmethod
+    def command(ns: str, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", ns, *argv]
+
+    def run(self, ns: str, argv: list[str], **kw) -> subprocess.CompletedProcess:
+        return subprocess.run(self.command(ns, argv), capture_output=True, text=True, check=True, **kw)
+
+    def rx_packets(self) -> int:
+        """Frames the receiving interface took (its kernel counter)."""
+        out = self.run(self.rx_ns, ["cat", f"/sys/class/net/{self.rx}/statistics/rx_packets"])
+        return int(out.stdout)
+
+    def sender(self, count: int, rate: float | None) -> list[str]:
+        """The command that sends ``count`` frames at ``rate`` per second (None: as fast as it can)
+        from the sender's namespace (dptop.capture.lab.txring)."""
+        argv = [sys.executable, "-m", "dptop.capture.lab.txring", self.tx, str(count)]
+        return self.command(self.tx_ns, argv + ([str(rate)] if rate else []))
+
+    def packet_sockets(self) -> int:
+        """Packet sockets open in the receiving namespace (a capture has opened its socket)."""
+        out = self.run(self.rx_ns, ["cat", "/proc/net/packet"])
+        return max(0, len(out.stdout.splitlines()) - 1)
