@@ -64,7 +64,7 @@ def decode(data) -> dict:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise WireError(f"summaries must arrive as bytes, not {type(data).__name__}")
     try:
-        doc = msgpack.unpackb(bytes(data), raw=False, strict_map_key=True, ext_hook=_no_extension)
+        doc = msgpack.unpackb(bytes(data), raw=False, strict_map_key=True, ext_hook=no_extension)
     except WireError:
         raise
     except Exception as exc:  # msgpack's errors for every kind of malformed input
@@ -79,7 +79,7 @@ def decode(data) -> dict:
     return {name: _summary(name, item) for name, item in summaries.items()}
 
 
-def _no_extension(code, data):
+def no_extension(code, data):
     raise WireError(f"not a {FORMAT} payload (msgpack extension type {code})")
 
 
