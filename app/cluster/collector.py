@@ -94,9 +94,10 @@ class _Point:
 
 
 def _scheduler_side():
-    """Two functions run on the scheduler, defined here so they travel by value (the scheduler
-    needs no dptop): ``claim`` makes this client the scheduler's collector unless another one that
-    is still connected holds it; ``peer_names`` is the certificate CN of every worker's connection."""
+    """Functions run on the scheduler, defined here so they travel by value (the scheduler needs no
+    dptop): ``claim`` makes this client the scheduler's collector unless another one that is still
+    connected holds it, ``release`` gives it up; ``peer_names`` is the certificate CN of every
+    worker's connection."""
 
     def claim(dask_scheduler, holder, run):
         held = getattr(dask_scheduler, "dptop_collector", None)
@@ -104,6 +105,10 @@ def _scheduler_side():
             return list(held)
         dask_scheduler.dptop_collector = (holder, run)
         return None
+
+    def release(dask_scheduler, holder):
+        if getattr(dask_scheduler, "dptop_collector", (None,))[0] == holder:
+            dask_scheduler.dptop_collector = None
 
     def peer_names(dask_scheduler):
         out = {}
@@ -113,7 +118,16 @@ def _scheduler_side():
             out[address] = next((v for rdn in subject for k, v in rdn if k == "commonName"), None)
         return out
 
-    return claim, peer_names
+    return claim, release, peer_names
+
+
+SILENT = "no answer"
+
+
+def _pullable(a: AgentStatus) -> bool:
+    """Still pulled: starting, running, or lost by silence only (its answer brings it back; the
+    epochs released meanwhile name it as not covered)."""
+    return a.state in ("starting", "running") or a.state == "lost" and (a.error or "").startswith(SILENT)
 
 
 class SchedulerTaken(ConnectionError):
@@ -160,7 +174,7 @@ class Collector:
         self._stopping = threading.Event()
         self._closing = threading.Event()
         self._thread: threading.Thread | None = None
-        self._claim, self._peer_names = _scheduler_side()
+        self._claim, self._release, self._peer_names = _scheduler_side()
 
     # ----- control -------------------------------------------------------------------------
     def start(self) -> "Collector":
@@ -209,14 +223,13 @@ class Collector:
         with self._lock:
             self._final_through = self._current_cell()
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not self.fatal and any(
-                a.state in ("starting", "running") for a in self.status()):
+        while time.monotonic() < deadline and not self.fatal and any(map(_pullable, self.status())):
             time.sleep(TICK_S)
         self._stopping.set()
         self._thread.join()
         with self._lock:
             for name, a in self._agents.items():
-                if a.state in ("starting", "running"):
+                if _pullable(a):
                     self._agents[name] = replace(a, state="lost", error=self.fatal or
                                                  "no final summaries before the stop timeout")
             for name in self.expected:
@@ -230,6 +243,8 @@ class Collector:
         for p in self._points.values():
             if p.future is not None:
                 p.future.release()
+        if self._client.status == "running":
+            self._client.run_on_scheduler(self._release, holder=self._client.id)
         if self._own_client:
             self._client.close()
         return result
@@ -362,8 +377,7 @@ class Collector:
             if p.future is not None and p.future.done():
                 future, p.future = p.future, None
                 self._answer(name, p, future)
-            a = self._agents[name]
-            if p.future is not None or a.state not in ("starting", "running") or p.final:
+            if p.future is not None or not _pullable(self._agents[name]) or p.final:
                 continue
             final = self._final_through is not None
             if time.monotonic() - p.sent < PULL_S and not final:
@@ -473,7 +487,7 @@ class Collector:
         for name, a in self._agents.items():
             silent = now - a.seen
             if (a.state == "running" and silent > self.lost_after) or (a.state == "starting" and silent > START_TIMEOUT_S):
-                self._agents[name] = replace(a, state="lost", error=f"no answer for {silent:.1f} s")
+                self._agents[name] = replace(a, state="lost", error=f"{SILENT} for {silent:.1f} s")
 
     def _expected(self, cell: int) -> tuple[list[str], list[str]]:
         """(covered, missing) of ``cell``: every agent that delivered it, and those that should have

@@ -174,21 +174,18 @@ def describe(cluster) -> str:
     return cluster if isinstance(cluster, str) else f"client of {cluster.scheduler.address}"
 
 
-def certificate_name(role: str = "worker") -> str | None:
-    """The common name (CN) of the certificate Dask's configuration gives ``role``, or None without
-    one. Over TLS an agent is named by its certificate, and the collector checks that name against
-    the certificate the scheduler saw (dptop.cluster.collector)."""
+def certificate_name(path: str | None) -> str | None:
+    """The common name (CN) of the certificate at ``path``, or None without one. Over TLS an agent
+    is named by its certificate, and the collector checks that name against the certificate the
+    scheduler saw (dptop.cluster.collector)."""
     import ssl
 
-    import dask
-
-    path = dask.config.get(f"distributed.comm.tls.{role}.cert", None)
     if not path:
         return None
     try:
         decoded = ssl._ssl._test_decode_cert(path)  # the standard library's only PEM reader
     except (OSError, ssl.SSLError) as exc:
-        raise ValueError(f"the {role} certificate {path}: {exc}") from None
+        raise ValueError(f"the certificate {path}: {exc}") from None
     return common_name(decoded.get("subject", ()))
 
 
@@ -201,7 +198,7 @@ def common_name(subject) -> str | None:
     return None
 
 
-def check_reachable(address: str, role: str = "worker", timeout: float = 5.0) -> None:
+def check_reachable(address: str, role: str = "worker", security=None, timeout: float = 5.0) -> None:
     """Connect to the scheduler once as ``role`` and shake hands, so a refused certificate, a
     missing one or an unreachable scheduler is one ``ConnectionError`` line before a worker starts
     (a Dask worker would retry, or fail with a traceback)."""
@@ -212,7 +209,7 @@ def check_reachable(address: str, role: str = "worker", timeout: float = 5.0) ->
     from distributed.comm import connect
 
     try:
-        security = Security()
+        security = security or Security()
         args = security.get_connection_args(role)
     except (OSError, ValueError, ssl.SSLError) as exc:
         raise ConnectionError(f"{address}: the {role}'s TLS configuration is unusable ({exc})") from None

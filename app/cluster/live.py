@@ -199,28 +199,34 @@ def check_capture(iface: str, bpf: str | None) -> None:
 
 def agent_name(scheduler: str, iface: str, name: str | None) -> str:
     """The agent's name: over TLS its certificate's CN (``--name``, if given, must be it)."""
+    import dask
+
     from dptop.cluster.connect import certificate_name
 
-    cn = certificate_name("worker") if scheduler.startswith("tls://") else None
+    tls = scheduler.startswith("tls://")
+    cn = certificate_name(dask.config.get("distributed.comm.tls.worker.cert", None)) if tls else None
     if cn is not None and name is not None and name != cn:
         raise ValueError(f"--name {name!r}: over TLS an agent is named by its certificate (CN={cn!r})")
     return cn or name or default_name(iface)
 
 
-def serve_agent(scheduler: str, plugin: AgentPlugin, name: str, say=print, stop: threading.Event | None = None) -> None:
+def serve_agent(scheduler: str, plugin: AgentPlugin, name: str, say=print, stop: threading.Event | None = None,
+                security=None) -> None:
     """``dptop agent``: join ``scheduler`` as capture point ``name`` until ``stop`` is set (or
-    forever); a lost scheduler is said and rejoined, the capture point kept."""
-    from distributed import Worker
+    forever); a lost scheduler is said and rejoined, the capture point kept. ``security``: a Dask
+    ``Security`` (default: from Dask's configuration)."""
+    from distributed import Security, Worker
 
     from dptop.cluster.connect import check_reachable
 
-    check_reachable(scheduler)  # a refused certificate is one line, before any worker starts
+    security = security or Security()
+    check_reachable(scheduler, "worker", security)  # a refused certificate is one line, before any worker starts
     logging.getLogger("distributed").setLevel(logging.CRITICAL)  # the agent says what matters itself
     stop = stop or threading.Event()
 
     async def once(lost):
         async with Worker(scheduler, name=name, nthreads=1, resources={AGENT_RESOURCE: 1}, plugins={plugin},
-                          dashboard=False) as worker:
+                          dashboard=False, security=security) as worker:
             say(f"dptop agent {name}: joined {scheduler}" if lost is None else
                 f"dptop agent {name}: rejoined {scheduler} after {time.monotonic() - lost:.1f} s without it")
             while worker.status.name in ("running", "paused") and not stop.is_set():
