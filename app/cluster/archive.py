@@ -185,18 +185,18 @@ def _result(path: str, future):
                                   f"({type(exc).__name__}: {str(exc)[:160]})")
 
 
-def check_archive(paths, algorithm_names, settings: Settings, cluster=None, grid: TimeGrid | None = None,
-                  insecure: bool = False) -> Plan:
-    """The run's ``Plan``, or ``ValueError`` naming what cannot run (before anything starts)."""
+def check_archive(paths, algorithm_names, settings: Settings, cluster=None, grid: TimeGrid | None = None) -> Plan:
+    """The run's ``Plan``, or ``ValueError`` naming what cannot run (before anything starts). A
+    plain ``tcp://`` address beyond loopback is the caller's choice (the command line asks for
+    ``--insecure``, dptop.cluster.connect)."""
     if not paths:
         raise ValueError("paths: name at least one capture file")
-    check_cluster(cluster, insecure)
+    check_cluster(cluster, insecure=True)
     return Plan(tuple(algorithm_names), settings, new_master(settings), agents=len(paths), grid=grid)
 
 
 def replay_archive(paths, algorithm_names, settings: Settings, cluster=None,
-                   grid: TimeGrid | None = None, stop: threading.Event | None = None, progress=None,
-                   insecure: bool = False) -> ArchiveResult:
+                   grid: TimeGrid | None = None, stop: threading.Event | None = None, progress=None) -> ArchiveResult:
     """Replay capture files as capture points of one network and release their merge once.
 
     ``cluster``: None, "local:N", "tcp://HOST:PORT" or a ``distributed.Client``
@@ -205,7 +205,7 @@ def replay_archive(paths, algorithm_names, settings: Settings, cluster=None,
     ``missing``; ``stop`` ends the run early with what was read (module docstring); ``progress``
     (a callable) hears when the workers are up and the files go out."""
     paths = [str(p) for p in paths]
-    plan = check_archive(paths, algorithm_names, settings, cluster, grid, insecure)
+    plan = check_archive(paths, algorithm_names, settings, cluster, grid)
     stop = stop or threading.Event()
     t0 = time.perf_counter()
     with connect(cluster) as client:
