@@ -52,11 +52,13 @@ def _param(text: str):
 def check_agent(args) -> None:
     """The scheduler address, the interface and filter, and the agent's name (over TLS, its
     certificate's CN), before joining anything."""
+    from dptop.cluster.connect import check_reachable
     from dptop.cluster.live import agent_name, check_capture
 
     check_scheduler(args)
-    check_capture(args.iface, args.bpf)
     args.name = agent_name(args.scheduler, args.iface, args.name)
+    check_capture(args.iface, args.bpf)
+    check_reachable(args.scheduler)  # a refused certificate: one line, before the capture's kernels compile
 
 
 def cmd_agent(args) -> int:
