@@ -201,13 +201,14 @@ def _coverage(status: dict) -> str:
 
 def collect_json(result, top: int, cut: bool = False, gaps=(), fatal: str | None = None, refused=None) -> dict:
     """``collect --json``: the merged result; those agents lost, failed or never joined under
-    ``missing`` and every epoch that does not cover them all under ``epochs_not_covered``;
+    ``missing`` and every private release's epoch that does not cover them all under
+    ``epochs_not_covered``;
     ``partial`` unless every epoch of the run was released with every agent covered (a signal,
     ``cut``, makes it partial too); the scheduler's ``gaps``, the ``refused`` workers, the ``error``
     that ended the run (dptop.monitor.schemas.COLLECT)."""
     gone = [a.name for a in result.agents if a.gone]
     uncovered = sorted({r.span.index for rels in result.releases.values() for r in rels
-                        if r.status.get("agents_missing") or r.status.get("agents_partial")})
+                        if r.guarantee is not None and r.status.get("agents_missing")})
     return {**result.to_json(top), "partial": bool(gone or uncovered or cut or fatal), "missing": gone,
             "epochs_not_covered": uncovered, "stopped_by_signal": cut, "gaps": list(gaps),
             "refused": sorted((refused or {}).values()), "error": fatal}
