@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 
 import msgpack
 
-from dptop.cluster.wire import WireError, no_extension
+from dptop.cluster.wire import WireError, read_document
 from dptop.engine.core.clock import MAX_CELLS
 
 VERSION = 1
@@ -99,21 +99,7 @@ def _pack(kind: str, body: dict) -> bytes:
 
 
 def _unpack(kind: str, data) -> dict:
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise WireError(f"a {kind} must arrive as bytes, not {type(data).__name__}")
-    if len(data) > PAYLOAD_MAX:
-        raise WireError(f"a {kind} of {len(data)} bytes is larger than {PAYLOAD_MAX}")
-    try:
-        doc = msgpack.unpackb(bytes(data), raw=False, strict_map_key=False, ext_hook=no_extension)
-    except WireError:
-        raise
-    except Exception as exc:  # msgpack's errors for every kind of malformed input
-        raise WireError(f"not a {kind} (not msgpack: {type(exc).__name__})") from None
-    if not isinstance(doc, dict) or doc.get("format") != kind:
-        raise WireError(f"not a {kind} (no format field)")
-    if doc.get("version") != VERSION:
-        raise WireError(f"{kind} version {str(doc.get('version'))[:20]!r} is not supported (this collector reads {VERSION})")
-    return {k: v for k, v in doc.items() if k not in ("format", "version")}
+    return read_document(kind, VERSION, data, PAYLOAD_MAX)
 
 
 def _checked(doc, kinds: dict) -> dict:
