@@ -365,6 +365,7 @@ class Collector:
         if p is None:
             p = self._points[name] = _Point(address, first, first - 1, first - 1)
             self._merger.add_agent(name)
+            self._merger.agents.sort()  # merges in name order, whatever order the agents joined in
         p.address, p.future, p.seq, p.asked = address, None, p.seq + 1, max(p.asked, first - 1)
         old = self._agents.get(name)
         self._agents[name] = AgentStatus(name, address, state="starting", seen=time.monotonic(), first_cell=p.first_cell,
