@@ -40,6 +40,10 @@ def check_replay(args) -> None:
     algorithms and their parameters, and the capture and its time grid (one file) or the archive
     plan (several files)."""
     args.config = config_from_args(args)
+    if args.cluster:
+        from dptop.cluster.connect import check_cluster
+
+        check_cluster(args.cluster, insecure=args.insecure)  # plain tcp:// beyond loopback only with --insecure
     if len(args.path) > 1 or args.cluster:
         if args.key != "src" or args.weight != "packets" or args.publish:
             raise ValueError("several files or --cluster count packets per source only, with --json: "
@@ -269,6 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
                                            "merged (mergeable algorithms only)")
     p.add_argument("--cluster", type=cluster_arg, default=None, metavar="local:N|tcp://HOST:PORT|tls://HOST:PORT",
                    help="farm the files out to Dask workers, which ship summaries, not packets")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow a plain tcp:// --cluster beyond loopback (anyone on the network can run code on its workers)")
     p.add_argument("--speed", type=ranged(SPEED), default=None,
                    help="follow packet timestamps at this speed (default: as fast as possible)")
     p.add_argument("--max-gap", type=ranged(MAX_GAP), default=5.0, metavar="S",

@@ -158,7 +158,7 @@ def cluster_arg(text: str) -> str:
     from dptop.cluster.connect import check_cluster
 
     try:
-        return check_cluster(text)
+        return check_cluster(text, insecure=True)  # the address's form; plain tcp:// beyond loopback: check_replay
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

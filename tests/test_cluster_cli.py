@@ -23,6 +23,8 @@ def test_subcommands_plug_into_a_parser():
     (["collect", "--scheduler", "tcp://127.0.0.1:1", "--algorithms", "exact,dpss"],
      "not available in cluster mode: dpss"),
     (["agent", "--iface", "no-such-if0", "--scheduler", "tcp://127.0.0.1:1"], "no network interface 'no-such-if0'"),
+    (["agent", "--iface", "lo", "--scheduler", "tcp://10.1.2.3:8786"], "plain tcp:// beyond loopback"),
+    (["collect", "--scheduler", "tcp://sched.example:8786"], "plain tcp:// beyond loopback"),
 ])
 def test_bad_input_is_one_line(argv, message, capsys):
     assert main(argv) == 2

@@ -1,19 +1,17 @@
-"""The summaries' wire format (dptop.cluster.wire): every summary type survives a round trip bit
-for bit, and anything else an agent sends — a crafted pickle first — is rejected with one line and
-never executed, by the live collector (in-process and over a loopback Dask scheduler) and by an
-archive replay."""
+"""The summaries' wire format (dptop.cluster.wire) and the messages around it (dptop.cluster.messages):
+every summary type survives a round trip bit for bit, and anything else an agent sends — a crafted
+pickle first, a field of the wrong type or out of its bounds — is one line and never executed, by
+the live collector's checks and by an archive replay (over a Dask scheduler: test_cluster_trust.py)."""
 from __future__ import annotations
 
 import os
 import pickle
-import time
 
 import msgpack
 import numpy as np
 import pytest
 
 from dptop.cluster import archive
-from dptop.cluster.collector import Collector
 from dptop.cluster.plan import Plan, new_master
 from dptop.cluster.point import CapturePoint
 from dptop.cluster.wire import FORMAT, VERSION, WireError, decode, encode
@@ -111,79 +109,53 @@ def test_anything_else_is_one_wire_error(shipped, case):
     assert message and "\n" not in message and len(message) < 200, message
 
 
-def _collector(names=("exact", "dpmg")) -> Collector:
-    return Collector(None, names, Settings(k=4))  # never started: its message handler on its own
+def test_a_crafted_pickle_as_an_answer_is_rejected_and_never_runs(tmp_path, shipped):
+    """A point report or a shipment carrying a pickle where summaries go: one WireError, never loaded."""
+    from dptop.cluster.messages import PointReport, decode_report, decode_shipment, encode_report, encode_shipment
 
-
-def test_a_crafted_pickle_from_an_agent_is_rejected_and_never_runs(tmp_path, shipped):
     marker = tmp_path / "ran"
     evil = pickle.dumps(Marker(marker))
     pickle.loads(evil)  # the payload works: unpickled, it creates the marker
     assert marker.exists()
     marker.rmdir()
-
-    collector = _collector()
-    beat = {"kind": "beat", "run": collector.run, "time": time.time(), "iface": "lo", "first_cell": None,
-            "packets": 3, "ip_packets": 3, "kernel_drops": 0, "queue_drops": 0, "late": 0, "error": None}
-    good = {"kind": "beat", "agent": "good", **{k: v for k, v in beat.items() if k != "kind"},
-            "exact": encode({"exact": shipped[1]["exact"]})}
-    collector._handle(good)
-    for agent, msg in (("beat", {**beat, "exact": evil}), ("epoch", {"kind": "epoch", "epoch": 0, "summaries": evil}),
-                       ("done", {"kind": "done", "whole": evil, "packets": 3, "ip_packets": 3, "kernel_drops": 0,
-                                 "late": 0, "last_cell": 0})):
-        collector._handle({**msg, "agent": agent})
-        collector._handle({**good, "agent": agent})  # a rejected agent's later messages are ignored
+    report = decode_report(encode_report(PointReport("r" * 12, "running", exact=evil, epochs={3: evil})))
+    for payload in (report.exact, report.epochs[3]):
+        with pytest.raises(WireError, match="not a dptop-summaries payload"):
+            decode(payload)
+    for data in (evil, encode_shipment({}, evil, {}), msgpack.packb({"format": "dptop-point-report", "version": 1,
+                                                                      "run": evil}, use_bin_type=True)):
+        with pytest.raises(WireError) as err:
+            decode_report(data) if b"point-report" in data else decode_shipment(data)
+        assert "\n" not in str(err.value)
     assert not marker.exists()
-    status = {a.name: a for a in collector.status()}
-    assert status["good"].state == "running"
-    for agent in ("beat", "epoch", "done"):
-        assert status[agent].state == "failed" and status[agent].gone
-        assert status[agent].error.startswith("rejected, nothing of it merged: not a dptop-summaries payload")
-        assert "\n" not in status[agent].error
-    assert collector.exact().n == shipped[1]["exact"].n  # only the good agent's counts
-    assert collector._merger.pending_epochs() == []
 
 
-def test_summaries_outside_the_run_are_rejected(shipped):
-    collector = _collector(("exact", "dpmg"))
-    collector._handle({"kind": "epoch", "agent": "a", "epoch": 0, "summaries": encode(shipped[0])})  # eehh-cms too
-    collector._handle({"kind": "epoch", "agent": "b", "epoch": 0, "summaries": encode({"dpmg": shipped[0]["dpmg"]})})
-    collector._handle({"kind": "frob", "agent": "c"})
-    collector._handle({"kind": "beat", "agent": "d", "exact": encode({"exact": shipped[1]["exact"]})})  # no counters
-    status = {a.name: a for a in collector.status()}
-    assert status["a"].state == "failed" and "this run takes dpmg" in status["a"].error
-    assert status["b"].state == "starting"
-    assert status["c"].state == "failed" and "unknown kind 'frob'" in status["c"].error
-    assert status["d"].state == "failed" and "malformed 'beat' message" in status["d"].error
-    assert collector.exact().n == 0 and collector._merger.delivered(0) == {"b"}
+BAD_REPORTS = {
+    "a text cell": {"through": "x"},
+    "a cell 2**40": {"through": 2 ** 40},
+    "a negative count": {"packets": -1},
+    "a float count": {"packets": 1.5},
+    "a huge count": {"late": 2 ** 63},
+    "an unknown state": {"state": "root"},
+    "a long text": {"error": "x" * 10_000},
+    "cells out of range": {"epochs": {2 ** 40: b""}},
+    "a text cell key": {"epochs": {"x": b""}},
+    "summaries not bytes": {"exact": ["x"]},
+    "an extra field": {"code": "x"},
+}
 
 
-def test_a_pickle_posted_on_the_run_topic_over_loopback_never_runs(tmp_path):
-    """Any client of the scheduler can post on the run's topic: the collector rejects it."""
-    from distributed import Client
+@pytest.mark.parametrize("case", sorted(BAD_REPORTS))
+def test_every_field_of_a_point_report_is_checked(case):
+    from dataclasses import asdict
 
-    from dptop.cluster.connect import local_cluster
-    from dptop.cluster.live import topic
+    from dptop.cluster.messages import PointReport, decode_report
 
-    marker = tmp_path / "ran"
-    cluster = local_cluster(0)  # a scheduler on 127.0.0.1, no workers
-    collector = Collector(cluster.scheduler_address, ("exact",), Settings(k=4)).start()
-    try:
-        with Client(cluster.scheduler_address, timeout="10s") as intruder:
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and not collector.status():  # until the subscription is up
-                intruder.log_event(topic(collector.run), {"kind": "done", "agent": "intruder",
-                                                          "whole": pickle.dumps(Marker(marker)), "packets": 1,
-                                                          "ip_packets": 1, "kernel_drops": 0, "late": 0,
-                                                          "last_cell": 0})
-                time.sleep(0.2)
-        (agent,) = collector.status()
-        assert (agent.name, agent.state) == ("intruder", "failed") and "not a dptop-summaries payload" in agent.error
-    finally:
-        result = collector.stop(timeout=1)
-        cluster.close()
-    assert not marker.exists()
-    assert result.exact.n == 0 and [a.name for a in result.agents] == ["intruder"]
+    doc = {"format": "dptop-point-report", "version": 1, **asdict(PointReport("r" * 12, "running"))}
+    doc.update(BAD_REPORTS[case])
+    with pytest.raises(WireError) as err:
+        decode_report(msgpack.packb(doc, use_bin_type=True))
+    assert "\n" not in str(err.value) and len(str(err.value)) < 300, str(err.value)
 
 
 def test_an_archive_shipment_of_pickles_is_missing_and_never_runs(tmp_path, monkeypatch, shipped):
@@ -191,10 +163,7 @@ def test_an_archive_shipment_of_pickles_is_missing_and_never_runs(tmp_path, monk
     real = archive.summarize_file
 
     def evil(path, plan, stop=None):
-        ship = real(path, plan, stop)
-        if path.endswith("b.pcap"):
-            return archive.Shipment(ship.report, pickle.dumps(Marker(marker)), {})
-        return ship
+        return pickle.dumps(Marker(marker)) if path.endswith("b.pcap") else real(path, plan, stop)
 
     from dptop.capture.synth import write_zipf_pcap
 
@@ -206,7 +175,7 @@ def test_an_archive_shipment_of_pickles_is_missing_and_never_runs(tmp_path, monk
     assert not marker.exists()
     (missing,) = result.missing
     assert missing.name == str(paths[1]) and result.partial
-    assert missing.error.startswith("its summaries were rejected, nothing of them merged: not a dptop-summaries")
+    assert missing.error.startswith("its summaries were rejected, nothing of them merged: not a dptop-shipment")
     assert [a.name for a in result.agents] == [str(paths[0])] and result.exact.n == 2000
     (rel,) = result.releases["dpmg"]
     assert rel.status["agents"] == [str(paths[0])] and rel.status["agents_missing"] == [str(paths[1])]

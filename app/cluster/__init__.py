@@ -2,7 +2,8 @@
 releases once (Dask distributed moves the tasks and the summaries; kernels stay numba).
 
 * ``dptop.cluster.archive.replay_archive`` — capture files as capture points (archive replay);
-* ``dptop.cluster.live`` — ``dptop agent`` (a live capture point as a Dask task pinned to its host)
-  and the ``Collector`` that merges live agents;
+* ``dptop.cluster.live`` — ``dptop agent`` (a live capture point on a Dask worker of its host, pulled
+  by the collector) and ``dptop.cluster.collector``'s ``Collector`` that merges live agents;
+* ``dptop.cluster.messages`` — what agents and archive tasks send the collector, as msgpack bytes;
 * ``dptop.cluster.cli`` — the ``agent``, ``collect`` and ``cluster-bench`` subcommands.
 """

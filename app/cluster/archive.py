@@ -3,9 +3,11 @@
 ``replay_archive(paths, names, settings, cluster)`` sends one task per file to Dask workers (or runs
 them one after the other in this process when ``cluster`` is None: same results); each task opens
 its file with ``dptop.capture.pcap.open_capture``, feeds a ``CapturePoint`` and ships back only the
-summaries (``Shipment``, as bytes of dptop.cluster.wire, whose size is recorded as the bytes shipped). The collector (this
-process) merges them in file order and releases once: the merged exact counts, one merged release
-list per algorithm (one release per epoch for the private ones) and per-file packet counts.
+summaries: one dptop.cluster.messages shipment, as bytes (its summaries' size is recorded as the
+bytes shipped). The collector (this process) loads msgpack only from the network (a pickled result
+is refused before it is loaded) and checks every field of a shipment before merging; it merges them
+in file order and releases once: the merged exact counts, one merged release list per algorithm
+(one release per epoch for the private ones) and per-file packet counts.
 
 The run keeps what it can: a file that cannot be read is named, with why, among the ``missing``
 capture points and the others are merged and released without it (each release names the points
@@ -26,6 +28,7 @@ from dptop.cluster.connect import check_cluster, connect, describe
 from dptop.cluster.merger import MergedResult, Merger
 from dptop.cluster.plan import Plan, TimeGrid, new_master
 from dptop.cluster.point import CapturePoint
+from dptop.cluster.messages import decode_shipment, encode_shipment
 from dptop.cluster.wire import WireError, decode, encode
 from dptop.engine.core.settings import Settings
 
@@ -49,7 +52,7 @@ class AgentReport:
     epochs: int
     """Epoch summaries shipped."""
     bytes_shipped: int
-    """Pickled size of everything the capture point sent to the collector."""
+    """Size of the summaries the capture point sent to the collector."""
     epoch_bytes: int
     """The part of it that is per-epoch summaries (the rest: exact counts and baselines, once)."""
     seconds: float
@@ -82,26 +85,16 @@ class MissingPoint:
         return {"path": self.name, "error": self.error}
 
 
-@dataclass(frozen=True)
-class Shipment:
-    """What one capture point sends: its report, whole-stream summaries and per-epoch summaries
-    (each a dptop.cluster.wire payload)."""
-
-    report: AgentReport
-    whole: bytes
-    epochs: dict[int, bytes]
-
-
-def summarize_file(path: str, plan: Plan, stop=None) -> Shipment | MissingPoint:
-    """A worker's task: read ``path`` with dptop's capture parser and summarise it by ``plan``;
-    a file that cannot be read is a ``MissingPoint`` (returned, not raised: one line for the user,
-    no worker traceback). ``stop``: a ``threading.Event`` or the name of a Dask ``Event``, checked
-    between batches."""
+def summarize_file(path: str, plan: Plan, stop=None) -> bytes:
+    """A worker's task: read ``path`` with dptop's capture parser and summarise it by ``plan``; a
+    shipment as bytes (dptop.cluster.messages), also for a file that cannot be read (its error:
+    returned, not raised: one line for the user, no worker traceback). ``stop``: a
+    ``threading.Event`` or the name of a Dask ``Event``, checked between batches."""
     t0, c0 = time.perf_counter(), time.thread_time()
     point = CapturePoint(plan)
     stopped = _stop_check(stop)
     if stopped():
-        return MissingPoint(str(path), "not read: the run was stopped first")
+        return encode_shipment(None, error="not read: the run was stopped first")
     cut = False
     try:
         with open_capture(path) as reader:
@@ -112,15 +105,13 @@ def summarize_file(path: str, plan: Plan, stop=None) -> Shipment | MissingPoint:
                     break
             stats = reader.stats
     except (CaptureError, OSError, MemoryError) as exc:
-        return MissingPoint(str(path), str(exc) or type(exc).__name__)
+        return encode_shipment(None, error=str(exc) or type(exc).__name__)
     epochs = {e: encode(point.take_epoch(e)) for e in point.open_epochs()}
-    whole = encode(point.take_whole())
-    epoch_size = sum(map(len, epochs.values()))
-    size = len(whole) + epoch_size
-    report = AgentReport(str(path), stats.packets, stats.ip_packets, dict(stats.skipped), tuple(stats.warnings),
-                         point.counters.outside_grid, len(epochs), size, epoch_size, time.perf_counter() - t0,
-                         time.thread_time() - c0, cut)
-    return Shipment(report, whole, epochs)
+    report = {"packets": stats.packets, "ip_packets": stats.ip_packets,
+              "skipped": {str(k): int(v) for k, v in stats.skipped.items()},
+              "warnings": [str(w) for w in stats.warnings], "outside_grid": point.counters.outside_grid,
+              "seconds": time.perf_counter() - t0, "cpu_seconds": time.thread_time() - c0, "cut_short": cut}
+    return encode_shipment(report, encode(point.take_whole()), epochs)
 
 
 def _stop_check(stop):
@@ -154,7 +145,7 @@ class ArchiveResult(MergedResult):
 
 
 def _run_tasks(client, paths: list[str], plan: Plan, stop: threading.Event) -> dict:
-    """Each path's ``Shipment`` or ``MissingPoint``, by path."""
+    """Each path's shipment (bytes, as it arrived) or ``MissingPoint``, by path."""
     if client is None:
         return {p: MissingPoint(p, "not read: the run was stopped") if stop.is_set() else summarize_file(p, plan, stop)
                 for p in paths}
@@ -168,8 +159,7 @@ def _run_tasks(client, paths: list[str], plan: Plan, stop: threading.Event) -> d
     while futures:
         for future in [f for f in futures if f.status != "pending"]:
             path = futures.pop(future)
-            out[path] = future.result() if future.status == "finished" else MissingPoint(
-                path, f"its task {future.status}: {future.exception() if future.status == 'error' else ''}".rstrip(": "))
+            out[path] = _result(path, future)
         if stop.is_set() and deadline is None:
             event.set()
             deadline = time.monotonic() + STOP_TIMEOUT_S
@@ -182,11 +172,26 @@ def _run_tasks(client, paths: list[str], plan: Plan, stop: threading.Event) -> d
     return out
 
 
+def _result(path: str, future):
+    """A finished task's bytes (the client loads msgpack only: a pickled result raises here,
+    unloaded), or the ``MissingPoint`` of a task that failed or whose result could not be read."""
+    try:
+        if future.status == "finished":
+            return future.result()
+        return MissingPoint(path, f"its task {future.status}: {future.exception() if future.status == 'error' else ''}"
+                            .rstrip(": "))
+    except Exception as exc:  # Dask's protocol refusing a pickle is a TypeError; a lost worker an OSError
+        return MissingPoint(path, f"its result could not be read, nothing of it merged "
+                                  f"({type(exc).__name__}: {str(exc)[:160]})")
+
+
 def check_archive(paths, algorithm_names, settings: Settings, cluster=None, grid: TimeGrid | None = None) -> Plan:
-    """The run's ``Plan``, or ``ValueError`` naming what cannot run (before anything starts)."""
+    """The run's ``Plan``, or ``ValueError`` naming what cannot run (before anything starts). A
+    plain ``tcp://`` address beyond loopback is the caller's choice (the command line asks for
+    ``--insecure``, dptop.cluster.connect)."""
     if not paths:
         raise ValueError("paths: name at least one capture file")
-    check_cluster(cluster)
+    check_cluster(cluster, insecure=True)
     return Plan(tuple(algorithm_names), settings, new_master(settings), agents=len(paths), grid=grid)
 
 
@@ -210,37 +215,41 @@ def replay_archive(paths, algorithm_names, settings: Settings, cluster=None,
     received = {p: _receive(p, delivered[p], plan) for p in paths}
     covered = [p for p in paths if not isinstance(received[p], MissingPoint)]
     missing = tuple(received[p] for p in paths if p not in covered)
-    shipments = [delivered[p] for p in covered]
+    reports = [received[p][0] for p in covered]
     merger = Merger(plan, paths)
     for path in covered:
-        whole, epochs = received[path]
+        _, whole, epochs = received[path]
         merger.add_whole(path, whole)
         for epoch, summaries in epochs.items():
             merger.add_epoch(path, epoch, summaries)
     merger.release_whole()
     for epoch in _epochs_to_release(plan, merger.pending_epochs()):
         merger.release_epoch(epoch, covered=covered, missing=[m.name for m in missing])
-    return ArchiveResult(tuple(s.report for s in shipments), merger.exact(), dict(merger.releases), plan,
-                         describe(cluster), time.perf_counter() - t0, missing,
-                         any(s.report.cut_short for s in shipments))
+    return ArchiveResult(tuple(reports), merger.exact(), dict(merger.releases), plan, describe(cluster),
+                         time.perf_counter() - t0, missing, any(r.cut_short for r in reports))
 
 
 def _receive(path: str, delivered, plan: Plan):
-    """(whole, epochs) decoded from a ``Shipment``, or the ``MissingPoint`` of what is wrong with it."""
+    """(report, whole, epochs) decoded from a shipment, or the ``MissingPoint`` of what is wrong with it."""
     if isinstance(delivered, MissingPoint):
         return delivered
     try:
-        if not isinstance(delivered, Shipment) or not isinstance(delivered.epochs, dict):
-            raise WireError(f"not a shipment of summaries ({type(delivered).__name__})")
-        whole = decode(delivered.whole)
-        epochs = {e: decode(b) for e, b in delivered.epochs.items() if type(e) is int and e >= 0}
-        if len(epochs) != len(delivered.epochs) or "exact" not in whole \
-                or not set(whole) <= plan.whole \
-                or not all(set(s) <= set(plan.private) for s in epochs.values()):
+        fields, whole_bytes, epoch_bytes, error = decode_shipment(delivered)
+        if error is not None:
+            return MissingPoint(path, error)
+        whole = decode(whole_bytes)
+        epochs = {e: decode(b) for e, b in epoch_bytes.items()}
+        if "exact" not in whole or not set(whole) <= plan.whole \
+                or not all(set(s) <= set(plan.private) for s in epochs.values()) \
+                or (plan.grid is not None and any(e >= plan.grid.cells for e in epochs)):
             raise WireError("summaries of algorithms or epochs this run does not take")
     except WireError as exc:
         return MissingPoint(path, f"its summaries were rejected, nothing of them merged: {exc}")
-    return whole, epochs
+    epoch_size = sum(map(len, epoch_bytes.values()))
+    report = AgentReport(path, fields["packets"], fields["ip_packets"], fields["skipped"], tuple(fields["warnings"]),
+                         fields["outside_grid"], len(epochs), len(whole_bytes) + epoch_size, epoch_size,
+                         float(fields["seconds"]), float(fields["cpu_seconds"]), fields["cut_short"])
+    return report, whole, epochs
 
 
 def _epochs_to_release(plan: Plan, delivered: list[int]) -> list[int]:

@@ -7,9 +7,11 @@ on their own. A scheduler to join is any Dask scheduler, e.g. ``dask scheduler -
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+import signal
 import sys
+import threading
 import time
+from dataclasses import replace
 
 from dptop.capture.live import DURATION
 from dptop.cluster.connect import check_tls
@@ -21,12 +23,23 @@ LIVE_DEFAULT = ("exact", "dpmg", "misragries")
 EXPECT_TIMEOUT = Range("expect-timeout", 0.0, 3600.0)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def scheduler_arg(text: str) -> str:
-    """``--scheduler``: tcp://HOST:PORT, or tls://HOST:PORT with certificates in Dask's configuration."""
+    """``--scheduler``: tcp://HOST:PORT, or tls://HOST:PORT with certificates in Dask's configuration
+    (plain tcp:// beyond loopback is checked with ``--insecure``, in the command's check)."""
     try:
-        return check_tls(nonempty("--scheduler (tcp://HOST:PORT or tls://HOST:PORT)")(text))
+        return check_tls(nonempty("--scheduler (tcp://HOST:PORT or tls://HOST:PORT)")(text), insecure=True)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"--scheduler {exc}") from None
+
+
+def check_scheduler(args) -> None:
+    try:
+        check_tls(args.scheduler, insecure=args.insecure)
+    except ValueError as exc:
+        raise ValueError(f"--scheduler {exc}") from None
 
 
 def _param(text: str):
@@ -36,16 +49,52 @@ def _param(text: str):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def cmd_agent(args) -> int:
-    from dptop.cluster.live import default_name, serve_agent
+def check_agent(args) -> None:
+    """The scheduler address, the interface and filter, and the agent's name (over TLS, its
+    certificate's CN), before joining anything."""
+    from dptop.cluster.connect import check_reachable
+    from dptop.cluster.live import agent_name, check_capture
 
-    name = args.name or default_name(args.iface)
-    print(f"dptop agent {name}: capturing on {args.iface}, joining {args.scheduler} (Ctrl-C stops)", flush=True)
-    try:
-        serve_agent(args.scheduler, args.iface, name, args.bpf)
-    except KeyboardInterrupt:
-        pass
+    check_scheduler(args)
+    args.name = agent_name(args.scheduler, args.iface, args.name)
+    check_capture(args.iface, args.bpf)
+    check_reachable(args.scheduler)  # a refused certificate: one line, before the capture's kernels compile
+
+
+def cmd_agent(args) -> int:
+    from dptop.cluster.live import AgentPlugin, serve_agent
+
+    print(f"dptop agent {args.name}: capturing on {args.iface}, joining {args.scheduler} (Ctrl-C stops)", flush=True)
+    stop = threading.Event()
+    with _signals_stop(stop):  # INT, TERM or HUP: a requested stop, exit 0
+        try:
+            serve_agent(args.scheduler, AgentPlugin(args.iface, args.bpf), args.name,
+                        say=lambda line: print(line, flush=True), stop=stop)
+        except ConnectionError as exc:
+            print(f"dptop: error: {exc}", file=sys.stderr)
+            return 1
     return 0
+
+
+class _signals_stop:
+    """INT, TERM and HUP set ``stop`` (the first one is kept in the yielded dict's ``signal``)."""
+
+    def __init__(self, stop: threading.Event):
+        self.stop, self.got, self.old = stop, {"signal": None}, {}
+
+    def _handler(self, signum, frame):
+        if self.got["signal"] is None:
+            self.got["signal"] = signum
+        self.stop.set()
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self.old = {s: signal.signal(s, self._handler) for s in STOP_SIGNALS}
+        return self.got
+
+    def __exit__(self, *exc):
+        for s, h in self.old.items():
+            signal.signal(s, h)
 
 
 def _status_line(a) -> str:
@@ -57,6 +106,7 @@ def check_collect(args) -> None:
     """The algorithms (mergeable ones) and their parameters, before connecting to anything."""
     from dptop.cluster.plan import check_names
 
+    check_scheduler(args)
     try:
         args.names = check_names(n.strip() for n in args.algorithms.split(",") if n.strip())
     except ValueError as exc:
@@ -67,34 +117,44 @@ def check_collect(args) -> None:
 
 
 def cmd_collect(args) -> int:
+    """Exit codes: 0 only when every epoch of the run was released with every agent covered, 1
+    otherwise, 128 + signal on INT, TERM or HUP (the JSON is written all the same, ``partial``)."""
     from dptop.cluster.collector import Collector
 
     names, settings = args.names, args.settings
     expect = [n.strip() for n in (args.expect or "").split(",") if n.strip()]
-    collector = Collector(args.scheduler, names, settings, expect=expect, expect_timeout=args.expect_timeout).start()
+    stop = threading.Event()
     quiet = args.json_out == "-"
-    absent = []
-    if expect:
-        print(f"dptop: waiting up to {args.expect_timeout:g} s for agents {', '.join(expect)}", file=sys.stderr)
-        absent = collector.wait_for_expected()
-        if absent:
-            print(f"dptop: error: expected agent(s) not joined after {args.expect_timeout:g} s: {', '.join(absent)} "
-                  f"(their traffic is in no release; every release names them as NOT covered)", file=sys.stderr)
-    deadline = None if args.duration is None else time.monotonic() + args.duration
-    try:
-        while deadline is None or time.monotonic() < deadline:
-            time.sleep(1.0)
+    absent, said = [], set()
+    with _signals_stop(stop) as got:
+        collector = Collector(args.scheduler, names, settings, expect=expect, expect_timeout=args.expect_timeout)
+        collector.start()
+        if expect:
+            print(f"dptop: waiting up to {args.expect_timeout:g} s for agents {', '.join(expect)}", file=sys.stderr)
+            absent = collector.wait_for_expected(stop=stop)
+            if absent and not stop.is_set():
+                print(f"dptop: error: expected agent(s) not joined after {args.expect_timeout:g} s: "
+                      f"{', '.join(absent)} (their traffic is in no release; every release names them as NOT covered)",
+                      file=sys.stderr)
+        deadline = None if args.duration is None else time.monotonic() + args.duration
+        while (deadline is None or time.monotonic() < deadline) and not collector.fatal:
+            if stop.wait(min(1.0, max(0.0, deadline - time.monotonic())) if deadline else 1.0):
+                break
+            _say_news(collector, said)
             if not quiet:
                 print(f"{time.strftime('%H:%M:%S')} agents:", flush=True)
                 for a in collector.status():
                     print(_status_line(a), flush=True)
-    except KeyboardInterrupt:
-        pass
-    result = collector.stop()
-    summary = collect_json(result, args.top)
+        if got["signal"] is not None:
+            print(f"dptop: {signal.Signals(got['signal']).name}: stopping, writing what was merged so far",
+                  file=sys.stderr)
+        result = collector.stop()
+        _say_news(collector, said)
+        summary = collect_json(result, args.top, cut=got["signal"] is not None, gaps=collector.gaps,
+                               fatal=collector.fatal, refused=collector.refused())
+        if args.json_out:
+            write_json(summary, args.json_out)
     gone = summary["missing"]
-    if args.json_out:
-        write_json(summary, args.json_out)
     if not quiet:
         exact = next(iter(result.releases.get("exact", [])), None)
         print(f"exact top {_coverage(exact.status if exact else {'agents': [a.name for a in result.agents if not a.gone]})}:",
@@ -108,7 +168,25 @@ def cmd_collect(args) -> int:
     if not result.agents:  # an empty result is no network, not a quiet one
         print("dptop: error: no capture point joined the scheduler (name those expected with --expect)",
               file=sys.stderr)
-    return 1 if gone or not result.agents else 0
+    if collector.fatal:
+        print(f"dptop: error: {collector.fatal}", file=sys.stderr)
+    if got["signal"] is not None:
+        return 128 + got["signal"]
+    return 1 if summary["partial"] or not result.agents else 0
+
+
+def _say_news(collector, said: set) -> None:
+    """One line per scheduler gap and per refused worker, once."""
+    for gap in collector.gaps:
+        if ("gap", gap["start"]) not in said:
+            said.add(("gap", gap["start"]))
+            print(f"dptop: the scheduler was lost for {gap['seconds']:.1f} s at "
+                  f"{time.strftime('%H:%M:%S', time.localtime(gap['start']))}; reconnected, the run goes on",
+                  file=sys.stderr)
+    for address, why in collector.refused().items():
+        if ("refused", address) not in said:
+            said.add(("refused", address))
+            print(f"dptop: {why}", file=sys.stderr)
 
 
 def _coverage(status: dict) -> str:
@@ -121,11 +199,19 @@ def _coverage(status: dict) -> str:
     return text + "]"
 
 
-def collect_json(result, top: int) -> dict:
-    """``collect --json``: the merged result, ``partial`` when an agent was lost or never joined, and
-    those agents under ``missing`` (dptop.monitor.schemas.COLLECT)."""
+def collect_json(result, top: int, cut: bool = False, gaps=(), fatal: str | None = None, refused=None) -> dict:
+    """``collect --json``: the merged result; those agents lost, failed or never joined under
+    ``missing`` and every private release's epoch that does not cover them all under
+    ``epochs_not_covered``;
+    ``partial`` unless every epoch of the run was released with every agent covered (a signal,
+    ``cut``, makes it partial too); the scheduler's ``gaps``, the ``refused`` workers, the ``error``
+    that ended the run (dptop.monitor.schemas.COLLECT)."""
     gone = [a.name for a in result.agents if a.gone]
-    return {**result.to_json(top), "partial": bool(gone), "missing": gone}
+    uncovered = sorted({r.span.index for rels in result.releases.values() for r in rels
+                        if r.guarantee is not None and r.status.get("agents_missing")})
+    return {**result.to_json(top), "partial": bool(gone or uncovered or cut or fatal), "missing": gone,
+            "epochs_not_covered": uncovered, "stopped_by_signal": cut, "gaps": list(gaps),
+            "refused": sorted((refused or {}).values()), "error": fatal}
 
 
 def add_subcommands(subparsers) -> None:
@@ -137,7 +223,9 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--name", type=nonempty("--name"), default=None,
                    help="capture point name (default HOSTNAME:IFACE; unique per scheduler)")
     p.add_argument("--bpf", default=None, help="BPF capture filter")
-    p.set_defaults(func=cmd_agent)
+    p.add_argument("--insecure", action="store_true",
+                   help="allow a plain tcp:// scheduler beyond loopback (anyone on the network can then run code here)")
+    p.set_defaults(func=cmd_agent, check=check_agent)
 
     p = subparsers.add_parser("collect", help="merge the live capture points of a Dask scheduler and release")
     p.add_argument("--scheduler", type=scheduler_arg, required=True, metavar="tcp|tls://HOST:PORT")
@@ -160,6 +248,9 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--top", type=ranged(replace(EXTRA_RANGES["top"], name="top")), default=10)
     p.add_argument("--json", dest="json_out", type=json_target, default=None,
                    metavar="OUT|-")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow a plain tcp:// scheduler beyond loopback (anyone on the network can then read "
+                        "the summaries and run code on the agents)")
     p.set_defaults(func=cmd_collect, check=check_collect)
 
 
@@ -173,6 +264,9 @@ def main(argv=None) -> int:
         if getattr(args, "check", None) is not None:
             args.check(args)
         return args.func(args)
-    except (ValueError, OSError, CaptureError) as exc:
+    except (ValueError, CaptureError) as exc:
         print(f"dptop: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the scheduler unreachable, a certificate refused, a second collector
+        print(f"dptop: error: {exc}", file=sys.stderr)
+        return 1

@@ -1,28 +1,37 @@
-"""The live collector: merges what ``dptop agent`` capture points ship and releases once per epoch.
+"""The live collector: pulls what ``dptop agent`` capture points summarized and releases once per epoch.
 
-``Collector(scheduler, names, settings)`` connects to the Dask scheduler, pins one
-``run_capture_point`` task to every worker that carries the ``dptop-agent`` resource (agents that
-join later too), and follows the run's event topic. ``status()`` is an immutable per-agent snapshot
-for a display: state, packets, packets/s, drops. An agent whose worker left the scheduler, whose
-task failed, or that sent nothing for ``lost_after`` seconds (default 2 s; agents beat every 0.5 s)
-is **lost**. A time epoch is released once every agent expected in it has delivered it or is lost;
-the release names the agents it covers and those it does not (dptop.cluster.merger), so a lost
-agent's epoch data is never claimed. ``stop()`` ends the run and returns a ``MergedResult``.
+``Collector(scheduler, names, settings)`` connects to the Dask scheduler with a client that loads
+msgpack only, claims the scheduler (a second collector while this one is connected is refused; one
+whose predecessor's client is gone, e.g. after ``kill -9``, takes over at once), and starts one
+capture point (dptop.cluster.live) on every worker that carries the ``dptop-agent`` resource,
+those that join later too. Over TLS a worker is admitted only when its name is the CN of the
+certificate the scheduler saw it present; others are refused and named (``refused()``).
 
-Time epochs (``settings.epoch_seconds``) use the public grid of cells of that length aligned to the
-Unix epoch, from the cell the collector starts in; without it the whole run is one epoch.
+Every ``PULL_S`` the collector pulls each capture point: the answer (a dptop.cluster.messages
+``PointReport``) is checked field by field before anything of it is merged; a malformed answer
+fails that agent with one line and harms nobody else. Nothing travels in the scheduler's event
+log, which every client can read.
+
+Epochs are the collector's: the public grid of ``settings.epoch_seconds`` cells aligned to the Unix
+epoch on the collector's clock, from the cell it starts in (without it the whole run is one epoch);
+a cell is pulled ``GRACE_S`` after its end, and released once every agent that should cover it has
+delivered it or is gone. An agent is **lost** when its worker leaves, or when no answer came for
+``lost_after`` seconds (the collector's monotonic clock); a lost agent that returns is re-admitted.
+A lost scheduler is a **gap**: nothing is declared lost meanwhile, the client reconnects (up to
+``RECONNECT_S``), the agents rejoin and go on, and the gap is named. ``stop()`` pulls every agent a
+last time and returns a ``MergedResult``.
 """
 from __future__ import annotations
 
-import queue
 import threading
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from dptop.cluster.live import (AGENT_RESOURCE, GRACE_S, cell_now, lease_variable, run_capture_point, stop_event,
-                                topic)
+from dptop.cluster.connect import DESERIALIZERS, check_reachable
+from dptop.cluster.live import AGENT_RESOURCE, GRACE_S, LEASE_S, PULL_S, pull_point, start_point
 from dptop.cluster.merger import MergedResult, Merger
+from dptop.cluster.messages import PointReport, decode_report
 from dptop.cluster.plan import Plan, TimeGrid, new_master
 from dptop.cluster.wire import WireError, decode
 from dptop.engine.baselines.merge import CountSummary
@@ -31,7 +40,11 @@ from dptop.engine.core.clock import MAX_CELLS
 TICK_S = 0.1
 SCAN_S = 0.5
 START_TIMEOUT_S = 60.0
-"""An agent's task may take this long to send its first beat (imports, opening the capture)."""
+"""An agent may take this long to answer its first pull (imports, opening the capture)."""
+RECONNECT_S = LEASE_S
+"""How long a lost scheduler may stay away: agents keep their capture points as long."""
+REJOIN_S = 10.0
+"""After a gap, how long the agents have to rejoin before one is lost."""
 
 
 @dataclass(frozen=True)
@@ -47,9 +60,9 @@ class AgentStatus:
     kernel_drops: int = 0
     queue_drops: int = 0
     late: int = 0
-    """Packets that arrived after their epoch was shipped (counted, not merged)."""
+    """Packets of a cell already shipped or released (counted, not merged)."""
     seen: float = 0.0
-    """time.monotonic() of the last message."""
+    """time.monotonic() of the last good answer."""
     first_cell: int | None = None
     last_cell: int | None = None
     error: str | None = None
@@ -62,19 +75,80 @@ class AgentStatus:
         return {k: v for k, v in self.__dict__.items() if k != "seen"}
 
 
+@dataclass
+class _Point:
+    """The collector's own record of an admitted capture point (never the agent's word)."""
+
+    address: str
+    first_cell: int
+    through: int
+    """The last cell it delivered (or that was lost on the way)."""
+    asked: int
+    """The last cell the collector asked for."""
+    dropped: set = field(default_factory=set)
+    """Cells whose summaries never arrived (answers lost with the scheduler): not covered."""
+    future: object = None
+    sent: float = 0.0
+    seq: int = 0
+    final: bool = False
+
+
+def _scheduler_side():
+    """Functions run on the scheduler, defined here so they travel by value (the scheduler needs no
+    dptop): ``claim`` makes this client the scheduler's collector unless another one that is still
+    connected holds it, ``release`` gives it up; ``peer_names`` is the certificate CN of every
+    worker's connection."""
+
+    def claim(dask_scheduler, holder, run):
+        held = getattr(dask_scheduler, "dptop_collector", None)
+        if held is not None and held[0] != holder and held[0] in dask_scheduler.clients:
+            return list(held)
+        dask_scheduler.dptop_collector = (holder, run)
+        return None
+
+    def release(dask_scheduler, holder):
+        if getattr(dask_scheduler, "dptop_collector", (None,))[0] == holder:
+            dask_scheduler.dptop_collector = None
+
+    def peer_names(dask_scheduler):
+        out = {}
+        for address, stream in dask_scheduler.stream_comms.items():
+            info = getattr(getattr(stream, "comm", None), "extra_info", None) or {}
+            subject = (info.get("peercert") or {}).get("subject", ())
+            out[address] = next((v for rdn in subject for k, v in rdn if k == "commonName"), None)
+        return out
+
+    return claim, release, peer_names
+
+
+SILENT = "no answer"
+
+
+def _pullable(a: AgentStatus) -> bool:
+    """Still pulled: starting, running, or lost by silence only (its answer brings it back; the
+    epochs released meanwhile name it as not covered)."""
+    return a.state in ("starting", "running") or a.state == "lost" and (a.error or "").startswith(SILENT)
+
+
+class SchedulerTaken(ConnectionError):
+    """Another collector, still connected, holds the scheduler."""
+
+
 class Collector:
     """``expect``: names of the agents the run is for; epochs wait for them until ``expect_timeout``
-    seconds after the start, then those that never joined are named missing (state "missing")."""
+    seconds after the start, then those that never joined are named missing (state "missing").
+    ``clock``: the collector's wall clock in ns (the epochs' clock; tests inject one)."""
 
     def __init__(self, scheduler, names, settings, max_agents: int = 64, lost_after: float = 2.0,
-                 expect=(), expect_timeout: float = START_TIMEOUT_S):
+                 expect=(), expect_timeout: float = START_TIMEOUT_S, clock=time.time_ns):
         if settings.epoch_packets is not None:
             raise ValueError(f"epoch_packets ({settings.epoch_packets}): live agents count at different "
                              f"rates, so live cluster epochs are time epochs (--epoch-seconds)")
+        self.clock = clock
         grid = None
         if settings.epoch_seconds is not None:
             epoch_ns = round(settings.epoch_seconds * 1e9)
-            grid = TimeGrid(time.time_ns() // epoch_ns * epoch_ns, epoch_ns, MAX_CELLS)
+            grid = TimeGrid(clock() // epoch_ns * epoch_ns, epoch_ns, MAX_CELLS)
         self.plan = Plan(tuple(names), settings, new_master(settings), agents=max_agents, grid=grid)
         self.lost_after = float(lost_after)
         self.expected = tuple(dict.fromkeys(expect))
@@ -84,64 +158,80 @@ class Collector:
         self._scheduler = scheduler
         self._client = None
         self._own_client = False
-        self._inbox: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._agents: dict[str, AgentStatus] = {}
-        self._futures: dict[str, object] = {}
-        self._pinned: dict[str, int] = {}
-        """The cell each agent's task was pinned in: before its first beat names its first cell, an
-        epoch from this one on waits for it (it may be capturing already)."""
+        self._points: dict[str, _Point] = {}
+        self._refused: dict[str, str] = {}
         self._merger = Merger(self.plan, [])
-        self._rejected: set[str] = set()
         self._next_cell = 0
-        self._stopping = threading.Event()  # the collector thread ends
-        self._closing = threading.Event()  # no new agents: the run is stopping
+        self._final_through: int | None = None
+        self.gaps: list[dict] = []
+        """Each time the scheduler was lost: ``start`` (Unix seconds) and ``seconds`` away."""
+        self._gap_start: float | None = None
+        self._rejoin_until = 0.0
+        self.fatal: str | None = None
+        """Why the run cannot go on (the scheduler stayed away), else None."""
+        self._stopping = threading.Event()
+        self._closing = threading.Event()
         self._thread: threading.Thread | None = None
+        self._claim, self._release, self._peer_names = _scheduler_side()
 
     # ----- control -------------------------------------------------------------------------
     def start(self) -> "Collector":
-        from distributed import Client, Event, Variable
+        from distributed import Client
 
         if isinstance(self._scheduler, str):
-            self._client, self._own_client = Client(self._scheduler, timeout="10s"), True
+            check_reachable(self._scheduler, role="client")
+            self._client = Client(self._scheduler, timeout=f"{RECONNECT_S:g}s", deserializers=DESERIALIZERS)
+            self._own_client = True
         else:
             self._client = self._scheduler
-        self._client.subscribe_topic(topic(self.run), lambda event: self._inbox.put(event[1]))
-        self._stop = Event(stop_event(self.run), client=self._client)
-        self._lease = Variable(lease_variable(self.run), client=self._client)
-        self._lease.set(time.time())
+        try:
+            self._take_scheduler()
+        except SchedulerTaken:
+            if self._own_client:
+                self._client.close()
+            raise
         self._expect_until = time.monotonic() + self.expect_timeout
         self._thread = threading.Thread(target=self._loop, name="dptop-collector", daemon=True)
         self._thread.start()
         return self
 
-    def wait_for_expected(self, poll: float = TICK_S) -> list[str]:
-        """Block until every expected agent has joined or the expect timeout passed; the names
-        still missing."""
+    def _take_scheduler(self) -> None:
+        held = self._client.run_on_scheduler(self._claim, holder=self._client.id, run=self.run)
+        if held is not None:
+            raise SchedulerTaken(f"another collector (run {str(held[1])[:12]}) is connected to this scheduler; "
+                               f"one collector per scheduler")
+
+    def wait_for_expected(self, poll: float = TICK_S, stop: threading.Event | None = None) -> list[str]:
+        """Block until every expected agent has joined or the expect timeout passed (or ``stop``
+        is set); the names still missing."""
+        stop = stop or threading.Event()
         while True:
             missing = self.not_joined()
-            if not missing or time.monotonic() >= self._expect_until:
+            if not missing or time.monotonic() >= self._expect_until or self.fatal or stop.is_set():
                 return missing
-            time.sleep(poll)
+            stop.wait(poll)
 
     def not_joined(self) -> list[str]:
         with self._lock:
             return [n for n in self.expected if n not in self._agents]
 
     def stop(self, timeout: float = 10.0) -> MergedResult:
-        """Stop every agent's task, wait up to ``timeout`` for their last summaries, release the rest."""
+        """Pull every agent a last time (up to ``timeout``), release the rest and return the result."""
         self._closing.set()
-        self._stop.set()
+        with self._lock:
+            self._final_through = self._current_cell()
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and any(a.state in ("starting", "running") for a in self.status()):
+        while time.monotonic() < deadline and not self.fatal and any(map(_pullable, self.status())):
             time.sleep(TICK_S)
         self._stopping.set()
         self._thread.join()
         with self._lock:
-            self._drain()
             for name, a in self._agents.items():
-                if a.state in ("starting", "running"):
-                    self._agents[name] = replace(a, state="lost", error="no final summaries before the stop timeout")
+                if _pullable(a):
+                    self._agents[name] = replace(a, state="lost", error=self.fatal or
+                                                 "no final summaries before the stop timeout")
             for name in self.expected:
                 if name not in self._agents:
                     self._agents[name] = AgentStatus(name, "", state="missing", error="never joined the scheduler")
@@ -149,10 +239,12 @@ class Collector:
             self._release_due(final=True)
             self._merger.release_whole(gone=[n for n, a in self._agents.items() if a.gone])
             result = MergedResult(tuple(self._agents.values()), self._merger.exact(),
-                                {n: list(r) for n, r in self._merger.releases.items()}, self.plan)
-        self._client.unsubscribe_topic(topic(self.run))
-        for f in self._futures.values():
-            f.release()
+                                  {n: list(r) for n, r in self._merger.releases.items()}, self.plan)
+        for p in self._points.values():
+            if p.future is not None:
+                p.future.release()
+        if self._client.status == "running":
+            self._client.run_on_scheduler(self._release, holder=self._client.id)
         if self._own_client:
             self._client.close()
         return result
@@ -161,6 +253,11 @@ class Collector:
     def status(self) -> list[AgentStatus]:
         with self._lock:
             return list(self._agents.values())
+
+    def refused(self) -> dict[str, str]:
+        """Workers refused as agents (address -> why): their names are not their certificates'."""
+        with self._lock:
+            return dict(self._refused)
 
     def exact(self) -> CountSummary:
         with self._lock:
@@ -174,86 +271,206 @@ class Collector:
     def _loop(self) -> None:
         last_scan = 0.0
         while not self._stopping.is_set():
-            now = time.monotonic()
-            if now - last_scan >= SCAN_S:
-                last_scan = now
-                self._lease.set(time.time())
-                self._scan_workers()
+            try:
+                if self._connected():
+                    now = time.monotonic()
+                    if now - last_scan >= SCAN_S:
+                        last_scan = now
+                        self._scan_workers()
+                    self._exchange()
+            except SchedulerTaken as exc:  # another collector took the scheduler during a gap
+                self.fatal = str(exc)
+            except (OSError, TimeoutError, AttributeError) as exc:  # the scheduler went during a call
+                if self._client.status == "running" and self._gap_start is None:
+                    self.fatal = f"the scheduler failed a call: {type(exc).__name__}: {exc}"
+            except Exception as exc:  # noqa: BLE001 - the run ends said, with its JSON, never frozen
+                self.fatal = f"internal error in the collector: {exc!r}"
             with self._lock:
-                self._drain()
                 self._mark_lost()
                 self._release_due(final=False)
+            if self.fatal:
+                return
             self._stopping.wait(TICK_S)
 
+    def _connected(self) -> bool:
+        """Whether the scheduler is there; opens and closes a gap (and claims the scheduler again)."""
+        status = self._client.status
+        if status == "running" and self._gap_start is None:
+            return True
+        now = time.time()
+        if status == "running":
+            self._take_scheduler()
+            with self._lock:
+                self.gaps.append({"start": self._gap_start, "seconds": round(now - self._gap_start, 3)})
+                self._gap_start = None
+                self._rejoin_until = time.monotonic() + REJOIN_S
+                for name, p in self._points.items():  # their futures died with the scheduler
+                    p.future = None
+                    a = self._agents[name]
+                    self._agents[name] = replace(a, seen=time.monotonic())
+            return True
+        if status in ("closing", "closed"):
+            self.fatal = f"lost the scheduler for more than {RECONNECT_S:g} s"
+        elif self._gap_start is None:
+            self._gap_start = now
+        return False
+
+    def _current_cell(self) -> int:
+        grid = self.plan.grid
+        return 0 if grid is None else min(max(0, (self.clock() - grid.start_ns) // grid.epoch_ns), grid.cells - 1)
+
+    def _due_cell(self) -> int:
+        """The last cell whose end (plus the agents' grace) has passed on the collector's clock."""
+        grid = self.plan.grid
+        if self._final_through is not None:
+            return self._final_through
+        if grid is None:
+            return -1
+        return min((self.clock() - grid.start_ns - int(GRACE_S * 1e9)) // grid.epoch_ns - 1, grid.cells - 1)
+
     def _scan_workers(self) -> None:
-        workers = self._client.scheduler_info()["workers"]
-        agents = {str(w.get("name")): addr for addr, w in workers.items()
-                  if w.get("resources", {}).get(AGENT_RESOURCE)}
+        workers = self._client.scheduler_info(n_workers=-1)["workers"]
+        agents = {addr: str(w.get("name")) for addr, w in workers.items()
+                  if (w.get("resources") or {}).get(AGENT_RESOURCE)}
+        names = self._client.run_on_scheduler(self._peer_names) if any(a.startswith("tls://") for a in agents) else {}
+        starts = []
+        rejoining = time.monotonic() < self._rejoin_until
         with self._lock:
             for name, a in list(self._agents.items()):
-                if a.state in ("starting", "running") and name not in agents:
+                if a.state in ("starting", "running") and self._points[name].address not in agents and not rejoining:
                     self._agents[name] = replace(a, state="lost", error="its worker left the scheduler")
-                future = self._futures.get(name)
-                if future is not None and future.status == "error" and a.state != "failed":
-                    self._agents[name] = replace(a, state="failed", error=repr(future.exception()))
-            new = [(n, addr) for n, addr in agents.items() if n not in self._agents and not self._closing.is_set()]
-            for name, addr in new:
-                self._agents[name] = AgentStatus(name, addr, seen=time.monotonic())
-                self._pinned[name] = 0 if self.plan.grid is None else cell_now(self.plan.grid)
-                self._merger.add_agent(name)
-        for name, addr in new:
-            self._futures[name] = self._client.submit(
-                run_capture_point, self.plan, self.run, workers=[addr], allow_other_workers=False,
-                resources={AGENT_RESOURCE: 1}, pure=False, key=f"dptop-agent-{self.run}-{name}")
+            known = {p.address for p in self._points.values()}
+            for address, name in agents.items():
+                if address in known or address in self._refused or self._closing.is_set():
+                    continue
+                if address.startswith("tls://") and names.get(address) != name:
+                    self._refused[address] = (f"worker {name[:40]!r} at {address} refused: its certificate names "
+                                              f"{names.get(address)!r}; an agent is named by its certificate")
+                    continue
+                a, p = self._agents.get(name), self._points.get(name)
+                if a is not None and (a.state in ("starting", "running") and p.address in agents
+                                      or (a.error or "").startswith("rejected")):
+                    continue  # the name is taken by a live agent, or rejected for the run
+                starts.append(self._admit(name, address))
+        for name, p, first in starts:
+            p.future = self._client.submit(start_point, self.plan, self.run, first, workers=[p.address],
+                                           allow_other_workers=False, pure=False,
+                                           key=f"dptop-start-{self.run}-{name}-{p.seq}")
+            p.sent = time.monotonic()
 
-    def _drain(self) -> None:
-        while True:
-            try:
-                msg = self._inbox.get_nowait()
-            except queue.Empty:
-                return
-            self._handle(msg)
+    def _admit(self, name: str, address: str):
+        """A new agent, or a lost one back (its record, and cells, kept)."""
+        first = max(self._current_cell(), self._next_cell)
+        p = self._points.get(name)
+        if p is None:
+            p = self._points[name] = _Point(address, first, first - 1, first - 1)
+            self._merger.add_agent(name)
+            self._merger.agents.sort()  # merges in name order, whatever order the agents joined in
+        p.address, p.future, p.seq, p.asked = address, None, p.seq + 1, max(p.asked, first - 1)
+        old = self._agents.get(name)
+        self._agents[name] = AgentStatus(name, address, state="starting", seen=time.monotonic(), first_cell=p.first_cell,
+                                         packets=old.packets if old else 0, ip_packets=old.ip_packets if old else 0)
+        return name, p, first
 
-    def _handle(self, msg) -> None:
-        """One message of the run's topic. Summaries arrive as bytes of dptop.cluster.wire; a
-        message that is not well formed fails its agent with one line and merges nothing from it."""
-        name = msg.get("agent") if isinstance(msg, dict) else None
-        if not isinstance(name, str):
-            return  # not a capture point's message
-        a = self._agents.get(name) or AgentStatus(name, "")
-        if name in self._rejected:
+    def _exchange(self) -> None:
+        """Read every answer that came, and pull every agent whose pull is due."""
+        for name, p in list(self._points.items()):
+            if p.future is not None and p.future.done():
+                future, p.future = p.future, None
+                self._answer(name, p, future)
+            if p.future is not None or not _pullable(self._agents[name]) or p.final:
+                continue
+            final = self._final_through is not None
+            if time.monotonic() - p.sent < PULL_S and not final:
+                continue
+            through = max(p.through, self._due_cell())
+            p.asked, p.seq, p.sent, p.final = max(p.asked, through), p.seq + 1, time.monotonic(), final
+            p.future = self._client.submit(pull_point, self.run, self.clock(), through, final, workers=[p.address],
+                                           allow_other_workers=False, pure=False,
+                                           key=f"dptop-pull-{self.run}-{name}-{p.seq}")
+
+    def _answer(self, name: str, p: _Point, future) -> None:
+        if future.status != "finished":  # the worker left, or the task failed: the silence timer decides
+            p.final = False
             return
         try:
-            a = self._apply(name, a, msg)
-        except (WireError, KeyError, TypeError, ValueError) as exc:
-            why = str(exc) if isinstance(exc, WireError) else f"malformed {msg.get('kind')!r} message ({exc!r})"
-            self._rejected.add(name)
-            a = replace(a, state="failed", error=f"rejected, nothing of it merged: {why}")
-        self._agents[name] = replace(a, seen=time.monotonic())
+            data = future.result()  # msgpack only: a pickled answer is refused here, never loaded
+        except Exception as exc:
+            return self._reject(name, f"its answer could not be read ({type(exc).__name__}: {str(exc)[:120]})")
+        finally:
+            future.release()
+        try:
+            report = decode_report(data)
+            parts = self._check(p, report)
+        except WireError as exc:
+            return self._reject(name, str(exc))
+        with self._lock:
+            self._apply(name, p, report, *parts)
 
-    def _apply(self, name: str, a: AgentStatus, msg: dict) -> AgentStatus:
-        kind = msg["kind"]
-        if kind == "beat":
-            (exact,) = self._summaries(msg["exact"], {"exact"}, need={"exact"}).values()
-            dt = time.monotonic() - a.seen if a.state == "running" else 0.0
-            rate = (msg["packets"] - a.packets) / dt if dt > 0 else a.packets_per_second
-            a = replace(a, iface=msg["iface"], state="running", packets=msg["packets"], ip_packets=msg["ip_packets"],
-                        packets_per_second=rate, kernel_drops=msg["kernel_drops"], queue_drops=msg["queue_drops"],
-                        late=msg["late"], first_cell=msg["first_cell"], error=msg["error"])
+    def _check(self, p: _Point, r: PointReport):
+        """The decoded summaries of an answer, once every cell in it is one the collector asked for."""
+        if r.run != self.run:
+            raise WireError(f"an answer for run {r.run[:12]!r}, not this run's")
+        if self.plan.grid is None:
+            cells = [0] if r.whole is not None and self.plan.private else []
+            if sorted(r.epochs) != cells:
+                raise WireError("the whole-stream epoch comes with the final summaries only")
+        elif r.state != "unknown":
+            if not p.through <= r.through <= p.asked:
+                raise WireError(f"through cell {r.through}: the collector asked up to {p.asked} (last {p.through})")
+            cells = sorted(r.epochs)
+            if cells and (cells != list(range(cells[0], r.through + 1)) or cells[0] <= p.through):
+                raise WireError(f"cells {cells[0]}..{cells[-1]} are not the ones asked ({p.through + 1}..{r.through})")
+        epochs = {cell: self._summaries(payload, set(self.plan.private)) for cell, payload in r.epochs.items()}
+        exact = None if r.exact is None else self._summaries(r.exact, {"exact"}, need={"exact"})["exact"]
+        whole = None if r.whole is None else self._summaries(r.whole, self.plan.whole, need={"exact"})
+        if (exact is not None or whole is not None and whole["exact"].n) and "exact" not in self.plan.names:
+            raise WireError("exact counts this run did not ask for")
+        if whole is not None and not p.final:
+            raise WireError("final summaries before the final pull")
+        return epochs, exact, whole
+
+    def _apply(self, name, p, r: PointReport, epochs, exact, whole) -> None:
+        a = self._agents[name]
+        if r.state == "unknown":  # the agent restarted and lost its capture point: open it again
+            first = max(self._current_cell(), self._next_cell, p.through + 1)
+            p.dropped.update(range(p.through + 1, first))
+            p.through = p.asked = first - 1
+            p.seq += 1
+            p.future = self._client.submit(start_point, self.plan, self.run, first, workers=[p.address],
+                                           allow_other_workers=False, pure=False,
+                                           key=f"dptop-start-{self.run}-{name}-{p.seq}")
+            return
+        if self.plan.grid is not None:
+            p.dropped.update(range(p.through + 1, min(epochs, default=r.through + 1)))
+            p.through = r.through
+        late = 0
+        for cell, summaries in epochs.items():
+            if self.plan.grid is not None and cell < self._next_cell:
+                late += max((s.n for s in summaries.values()), default=0)  # released already: not merged
+            else:
+                self._merger.add_epoch(name, cell, summaries)
+        if exact is not None:
             self._merger.add_exact(name, exact)
-        elif kind == "epoch":
-            summaries = self._summaries(msg["summaries"], set(self.plan.private))
-            if msg["epoch"] >= self._next_cell or self.plan.grid is None:
-                self._merger.add_epoch(name, msg["epoch"], summaries)
-        elif kind == "done":
-            whole = self._summaries(msg["whole"], self.plan.whole, need={"exact"})
-            a = replace(a, state="finished", packets=msg["packets"], ip_packets=msg["ip_packets"],
-                        kernel_drops=msg["kernel_drops"], late=msg["late"], last_cell=msg["last_cell"],
-                        packets_per_second=0.0)
+        if whole is not None:
             self._merger.add_whole(name, whole)
-        else:
-            raise ValueError(f"unknown kind {kind!r}")
-        return a
+        now = time.monotonic()
+        dt = now - a.seen if a.state == "running" else 0.0
+        state = {"starting": "starting", "running": "running", "finished": "finished"}.get(r.state, "failed")
+        if whole is None and state == "finished":
+            state = "running"
+        self._agents[name] = replace(
+            a, iface=r.iface, state=state, packets=r.packets, ip_packets=r.ip_packets,
+            packets_per_second=(r.packets - a.packets) / dt if dt > 0 and state == "running" else 0.0,
+            kernel_drops=r.kernel_drops, queue_drops=r.queue_drops, late=r.late + late, seen=now,
+            last_cell=p.through if self.plan.grid is not None else None,
+            error=r.error if state != "failed" else f"its capture stopped: {r.error or 'no reason given'}")
+
+    def _reject(self, name: str, why: str) -> None:
+        """A malformed answer fails its agent for the rest of the run (one line); nothing of that
+        answer is merged, and no other agent is touched."""
+        with self._lock:
+            self._agents[name] = replace(self._agents[name], state="failed", error=f"rejected: {why}")
 
     @staticmethod
     def _summaries(payload, allowed: set, need: set = frozenset()) -> dict:
@@ -265,52 +482,57 @@ class Collector:
         return summaries
 
     def _mark_lost(self) -> None:
+        if self._gap_start is not None or time.monotonic() < self._rejoin_until:
+            return  # the scheduler is away, or was: silence says nothing about the agents
         now = time.monotonic()
         for name, a in self._agents.items():
             silent = now - a.seen
             if (a.state == "running" and silent > self.lost_after) or (a.state == "starting" and silent > START_TIMEOUT_S):
-                self._agents[name] = replace(a, state="lost", error=f"silent for {silent:.1f} s")
+                self._agents[name] = replace(a, state="lost", error=f"{SILENT} for {silent:.1f} s")
 
     def _expected(self, cell: int) -> tuple[list[str], list[str]]:
-        """(covered, missing) of ``cell``: every agent that delivered it, and the lost or failed ones
-        that should have and did not, and the expected ones that never joined (an epoch waits for
-        those until the expect timeout). An agent still starting or running that has not delivered
-        it (slow, not lost) -> not ready."""
+        """(covered, missing) of ``cell``: every agent that delivered it, and those that should have
+        and did not (gone, or its summaries lost with the scheduler), and the expected ones that never
+        joined (an epoch waits for those until the expect timeout). An agent still starting or
+        running that has not delivered it (slow, not lost) -> not ready."""
         delivered = self._merger.delivered(cell)
         missing = []
         for name, a in self._agents.items():
-            if a.state == "missing":
+            p = self._points.get(name)
+            if a.state == "missing" or p is None:
                 missing.append(name)
                 continue
-            first = a.first_cell if a.first_cell is not None else self._pinned.get(name, 0)
-            if name in delivered or first > cell:
+            if name in delivered or cell < p.first_cell:
                 continue
-            if a.state == "finished" and a.last_cell is not None and a.last_cell < cell:
+            if cell in p.dropped or a.gone:
+                missing.append(name)
                 continue
-            if not a.gone:
-                return None, None  # still to come
-            missing.append(name)
+            if a.state == "finished" and cell > p.through:
+                continue
+            return None, None  # still to come
         absent = [n for n in self.expected if n not in self._agents]
         if absent and time.monotonic() < self._expect_until:
             return None, None  # an expected agent may still join
         return sorted(delivered), missing + absent
 
     def _release_due(self, final: bool) -> None:
-        grid = self.plan.grid
-        if grid is None:
+        if self.plan.grid is None:
             if final:
-                lost = [n for n, a in self._agents.items() if a.gone and n not in self._merger.delivered(0)]
-                self._merger.release_epoch(0, self._merger.delivered(0), lost)
+                self._merger.release_epoch(0, *self._final_cover(0))
             return
-        if final:  # up to the cell the run stopped in (agents shipped it partial)
-            last = max([(time.time_ns() - grid.start_ns) // grid.epoch_ns]
-                       + [a.last_cell for a in self._agents.values() if a.last_cell is not None])
-        else:  # cells whose end (plus the agents' grace) has passed
-            last = (time.time_ns() - grid.start_ns - int(GRACE_S * 1e9)) // grid.epoch_ns - 1
-        while self._next_cell <= min(last, grid.cells - 1):
-            covered, missing = self._expected(self._next_cell)
+        last = self._due_cell()
+        while self._next_cell <= last:
+            covered, missing = self._final_cover(self._next_cell) if final else self._expected(self._next_cell)
             if covered is None:
                 return
             self._merger.release_epoch(self._next_cell, covered, missing)
             self._next_cell += 1
 
+    def _final_cover(self, cell: int):
+        covered, missing = self._expected(cell)
+        if covered is None:  # the stop: whoever has not delivered it now is not covered
+            delivered = self._merger.delivered(cell)
+            covered = sorted(delivered)
+            missing = [n for n, p in self._points.items() if n not in delivered and cell >= p.first_cell] + \
+                [n for n in self.expected if n not in self._points]
+        return covered, missing

@@ -8,7 +8,13 @@ same paths), or a ``distributed.Client`` the caller owns (tests use this with ``
 
 Over ``tls://`` every client and worker takes its certificates from Dask's own configuration
 (``distributed.comm.tls.*``, e.g. the ``DASK_DISTRIBUTED__COMM__TLS__CA_FILE`` environment
-variable), which Dask's ``Security`` reads; dptop names no certificate itself.
+variable), which Dask's ``Security`` reads; dptop names no certificate itself. Dask's TLS is
+mutual: the scheduler takes only peers whose certificate its CA signed. A plain ``tcp://``
+address beyond loopback is refused unless the caller says ``insecure`` (anyone who reaches a
+Dask scheduler can run code on its workers: README, "What an attacker on the network can do").
+
+Every dptop client deserializes msgpack only (``client_for``): a result or message that another
+peer pickled is refused by Dask's protocol before any of it is loaded.
 """
 from __future__ import annotations
 
@@ -36,11 +42,15 @@ def local_workers() -> Range:
     return Range(f"local workers (this machine: {cpus} CPUs, at most {WORKERS_PER_CPU} per CPU)", 1,
                  WORKERS_PER_CPU * cpus, integer=True)
 _LOCAL = re.compile(r"local:(\d+)")
-_TCP = re.compile(r"(tcp|tls)://[^\s:/]+:\d+")
+_TCP = re.compile(r"(tcp|tls)://([^\s/]+):\d+")
+LOOPBACK = re.compile(r"localhost|127(\.\d{1,3}){3}|\[::1\]")
+DESERIALIZERS = ["msgpack"]
+"""What a dptop client loads from the network: plain msgpack, never a pickle."""
 
 
-def check_cluster(cluster):
-    """Validate a cluster spec (a string or a Client); returns it."""
+def check_cluster(cluster, insecure: bool = False):
+    """Validate a cluster spec (a string or a Client); returns it. ``insecure``: a plain
+    ``tcp://`` address beyond loopback is allowed."""
     if cluster is None or not isinstance(cluster, str):
         return cluster
     require(CLUSTER)
@@ -52,13 +62,19 @@ def check_cluster(cluster):
             raise ValueError(f"cluster ({cluster!r}): {exc}") from None
         return cluster
     if _TCP.fullmatch(cluster):
-        return check_tls(cluster)
+        return check_tls(cluster, insecure)
     raise ValueError(CLUSTER_RULE.format(cluster))
 
 
-def check_tls(address: str) -> str:
-    """``address``; a ``tls://`` one only when Dask's configuration names the certificates."""
+def check_tls(address: str, insecure: bool = False) -> str:
+    """``address``; a ``tls://`` one only when Dask's configuration names the certificates, a plain
+    ``tcp://`` one only on loopback unless ``insecure``."""
     require(CLUSTER)
+    m = _TCP.fullmatch(address)
+    if m and m.group(1) == "tcp" and not insecure and not LOOPBACK.fullmatch(m.group(2)):
+        raise ValueError(f"{address}: plain tcp:// beyond loopback lets anyone on the network run code on the "
+                         f"agents and read their summaries; use tls:// with certificates (see the README), or "
+                         f"--insecure on a network you trust")
     if address.startswith("tls://"):
         import dask
 
@@ -130,21 +146,89 @@ def quiet_dask(folder: Path | None = None):
 @contextlib.contextmanager
 def connect(cluster):
     """Yield a ``distributed.Client`` for ``cluster`` (``None`` for in-process), closing what it opened."""
-    cluster = check_cluster(cluster)
+    cluster = check_cluster(cluster, insecure=True)  # the caller checked the address against its policy
     if cluster is None or not isinstance(cluster, str):
         yield cluster
         return
     from distributed import Client
 
     if cluster.startswith("local:"):
-        with local_cluster(int(cluster.split(":")[1])) as lc, Client(lc) as client:
+        with local_cluster(int(cluster.split(":")[1])) as lc, Client(lc, deserializers=DESERIALIZERS) as client:
             yield client
     else:
-        with Client(cluster, timeout="10s") as client:
+        with client_for(cluster) as client:
             yield client
+
+
+def client_for(address: str):
+    """A ``distributed.Client`` of ``address`` that loads msgpack only from the network (it still
+    pickles the tasks it sends: those are its own)."""
+    from distributed import Client
+
+    return Client(address, timeout="10s", deserializers=DESERIALIZERS)
 
 
 def describe(cluster) -> str:
     if cluster is None:
         return "in-process"
     return cluster if isinstance(cluster, str) else f"client of {cluster.scheduler.address}"
+
+
+def certificate_name(path: str | None) -> str | None:
+    """The common name (CN) of the certificate at ``path``, or None without one. Over TLS an agent
+    is named by its certificate, and the collector checks that name against the certificate the
+    scheduler saw (dptop.cluster.collector)."""
+    import ssl
+
+    if not path:
+        return None
+    try:
+        decoded = ssl._ssl._test_decode_cert(path)  # the standard library's only PEM reader
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(f"the certificate {path}: {exc}") from None
+    return common_name(decoded.get("subject", ()))
+
+
+def common_name(subject) -> str | None:
+    """The CN of a certificate subject as ``ssl`` gives it (a tuple of RDN tuples)."""
+    for rdn in subject or ():
+        for key, value in rdn:
+            if key == "commonName":
+                return value
+    return None
+
+
+def check_reachable(address: str, role: str = "worker", security=None, timeout: float = 5.0) -> None:
+    """Connect to the scheduler once as ``role`` and shake hands, so a refused certificate, a
+    missing one or an unreachable scheduler is one ``ConnectionError`` line before a worker starts
+    (a Dask worker would retry, or fail with a traceback)."""
+    import asyncio
+    import ssl
+
+    from distributed import Security
+    from distributed.comm import connect
+
+    try:
+        security = security or Security()
+        args = security.get_connection_args(role)
+    except (OSError, ValueError, ssl.SSLError) as exc:
+        raise ConnectionError(f"{address}: the {role}'s TLS configuration is unusable ({exc})") from None
+    if address.startswith("tls://"):
+        tls = security.get_tls_config_for_role(role)
+        if not (tls.get("cert") and tls.get("ca_file")):
+            raise ConnectionError(f"{address}: TLS needs this {role}'s own certificate and key "
+                                  f"(distributed.comm.tls.{role}.cert and .key) and the CA (tls.ca-file)")
+
+    async def shake():
+        comm = await connect(address, timeout=timeout, **args)
+        await comm.close()
+
+    try:
+        asyncio.run(shake())
+    except (OSError, ssl.SSLError, asyncio.TimeoutError) as exc:
+        cause = exc.__cause__ or exc.__context__
+        why = f"{exc}" + (f" ({cause})" if cause is not None and str(cause) not in str(exc) else "")
+        if "CERTIFICATE" in why.upper() or "ALERT" in why.upper() or isinstance(cause, ssl.SSLError):
+            why = f"the TLS handshake failed: the scheduler refused this {role}'s certificate or this {role} " \
+                  f"refused the scheduler's ({why})"
+        raise ConnectionError(f"cannot join {address}: {' '.join(why.split())[:300]}") from None

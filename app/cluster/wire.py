@@ -61,30 +61,39 @@ def encode(summaries: dict) -> bytes:
 
 def decode(data) -> dict:
     """The summaries of a payload ``encode`` wrote, or ``WireError``."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise WireError(f"summaries must arrive as bytes, not {type(data).__name__}")
-    try:
-        doc = msgpack.unpackb(bytes(data), raw=False, strict_map_key=True, ext_hook=_no_extension)
-    except WireError:
-        raise
-    except Exception as exc:  # msgpack's errors for every kind of malformed input
-        raise WireError(f"not a {FORMAT} payload (not msgpack: {type(exc).__name__})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise WireError(f"not a {FORMAT} payload (no format field)")
-    if doc.get("version") != VERSION:
-        raise WireError(f"{FORMAT} version {doc.get('version')!r} is not supported (this collector reads {VERSION})")
+    doc = read_document(FORMAT, VERSION, data)
     summaries = doc.get("summaries")
-    if not isinstance(summaries, dict) or set(doc) != {"format", "version", "summaries"}:
+    if not isinstance(summaries, dict) or set(doc) != {"summaries"}:
         raise WireError(f"{FORMAT}: the payload holds exactly format, version and summaries")
     return {name: _summary(name, item) for name, item in summaries.items()}
 
 
-def _no_extension(code, data):
-    raise WireError(f"not a {FORMAT} payload (msgpack extension type {code})")
+def read_document(kind: str, version: int, data, max_bytes: int | None = None) -> dict:
+    """The fields (but ``format`` and ``version``) of a msgpack map of format ``kind`` at ``version``,
+    read as plain msgpack (no extension types), or ``WireError``."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise WireError(f"a {kind} payload must arrive as bytes, not {type(data).__name__}")
+    if max_bytes is not None and len(data) > max_bytes:
+        raise WireError(f"a {kind} payload of {len(data)} bytes is larger than {max_bytes}")
+
+    def no_extension(code, _):
+        raise WireError(f"not a {kind} payload (msgpack extension type {code})")
+
+    try:
+        doc = msgpack.unpackb(bytes(data), raw=False, strict_map_key=False, ext_hook=no_extension)
+    except WireError:
+        raise
+    except Exception as exc:  # msgpack's errors for every kind of malformed input
+        raise WireError(f"not a {kind} payload (not msgpack: {type(exc).__name__})") from None
+    if not isinstance(doc, dict) or doc.get("format") != kind:
+        raise WireError(f"not a {kind} payload (no format field)")
+    if doc.get("version") != version:
+        raise WireError(f"{kind} version {str(doc.get('version'))[:20]!r} is not supported (this collector reads {version})")
+    return {k: v for k, v in doc.items() if k not in ("format", "version")}
 
 
 def _summary(name, item):
-    if name not in SUMMARY_TYPE:
+    if not isinstance(name, str) or name not in SUMMARY_TYPE:
         raise WireError(f"{FORMAT}: unknown algorithm {str(name)[:40]!r}")
     tag = SUMMARY_TYPE[name]
     if not isinstance(item, dict) or item.get("type") != tag:
