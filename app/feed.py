@@ -107,21 +107,23 @@ class Documents:
         made = self._made.get(path)
         if made is not None and now - made[0] < max(self.REFRESH, self.BUSY * made[1]):
             return made[2]
-        answer = self._build(path)
-        self._made[path] = (now, time.monotonic() - now, answer)
+        answer, kept = self._build(path)
+        if kept:  # what was said while no session ran is not kept: the next request may find one
+            self._made[path] = (now, time.monotonic() - now, answer)
         return answer
 
-    def _build(self, path: str) -> tuple[int, str, bytes]:
+    def _build(self, path: str) -> tuple[tuple[int, str, bytes], bool]:
+        """The answer to ``path`` and whether a session's view made it."""
         from prometheus_client import CONTENT_TYPE_LATEST
 
         view = self.view()
         if path == "/metrics":
             registry = self._registry(auto_describe=False)
             registry.register(_Collector(view))
-            return 200, CONTENT_TYPE_LATEST, self._render(registry)
+            return (200, CONTENT_TYPE_LATEST, self._render(registry)), view is not None
         if view is None:
-            return 503, "text/plain", b"no session is running\n"
-        return 200, "application/json", json.dumps(view, default=str).encode()
+            return (503, "text/plain", b"no session is running\n"), False
+        return (200, "application/json", json.dumps(view, default=str).encode()), True
 
 
 class Feed:

@@ -53,7 +53,10 @@ def test_offered_minus_seen_is_what_each_lane_missed_and_the_total_counts_each_p
         keys = np.zeros((100, 2), np.uint64)
         keys[:, 1] = i
         fanout(KeyBatch(keys))
-        time.sleep(0.01)
+        fast = lanes["fast"].worker
+        deadline = time.monotonic() + 30
+        while fast.packets < 100 * (i + 1) and time.monotonic() < deadline:  # the fast lane keeps up, however busy
+            time.sleep(0.001)                                                 # the machine: it drains each batch
     slow_gate.set()
     snaps = {name: lane.worker.finish(10) for name, lane in lanes.items()}
     truth.finish()
