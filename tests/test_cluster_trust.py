@@ -104,8 +104,8 @@ def test_a_foreign_pickle_runs_nothing_and_no_exact_count_reaches_the_event_log(
     (a,) = result.agents
     assert (a.name, a.state, a.ip_packets) == ("trust-a", "finished", 1000)
     assert _top(result.exact) == {(10, 1): 700, (10, 2): 300}
-    assert "'all'" in events and "700" not in events and "dptop-summaries" not in events \
-        and "dptop-point-report" not in events, events[:500]
+    leaks = ("dptop-summaries", "dptop-point-report", "\\xcd\\x02\\xbc")  # the formats; 700 as msgpack writes it
+    assert "'all'" in events and not any(leak in events for leak in leaks), events[:500]
 
 
 def test_a_pickled_archive_result_runs_nothing_and_the_good_file_merges(scheduler, tmp_path, monkeypatch):

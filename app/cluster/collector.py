@@ -243,8 +243,11 @@ class Collector:
         for p in self._points.values():
             if p.future is not None:
                 p.future.release()
-        if self._client.status == "running":
-            self._client.run_on_scheduler(self._release, holder=self._client.id)
+        try:
+            if self._client.status == "running":
+                self._client.run_on_scheduler(self._release, holder=self._client.id)
+        except (OSError, TimeoutError):  # the scheduler is gone: so is the claim
+            pass
         if self._own_client:
             self._client.close()
         return result
