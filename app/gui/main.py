@@ -244,7 +244,11 @@ class MainWindow(QMainWindow):
         elif self.session is not None:
             restarted = self.session.apply(config)
         self.tuning.show_limits()
-        self.statusBar().showMessage(f"Applied; restarted: {', '.join(restarted) or 'none'}", 5000)
+        if self.session is not None and not recount and not self.session.state.active:
+            text = "Applied for the next Start: the source has ended; its releases, ledger and export stay as published"
+        else:
+            text = f"Applied; restarted: {', '.join(restarted) or 'none'}"
+        self.statusBar().showMessage(text, 8000)
 
     # ----- the timer ---------------------------------------------------------------------
     def refresh(self) -> None:

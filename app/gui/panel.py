@@ -8,6 +8,7 @@ source that is not in the release.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
@@ -49,12 +50,13 @@ def status_text(view, truth) -> str:
         sp = rel.span
         where = f"{sp.kind} {sp.index}" if sp.kind in ("epoch", "horizon") else sp.kind
         parts.append(f"{where}: {max(0, sp.end - sp.start):,} pkts")
-    parts.append(f"{a.releases} releases")
+    count = max(a.releases, int(rel is not None))  # a window's live query is a release too
+    parts.append(f"{count:,} release{'' if count == 1 else 's'}")
     parts.append(f"{fmt_rate(a.updates_per_second)} while busy")
     if a.drops:
         parts.append(f"{a.drops:,} dropped")
     line = "  ·  ".join(parts)
-    if truth is not None and a.private:
+    if truth is not None and a.private and truth.release is rel:
         if truth.note:
             return f"{line}\nexact answer: {truth.note}"
         return f"{line}\n{utility_text(truth)}"
@@ -203,10 +205,20 @@ class AlgorithmPanel(QFrame):
             self._shown = None  # redraw the chart with the latest data
 
     def update_text(self, view, truth) -> None:
-        """The cheap part, every tick: header, status line and reason."""
+        """The cheap part, every tick: header, status line and reason, all about the release the
+        table shows (a newer live query waiting for its exact counts is described once drawn)."""
         self._header(view)
-        self.status.set_plain(status_text(view, truth), TIPS["threshold"])
-        self.reason.set_plain(reason_text(view))  # always laid out: showing/hiding would re-layout every chart
+        shown = self.shown_view(view)
+        self.status.set_plain(status_text(shown, truth), TIPS["threshold"])
+        self.reason.set_plain(reason_text(shown))  # always laid out: showing/hiding would re-layout every chart
+
+    def shown_view(self, view):
+        """``view`` with the release the table shows as its latest (itself if none is drawn)."""
+        a = view.algorithm
+        drawn = None if self._shown is None else self._shown[0]
+        if a is None or drawn is None or drawn is a.latest:
+            return view
+        return replace(view, algorithm=replace(a, latest=drawn))
 
     def show_phase(self, phase: str) -> None:
         """A starting session that has no lane for this panel yet: what it is doing."""
@@ -221,6 +233,8 @@ class AlgorithmPanel(QFrame):
         if truth is not None and not truth.note and release is not None and truth.release is not release:
             release = truth.release
         counts = truth.counts if truth is not None and truth.release is release else None
+        if release is None and self._shown is not None and self._shown[0] is not None:
+            return self._shown  # restarted by an Apply: what was published before stays until the next release
         return release, counts, view.generation
 
     def needs_redraw(self, view, truth) -> bool:

@@ -10,7 +10,8 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QLin
 
 from dptop.gui.help import TIPS
 from dptop.monitor import catalogue
-from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, detection_limits, parse_values
+from dptop.monitor.config import PER_ALGORITHM
+from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, detection_limits, parse_values, settings_for
 
 
 class TuningPanel(QWidget):
@@ -56,7 +57,7 @@ class TuningPanel(QWidget):
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.setLabel("left", "recall / precision / ARE")
         self.plot.getAxis("bottom").enableAutoSIPrefix(False)  # ε values as typed, not "(x0.001)"
-        self.curves = {m: self.plot.plot(name=m, pen=pg.mkPen(c, width=2), symbol="o", symbolBrush=c)
+        self.curves = {m: self.plot.plot(name=m, pen=pg.mkPen(c, width=2), symbol="o", symbolBrush=c, connect="finite")
                        for m, c in (("recall", (44, 160, 44)), ("precision", (31, 119, 180)), ("ARE", (214, 39, 40)))}
         self.limits = pg.PlotWidget()
         self.limits.showGrid(x=True, y=True, alpha=0.2)
@@ -202,21 +203,21 @@ class TuningPanel(QWidget):
             self.message.setText(f"done: {len(points)} values; pick one and apply it to the live run")
             self.choice.clear()
             for p in points:
-                self.choice.addItem(f"{p.value:g}  (recall {p.recall:.2f}, precision {p.precision:.2f}, "
-                                    f"ARE {p.are:.1%})", p.value)
+                self.choice.addItem(p.label(), p.value)
             self.apply.setEnabled(bool(points))
 
     def apply_choice(self) -> None:
+        """Put the chosen value in the parameters and apply them: k~ and w for the swept
+        algorithm alone (its options), ε for all; the ledger names the value the run uses."""
         if self.sweep is None or self.choice.currentIndex() < 0:
             return
-        value, parameter = self.choice.currentData(), self.sweep.parameter
+        value, parameter, name = self.choice.currentData(), self.sweep.parameter, self.sweep.name
+        applied = getattr(settings_for(self.sweep.base, parameter, value), parameter)
         if self.main.session is not None:  # the choice read the recorded packets: the ledger says so
-            self.main.session.tuned(self.sweep.name, parameter, value)
+            self.main.session.tuned(name, parameter, applied)
         params = self.main.params
-        if parameter == "k_tilde":
-            params.set_value("k_tilde", max(params.current.settings.k + 1, int(round(value * params.current.settings.k))))
-        elif parameter == "window":
-            params.set_value("window", int(value))
+        if parameter in PER_ALGORITHM:
+            params.set_option(name, parameter, applied)
         else:
-            params.set_value(parameter, float(value))
+            params.set_value(parameter, applied)
         params.apply()

@@ -14,6 +14,9 @@ from dptop.engine.privacy.calibration import per_update
 from dptop.engine.privacy.units import Unit
 from dptop.monitor.footprints import MemoryLimit, default_limit, memory_error
 
+PER_ALGORITHM = ("k_tilde", "window")
+"""Settings fields one algorithm's ``RunConfig.extras`` may set for it alone (a value tuned for
+LazyHH's k~ is not DPSS's)."""
 NON_PRIVATE_FIELDS = ("k", "k_tilde", "extra")
 """The settings fields the non-private baselines read (a change of epsilon does not restart them)."""
 
@@ -140,8 +143,12 @@ class RunConfig:
 
     def settings_for(self, name: str, public: dict | None = None) -> Settings:
         """``name``'s settings with the session's public facts (stream length, time range) and the
-        defaults its class picks from them (``Algorithm.with_defaults``)."""
-        s = self.settings.with_(extra={**self.settings.extra, **self.extras.get(name, {})}, key=self.counting.key)
+        defaults its class picks from them (``Algorithm.with_defaults``). Its own ``extras`` may
+        set ``PER_ALGORITHM`` fields (k~, w) for it alone."""
+        own = self.extras.get(name, {})
+        fields = {f: own[f] for f in PER_ALGORITHM if f in own}
+        extra = {k: v for k, v in own.items() if k not in fields}
+        s = self.settings.with_(extra={**self.settings.extra, **extra}, key=self.counting.key, **fields)
         s = s.with_(**public) if public else s
         cls = registry.get(name)
         return cls.with_defaults(per_update(cls, s, self.counting.counted_unit()))
