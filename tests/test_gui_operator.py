@@ -260,7 +260,7 @@ def test_a_starting_session_says_it_is_compiling_kernels(qtbot, window):
     w = window()
     w.session = Starting()
     w.refresh()
-    assert "compiling kernels" in w.source_panel.stats.text()
+    assert "compiling kernels" in w.source_panel.stats.full_text()
     assert w.source_panel.progress.maximum() == 0  # busy indicator
     for panel in w.panels.values():
         assert panel.reason.full_text() == "Starting: compiling kernels (first start after install)..."

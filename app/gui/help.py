@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 TIPS = {
     "epsilon": "ε: privacy loss bound per packet; smaller = more private, noisier estimates.",
@@ -73,10 +73,16 @@ class HelpOverlay(QWidget):
         label = QLabel(help_html())
         label.setWordWrap(True)
         label.setTextFormat(Qt.TextFormat.RichText)
+        area = QScrollArea()  # a short window scrolls the help instead of cutting it
+        area.setWidgetResizable(True)
+        area.setFrameShape(QFrame.Shape.NoFrame)
+        area.setStyleSheet("background: transparent;")
+        area.viewport().setAutoFillBackground(False)
+        label.setAutoFillBackground(False)
+        area.setWidget(label)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(48, 32, 48, 32)
-        layout.addWidget(label)
-        layout.addStretch(1)
+        layout.setContentsMargins(32, 16, 32, 16)
+        layout.addWidget(area)
         self.hide()
         parent.installEventFilter(self)
 

@@ -17,15 +17,16 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QGridLayout, QLabel, QMainWindow, QScrollArea, QToolBar,
-                               QWidget)
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QFrame, QGridLayout, QLabel, QMainWindow, QScrollArea,
+                               QSplitter, QToolBar, QWidget)
 
 from dptop.gui.budget import BudgetPanel
 from dptop.gui.configs import (DEMO_SPEED, config_from_json, config_to_json, default_config,  # noqa: F401 (re-exported)
                                demo_config, preview_ledger)
-from dptop.gui.drilldown import open_drilldown
+from dptop.gui.drilldown import key_title, open_drilldown
 from dptop.gui.export import export_csv, export_json, save_png
 from dptop.gui.help import TIPS, HelpOverlay
+from dptop.gui.overview import OverviewPanel
 from dptop.gui.panel import AlgorithmPanel
 from dptop.gui.params import ParametersPanel
 from dptop.gui.plots import ThroughputPlot, UtilityPlot
@@ -48,6 +49,36 @@ REDRAWS_PER_TICK = 1  # panels whose table and chart are redrawn per tick (bound
 PANEL_PERIOD = 0.5  # a panel's table and chart change at most this often (s): rows a person can read
 TEXT_PERIOD = 0.5  # status lines (rates, thresholds) are rewritten at most this often (s)
 THROUGHPUT_EVERY = 1.0  # seconds between throughput samples
+PANEL_WIDTH = 520  # px a panel needs beside another (its table's columns and a chart); one column below
+MAX_COLUMNS = 3
+PARAMS_WIDTH = 290
+BOTTOM_SHARE = 0.3  # of the window's height, for the throughput / budget / utility / tuning tabs
+OVERVIEW_SHARE = 0.4  # of the central area's height, the rest for the panels
+OVERVIEW_EVERY = 1.0  # seconds between overview updates
+EXACT_TOP = 10_000  # exact counts the overview looks keys up in (a key below them shows "…")
+
+
+class ReflowArea(QScrollArea):
+    """A scroll area that reports its viewport's width (the panels reflow to it)."""
+
+    def __init__(self, on_width):
+        super().__init__()
+        self._on_width = on_width
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self._on_width(self.viewport().width())
+
+
+def scrolled(widget: QWidget) -> QScrollArea:
+    """``widget`` in a frameless scroll area (a dock content that may not fit)."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidget(widget)
+    return area
+
+
 class MainWindow(QMainWindow):
     def __init__(self, config: RunConfig | None = None, settings: QSettings | None = None,
                  record_packets: int = 1 << 20):
@@ -76,14 +107,26 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
 
         self.panels: dict[str, AlgorithmPanel] = {}
+        self.columns = 0  # panel columns now (reflowed with the width)
         self.grid = QGridLayout()
         holder = QWidget()
         holder.setLayout(self.grid)
-        self.scroll_area = QScrollArea()
+        self.scroll_area = ReflowArea(self._reflow)
         self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.scroll_area.setWidget(holder)
-        self.setCentralWidget(self.scroll_area)
-        self.overlay = HelpOverlay(self.scroll_area)
+        self.overview = OverviewPanel()
+        self.overview.drill_requested.connect(lambda n, key, exact: open_drilldown(self, n, key, exact))
+        self._overview_at = 0.0
+        central = QSplitter(Qt.Orientation.Vertical)
+        central.setObjectName("central")
+        central.addWidget(self.overview)
+        central.addWidget(self.scroll_area)
+        central.setStretchFactor(0, 1)
+        central.setStretchFactor(1, 3)
+        central.setChildrenCollapsible(False)
+        self.setCentralWidget(central)
+        self.overlay = HelpOverlay(central)
 
         self.params = ParametersPanel(self.config)
         self.budget = BudgetPanel()
@@ -99,15 +142,14 @@ class MainWindow(QMainWindow):
                 ("tuning", "Tuning (what-if sweeps)", self.tuning, Qt.DockWidgetArea.BottomDockWidgetArea)):
             dock = QDockWidget(title, self)
             dock.setObjectName(f"dock-{key}")
-            dock.setWidget(widget)
+            dock.setWidget(scrolled(widget))  # a dock may be smaller than its content: it scrolls, never overlaps
             self.addDockWidget(area, dock)
             self.docks[key] = dock
         self.tabifyDockWidget(self.docks["throughput"], self.docks["budget"])
         self.tabifyDockWidget(self.docks["budget"], self.docks["utility"])
         self.tabifyDockWidget(self.docks["utility"], self.docks["tuning"])
         self.docks["throughput"].raise_()
-        self.resizeDocks([self.docks["params"]], [290], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["throughput"]], [260], Qt.Orientation.Vertical)
+        self.central = central
 
         self.fps = QLabel()
         self.freeze_label = QLabel()
@@ -165,19 +207,38 @@ class MainWindow(QMainWindow):
 
     # ----- panels ------------------------------------------------------------------------
     def _layout_panels(self, names) -> None:
-        """One panel per name, two per row in ``names`` order (the parameters panel keeps that
-        order across Apply: a restarted algorithm keeps its panel and its place)."""
+        """One panel per name in ``names`` order, row by row in as many columns as fit (the
+        parameters panel keeps that order across Apply: a restarted algorithm keeps its panel and
+        its place)."""
         for panel in self.panels.values():
             self.grid.removeWidget(panel)
         for name in [n for n in self.panels if n not in names]:
             self.panels.pop(name).deleteLater()
+        self.panels = {n: self.panels[n] for n in names if n in self.panels}  # names' order, kept by Apply
         for name in names:
             if name not in self.panels:
                 self.panels[name] = AlgorithmPanel(name, catalogue.entry(name).private)
                 self.panels[name].drill_requested.connect(lambda n, key, exact: open_drilldown(self, n, key, exact))
                 self.panels[name].set_frozen(self.frozen)
-        for i, name in enumerate(names):
-            self.grid.addWidget(self.panels[name], i // 2, i % 2)
+        self.columns = 0
+        self._reflow(self.scroll_area.viewport().width())
+
+    def _reflow(self, width: int) -> None:
+        """Place the panels in as many columns as ``width`` holds (each at least ``PANEL_WIDTH`` and
+        its own minimum, so no panel is cut; one at least)."""
+        spacing = max(0, self.grid.horizontalSpacing())
+        need = max([PANEL_WIDTH, *(p.minimumSizeHint().width() for p in self.panels.values())]) + spacing
+        margins = self.grid.contentsMargins()
+        columns = max(1, min(MAX_COLUMNS, (width - margins.left() - margins.right() + spacing) // need))
+        if columns == self.columns:
+            return
+        self.columns = columns
+        for panel in self.panels.values():
+            self.grid.removeWidget(panel)
+        for i, name in enumerate(self.panels):
+            self.grid.addWidget(self.panels[name], i // columns, i % columns)
+        for c in range(MAX_COLUMNS):
+            self.grid.setColumnStretch(c, 1 if c < columns else 0)
 
     def set_frozen(self, frozen: bool) -> None:
         self.frozen = frozen
@@ -276,6 +337,9 @@ class MainWindow(QMainWindow):
             # tables and charts: a bounded number per tick, the longest-waiting first
             for _, panel, lane, truth in sorted(stale, key=lambda x: x[0])[:REDRAWS_PER_TICK]:
                 panel.redraw(lane, truth)
+            if now - self._overview_at >= OVERVIEW_EVERY:
+                self._overview_at = now
+                self.show_overview(snap)
             if now - self._last_throughput >= THROUGHPUT_EVERY:
                 self._last_throughput = now
                 self.throughput.sample(snap)
@@ -284,6 +348,23 @@ class MainWindow(QMainWindow):
         self.tuning.poll()
         self.redraws.append(now)
         self.fps.setText(f"{self.redraw_rate():.0f} redraws/s")
+
+    def show_overview(self, snap) -> None:
+        """The overview from what the private panels show (their drawn release and its exact
+        counts) and the exact counts over the session (for the operator)."""
+        shown = {}
+        for lane in snap.lanes:
+            panel = self.panels.get(lane.name)
+            if panel is None or not panel.private:
+                continue
+            limit = lane.status.detectable
+            shown[lane.name] = (*panel.drawn(), None if limit is None else limit.error)
+        wanted = {it.address for release, _, _ in shown.values() if release is not None for it in release.items}
+        _, distinct, top = self.session.exact(EXACT_TOP) if wanted else (0, 0, ())
+        exact = {it.address: int(it.estimate) for it in top}
+        if len(top) == distinct:  # every key is in the list: the others sent nothing
+            exact.update({a: 0 for a in wanted - exact.keys()})
+        self.overview.show_rows(shown, exact, key_title(self.config.settings.with_(key=self.config.counting.key)))
 
     def redraw_rate(self, seconds: float = 2.0) -> float:
         """Timer redraws per second over the last ``seconds``."""
@@ -339,11 +420,16 @@ class MainWindow(QMainWindow):
         geometry, state = self.store.value("geometry"), self.store.value("windowState")
         if geometry is not None:
             self.restoreGeometry(geometry)
-        else:  # first start: 1600x1000, the size the layout is checked at, or the screen if smaller
+        else:  # first start: 1600x1000, or the screen if smaller (the layout is checked down to 1280x720)
             screen = self.screen().availableGeometry()
             self.resize(min(1600, screen.width()), min(1000, screen.height()))
         if state is not None:
             self.restoreState(state)
+        else:  # first start: the docks and the overview in proportion to the window
+            self.resizeDocks([self.docks["params"]], [PARAMS_WIDTH], Qt.Orientation.Horizontal)
+            self.resizeDocks([self.docks["throughput"]], [int(BOTTOM_SHARE * self.height())], Qt.Orientation.Vertical)
+            rest = int((1 - BOTTOM_SHARE) * self.height())
+            self.central.setSizes([int(OVERVIEW_SHARE * rest), rest - int(OVERVIEW_SHARE * rest)])
         self.source_panel.restore(self.store)
 
     def _save(self) -> None:

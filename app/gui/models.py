@@ -162,6 +162,8 @@ class ReleaseTableModel(_RowsModel):
             return v
         if role == Qt.ItemDataRole.TextAlignmentRole and col != 1:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole and col == 1:
+            return row.address  # the column may elide a long key
         if role == Qt.ItemDataRole.ToolTipRole and col == 4 and row.true:
             return f"relative error {abs(row.error) / row.true:.1%}"
         return None

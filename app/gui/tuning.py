@@ -14,6 +14,10 @@ from dptop.monitor.config import PER_ALGORITHM
 from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, detection_limits, parse_values, settings_for
 
 
+PLOT_MIN_HEIGHT = 170  # px: axes, their labels and a few grid lines readable
+CONTROLS_WIDTH = 330
+
+
 class TuningPanel(QWidget):
     def __init__(self, window, parent=None):
         super().__init__(parent)
@@ -53,15 +57,15 @@ class TuningPanel(QWidget):
         self.apply.setEnabled(False)
 
         self.plot = pg.PlotWidget()
-        self.plot.addLegend(offset=(6, 6))
+        self.plot.addLegend(offset=(6, 6), labelTextSize="8pt")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
-        self.plot.setLabel("left", "recall / precision / ARE")
+        self.plot.setLabel("left", "recall · precision · ARE")
         self.plot.getAxis("bottom").enableAutoSIPrefix(False)  # ε values as typed, not "(x0.001)"
         self.curves = {m: self.plot.plot(name=m, pen=pg.mkPen(c, width=2), symbol="o", symbolBrush=c, connect="finite")
                        for m, c in (("recall", (44, 160, 44)), ("precision", (31, 119, 180)), ("ARE", (214, 39, 40)))}
         self.limits = pg.PlotWidget()
         self.limits.showGrid(x=True, y=True, alpha=0.2)
-        self.limits.setLabel("left", "share a source needs (%)")
+        self.limits.setLabel("left", "share needed (%)")
         self.limits.getAxis("bottom").enableAutoSIPrefix(False)
         self.limit_curve = self.limits.plot(pen=pg.mkPen((148, 103, 189), width=2), symbol="s",
                                             symbolBrush=(148, 103, 189))
@@ -71,24 +75,40 @@ class TuningPanel(QWidget):
                                    "source needs to be released with probability >= 0.9, from the parameters and "
                                    "public facts alone (no packet is read).")
 
-        row1 = QHBoxLayout()
-        for w in (QLabel("Algorithm"), self.algorithm, QLabel("vary"), self.parameter, self.values, self.reps,
-                  self.record, self.run, self.stop):
-            row1.addWidget(w, 1 if w is self.values else 0)
-        row2 = QHBoxLayout()
-        for w in (self.progress, self.message, QLabel("Chosen value"), self.choice, self.apply):
-            row2.addWidget(w, 1 if w is self.message else 0)
-        layout = QVBoxLayout(self)
+        # the controls in a column at the left, the two plots beside them: the plots keep the dock's height
+        controls = QGridLayout()
+        controls.setContentsMargins(0, 0, 0, 0)
+        for r, cells in enumerate(((QLabel("Algorithm"), self.algorithm), (QLabel("Vary"), self.parameter),
+                                   (QLabel("Values"), self.values), (self.reps, self.record), (self.run, self.stop),
+                                   (self.progress,), (self.message,), (QLabel("Chosen value"),), (self.choice,),
+                                   (self.apply,))):
+            for c, w in enumerate(cells):
+                controls.addWidget(w, r, c, 1, 2 if len(cells) == 1 else 1)
+        controls.setRowStretch(10, 1)
+        self.message.setMaximumWidth(CONTROLS_WIDTH)
+        self.limit_note.setMaximumHeight(3 * self.limit_note.fontMetrics().lineSpacing() + 4)
+        self.choice.setMinimumContentsLength(20)
+        self.choice.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        for plot, what in ((self.plot, "recall / precision / ARE of fresh runs on the recorded packets"),
+                           (self.limits, "a-priori detection limit")):
+            plot.setMinimumHeight(PLOT_MIN_HEIGHT)
+            plot.setToolTip(what)
+            plot.setXRange(0, 1)
+            plot.setYRange(0, 1)
+            plot.enableAutoRange()
+        layout = QHBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
-        layout.addLayout(row1)
-        layout.addLayout(row2)
+        left = QWidget()
+        left.setLayout(controls)
+        left.setMaximumWidth(CONTROLS_WIDTH)
+        layout.addWidget(left)
         plots = QGridLayout()
         plots.addWidget(self.plot, 0, 0)
         plots.addWidget(self.limits, 0, 1)
-        plots.addWidget(QLabel("recall / precision / ARE of fresh runs on the recorded packets (run a sweep)"), 1, 0)
-        plots.addWidget(self.limit_note, 1, 1)
+        plots.addWidget(self.limit_note, 1, 0, 1, 2)
         plots.setColumnStretch(0, 3)
         plots.setColumnStretch(1, 2)
+        plots.setRowStretch(0, 1)
         layout.addLayout(plots, 1)
         self.run.clicked.connect(self.start)
         self.stop.clicked.connect(self.cancel)
