@@ -95,6 +95,7 @@ class MainWindow(QMainWindow):
         self.old_sessions: list[Session] = []  # closed sessions whose threads had not ended in time
         self.frozen = False
         self.source_label: str | None = None  # the source last opened (a sweep belongs to its packets)
+        self.pending_tuned: list[tuple] = []  # (algorithm, parameter, value) tuned after the source ended
         self.redraws: deque = deque(maxlen=400)
         self.drilldowns: list = []
         self._last_throughput = 0.0
@@ -255,13 +256,18 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("No network interface to capture from", 5000)
             return
         self.close_session()
-        if self.source_label is not None and self.source_label != spec.label():
+        same_source = self.source_label == spec.label()
+        if self.source_label is not None and not same_source:
             self.tuning.clear("the source changed: sweeps on the previous one's packets were cleared")
         self.source_label = spec.label()
         self.throughput.reset()
         self.utility.reset()
         self.source_panel.reset_rate()
         self.session = Session(self.config, record_packets=self.record_packets)
+        if same_source:  # values tuned on these packets after the last run ended: this run uses them
+            for name, parameter, value in self.pending_tuned:
+                self.session.tuned(name, parameter, value)
+        self.pending_tuned = []
         self.session.open(spec)
         self.statusBar().showMessage(f"Reading {spec.label()}", 3000)
 

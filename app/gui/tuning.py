@@ -165,6 +165,7 @@ class TuningPanel(QWidget):
             return False
         self.message.setText(f"sweeping {len(values)} values × {self.reps.value()} runs on {len(keys):,} packets…")
         self.progress.setValue(0)
+        self.choice.clear()  # the previous sweep's values are not this one's
         self.apply.setEnabled(False)
         return True
 
@@ -233,8 +234,12 @@ class TuningPanel(QWidget):
             return
         value, parameter, name = self.choice.currentData(), self.sweep.parameter, self.sweep.name
         applied = getattr(settings_for(self.sweep.base, parameter, value), parameter)
-        if self.main.session is not None:  # the choice read the recorded packets: the ledger says so
-            self.main.session.tuned(name, parameter, applied)
+        # the choice read the recorded packets: the ledger of the run that uses it says so
+        session = self.main.session
+        if session is not None and session.state.active:
+            session.tuned(name, parameter, applied)
+        else:  # the source has ended: the value is for the next start on the same source
+            self.main.pending_tuned.append((name, parameter, applied))
         params = self.main.params
         if parameter in PER_ALGORITHM:
             params.set_option(name, parameter, applied)
