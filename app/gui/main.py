@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
@@ -31,7 +32,7 @@ from dptop.gui.panel import AlgorithmPanel
 from dptop.gui.params import ParametersPanel
 from dptop.gui.plots import ThroughputPlot, UtilityPlot
 from dptop.monitor import catalogue
-from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
@@ -263,7 +264,12 @@ class MainWindow(QMainWindow):
         self.throughput.reset()
         self.utility.reset()
         self.source_panel.reset_rate()
-        self.session = Session(self.config, record_packets=self.record_packets)
+        config = self.config
+        s = config.settings
+        if spec.loop and s.epoch_seconds is None and s.epoch_packets is None:
+            # an endless stream releases on the wall clock's cells, as the session gives a live capture
+            config = replace(config, settings=s.with_(epoch_seconds=LIVE_EPOCH_SECONDS))
+        self.session = Session(config, record_packets=self.record_packets)
         if same_source:  # values tuned on these packets after the last run ended: this run uses them
             for name, parameter, value in self.pending_tuned:
                 self.session.tuned(name, parameter, value)

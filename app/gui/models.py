@@ -64,7 +64,7 @@ def _num(value: float | None, integer: bool = False) -> str:
     return f"{value:,.1f}"
 
 
-class _RowsModel(QAbstractTableModel):
+class RowsModel(QAbstractTableModel):
     """A read-only table of frozen row objects with fixed ``HEADERS`` and ``TOOLTIPS``."""
 
     HEADERS: tuple[str, ...] = ()
@@ -96,7 +96,7 @@ class _RowsModel(QAbstractTableModel):
         return None
 
 
-class ReleaseTableModel(_RowsModel):
+class ReleaseTableModel(RowsModel):
     HEADERS = ("#", "Source", "Estimate", "True count", "Error")
     TOOLTIPS = ("Rank in the release (by estimate, ties by address)",
                 "Source address (or network) as released",
@@ -188,7 +188,7 @@ class BudgetRow:
     scope: str
 
 
-class BudgetModel(_RowsModel):
+class BudgetModel(RowsModel):
     """One row per private algorithm plus the sequential-composition total (last row)."""
 
     HEADERS = ("Algorithm", "Model", "Measure", "ε", "δ", "ρ", "Neighbouring", "Scope")

@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
 from dptop.gui.drilldown import filter_box
-from dptop.gui.models import SORT_ROLE, _RowsModel, sorting_proxy
+from dptop.gui.models import SORT_ROLE, RowsModel, sorting_proxy
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def overview_rows(shown: dict, exact: dict[str, int]) -> tuple[tuple[str, ...], 
     return names, rows
 
 
-class OverviewModel(_RowsModel):
+class OverviewModel(RowsModel):
     """Key, one column per private algorithm (estimate ± a-priori error), the exact count."""
 
     def __init__(self, parent=None):

@@ -218,6 +218,7 @@ class AlgorithmPanel(QFrame):
         layout.addWidget(split, 1)
         self.setMinimumHeight(PANEL_MIN_HEIGHT)
         self._shown = None  # (release, truth counts, generation) last drawn
+        self._truth = None  # the exact answer for the drawn release (its utility line)
         self.redrawn_at = 0.0
         self.texted_at = 0.0
         self.generation = None
@@ -237,6 +238,9 @@ class AlgorithmPanel(QFrame):
         table shows (a newer live query waiting for its exact counts is described once drawn)."""
         self._header(view)
         shown = self.shown_view(view)
+        latest = None if shown.algorithm is None else shown.algorithm.latest
+        if truth is None or truth.release is not latest:  # the exact answer for the drawn release
+            truth = self._truth if self._truth is not None and self._truth.release is latest else None
         self.status.set_plain(status_text(shown, truth), TIPS["threshold"])
         self.reason.set_plain(reason_text(shown))  # always laid out: showing/hiding would re-layout every chart
 
@@ -282,6 +286,8 @@ class AlgorithmPanel(QFrame):
         if self.model.frozen:
             return
         key = self.data_key(view, truth)
+        if key is not self._shown:
+            self._truth = truth if truth is not None and truth.release is key[0] else None
         self._shown = key
         self.redrawn_at = time.monotonic()
         rows = rows_of(key[0], key[1])
