@@ -50,12 +50,14 @@ REDRAWS_PER_TICK = 1  # panels whose table and chart are redrawn per tick (bound
 PANEL_PERIOD = 0.5  # a panel's table and chart change at most this often (s): rows a person can read
 TEXT_PERIOD = 0.5  # status lines (rates, thresholds) are rewritten at most this often (s)
 THROUGHPUT_EVERY = 1.0  # seconds between throughput samples
+FIRST_SIZE = (1920, 1200)  # the window's size at its first start, at most the screen's
 PANEL_WIDTH = 520  # px a panel needs beside another (its table's columns and a chart); one column below
 MAX_COLUMNS = 3
 PARAMS_WIDTH = 290
 BOTTOM_SHARE = 0.3  # of the window's height, for the throughput / budget / utility / tuning tabs
 OVERVIEW_SHARE = 0.4  # of the central area's height, the rest for the panels
-OVERVIEW_EVERY = 1.0  # seconds between overview updates
+OVERVIEW_EVERY = 1.0  # seconds between overview updates (the exact counts move on)
+OVERVIEW_SOON = 0.25  # ... or this soon after a panel drew a new release
 EXACT_TOP = 10_000  # exact counts the overview looks keys up in (a key below them shows "…")
 
 
@@ -120,6 +122,7 @@ class MainWindow(QMainWindow):
         self.overview = OverviewPanel()
         self.overview.drill_requested.connect(lambda n, key, exact: open_drilldown(self, n, key, exact))
         self._overview_at = 0.0
+        self._overview_due = False  # a panel drew new rows since the overview was last updated
         central = QSplitter(Qt.Orientation.Vertical)
         central.setObjectName("central")
         central.addWidget(self.overview)
@@ -349,7 +352,11 @@ class MainWindow(QMainWindow):
             # tables and charts: a bounded number per tick, the longest-waiting first
             for _, panel, lane, truth in sorted(stale, key=lambda x: x[0])[:REDRAWS_PER_TICK]:
                 panel.redraw(lane, truth)
-            if now - self._overview_at >= OVERVIEW_EVERY:
+                panel.update_text(lane, truth)  # the header about the rows just drawn, not the ones before
+                panel.texted_at = now
+                self._overview_due = True
+            if now - self._overview_at >= (OVERVIEW_SOON if self._overview_due else OVERVIEW_EVERY):
+                self._overview_due = False
                 self._overview_at = now
                 self.show_overview(snap)
             if now - self._last_throughput >= THROUGHPUT_EVERY:
@@ -432,9 +439,9 @@ class MainWindow(QMainWindow):
         geometry, state = self.store.value("geometry"), self.store.value("windowState")
         if geometry is not None:
             self.restoreGeometry(geometry)
-        else:  # first start: 1600x1000, or the screen if smaller (the layout is checked down to 1280x720)
+        else:  # first start: FIRST_SIZE, or the screen if smaller (the layout is checked down to 1280x720)
             screen = self.screen().availableGeometry()
-            self.resize(min(1600, screen.width()), min(1000, screen.height()))
+            self.resize(min(FIRST_SIZE[0], screen.width()), min(FIRST_SIZE[1], screen.height()))
         if state is not None:
             self.restoreState(state)
         else:  # first start: the docks and the overview in proportion to the window

@@ -197,6 +197,7 @@ class AlgorithmPanel(QFrame):
         self.filter = filter_box(self.proxy)
         self.chart = BarChart(private)
         self.legend = QLabel(legend_html(private))
+        self.legend.setWordWrap(True)  # a narrow chart puts its legend on two lines, never under the bars
         self.legend.setToolTip(self.chart.toolTip())
         chart = QWidget()
         column = QVBoxLayout(chart)

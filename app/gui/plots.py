@@ -134,8 +134,7 @@ class ThroughputPlot(QWidget):
         item.getAxis("right").setLabel("capture packets/s")
         item.getAxis("right").setWidth(60)
         self.capture_box.setXLink(item)
-        self.capture_box.enableAutoRange(y=True)
-        self.capture_box.setLimits(yMin=0)
+        self.capture_box.setYRange(0, 1)
         self.capture_curve = pg.PlotDataItem(pen=pg.mkPen((120, 120, 120), width=2, style=pg.QtCore.Qt.PenStyle.DotLine))
         self.capture_box.addItem(self.capture_curve)
         item.vb.sigResized.connect(lambda: self.capture_box.setGeometry(item.vb.sceneBoundingRect()))
@@ -143,6 +142,7 @@ class ThroughputPlot(QWidget):
         self.widget.setXRange(0, 60)  # idle: a minute of time and 1-1000 packets/CPU-s, not -0.2..0.2
         self.widget.setYRange(0, 3)
         self.widget.enableAutoRange()  # data, once there, decides
+        self.widget.getViewBox().setLimits(xMin=0)  # time starts at 0 (one point must not centre the axis on it)
         self.info = QLabel()
         self.table = QLabel()
         self.table.setTextFormat(pg.QtCore.Qt.TextFormat.RichText)
@@ -197,7 +197,9 @@ class ThroughputPlot(QWidget):
                 if not fresh:
                     self._ewma.pop(("capture", "wall"), None)
                 self.capture.append(x, pps)
-                self.capture_curve.setData(*self.capture.view())
+                xs, ys = self.capture.view()
+                self.capture_curve.setData(xs, ys)
+                self.capture_box.setYRange(0, max(1.0, float(ys.max()) * 1.1), padding=0)  # from 0, always
             self._src = (t, src.ip_packets)
             self.info.setText(f"Rate while busy: packets per CPU-second of each algorithm's thread (left, log scale; "
                               f"colours as in the table) · capture packets/s dotted (right axis): "
