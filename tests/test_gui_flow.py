@@ -64,6 +64,8 @@ def test_tune_apply_export_drill_down_after_a_finished_replay(qtbot, window, tmp
 
     sweep_to_the_end(qtbot, w, "lazyhh", "k_tilde", "2, 8")
     w.tuning.choice.setCurrentIndex(w.tuning.choice.findData(8.0))
+    qtbot.waitUntil(lambda: all(not w.panels[lane.name].needs_redraw(lane, lane.truth)
+                                for lane in w.session.snapshot().lanes), timeout=10_000)  # panels drawn
     shown = {n: w.panels[n].model.rows() for n in NAMES}
     w.tuning.apply_choice()
 

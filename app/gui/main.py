@@ -37,7 +37,7 @@ from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
 from dptop.gui.source_panel import SourcePanel
-from dptop.gui.tuning import TuningPanel
+from dptop.gui.tuning import HEIGHT as TUNING_HEIGHT, TuningPanel
 from dptop.gui.theme import apply_plot_theme, watch_color_scheme
 
 SWITCH_INTERVAL = 0.001
@@ -55,6 +55,7 @@ PANEL_WIDTH = 520  # px a panel needs beside another (its table's columns and a 
 MAX_COLUMNS = 3
 PARAMS_WIDTH = 290
 BOTTOM_SHARE = 0.3  # of the window's height, for the throughput / budget / utility / tuning tabs
+TABS_HEIGHT = 28  # the bottom docks' tab bar
 OVERVIEW_SHARE = 0.4  # of the central area's height, the rest for the panels
 OVERVIEW_EVERY = 1.0  # seconds between overview updates (the exact counts move on)
 OVERVIEW_SOON = 0.25  # ... or this soon after a panel drew a new release
@@ -147,13 +148,16 @@ class MainWindow(QMainWindow):
                 ("tuning", "Tuning (what-if sweeps)", self.tuning, Qt.DockWidgetArea.BottomDockWidgetArea)):
             dock = QDockWidget(title, self)
             dock.setObjectName(f"dock-{key}")
-            dock.setWidget(scrolled(widget))  # a dock may be smaller than its content: it scrolls, never overlaps
+            # a dock may be smaller than its content: it scrolls, never overlaps; the tuning tab is
+            # given its height when shown (_room_for_tuning) and its plots stretch into it
+            dock.setWidget(widget if key == "tuning" else scrolled(widget))
             self.addDockWidget(area, dock)
             self.docks[key] = dock
         self.tabifyDockWidget(self.docks["throughput"], self.docks["budget"])
         self.tabifyDockWidget(self.docks["budget"], self.docks["utility"])
         self.tabifyDockWidget(self.docks["utility"], self.docks["tuning"])
         self.docks["throughput"].raise_()
+        self.docks["tuning"].visibilityChanged.connect(self._room_for_tuning)
         self.central = central
 
         self.fps = QLabel()
@@ -244,6 +248,15 @@ class MainWindow(QMainWindow):
             self.grid.addWidget(self.panels[name], i // columns, i % columns)
         for c in range(MAX_COLUMNS):
             self.grid.setColumnStretch(c, 1 if c < columns else 0)
+
+    def _room_for_tuning(self, visible: bool) -> None:
+        """The tuning tab, when shown, gets the height its plots need (up to half the window)."""
+        dock = self.docks["tuning"]
+        chrome = dock.height() - dock.widget().height()  # its title bar
+        want = min(max(TUNING_HEIGHT, self.tuning.minimumSizeHint().height()) + chrome + TABS_HEIGHT,
+                   self.height() // 2)
+        if visible and dock.height() < want:
+            self.resizeDocks([dock], [want], Qt.Orientation.Vertical)
 
     def set_frozen(self, frozen: bool) -> None:
         self.frozen = frozen

@@ -15,6 +15,8 @@ from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, detection_lim
 
 
 PLOT_MIN_HEIGHT = 170  # px: axes, their labels and a few grid lines readable
+HEIGHT = PLOT_MIN_HEIGHT + 140  # the tab's height that shows the plots whole (the window makes room when shown)
+METRIC_COLOURS = (("recall", (44, 160, 44)), ("precision", (31, 119, 180)), ("ARE", (214, 39, 40)))
 CONTROLS_WIDTH = 330
 
 
@@ -57,12 +59,11 @@ class TuningPanel(QWidget):
         self.apply.setEnabled(False)
 
         self.plot = pg.PlotWidget()
-        self.plot.addLegend(offset=(6, 6), labelTextSize="8pt")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.setLabel("left", "recall · precision · ARE")
         self.plot.getAxis("bottom").enableAutoSIPrefix(False)  # ε values as typed, not "(x0.001)"
         self.curves = {m: self.plot.plot(name=m, pen=pg.mkPen(c, width=2), symbol="o", symbolBrush=c, connect="finite")
-                       for m, c in (("recall", (44, 160, 44)), ("precision", (31, 119, 180)), ("ARE", (214, 39, 40)))}
+                       for m, c in METRIC_COLOURS}
         self.limits = pg.PlotWidget()
         self.limits.showGrid(x=True, y=True, alpha=0.2)
         self.limits.setLabel("left", "share needed (%)")
@@ -86,7 +87,13 @@ class TuningPanel(QWidget):
                 controls.addWidget(w, r, c, 1, 2 if len(cells) == 1 else 1)
         controls.setRowStretch(10, 1)
         self.message.setMaximumWidth(CONTROLS_WIDTH)
-        self.limit_note.setMaximumHeight(3 * self.limit_note.fontMetrics().lineSpacing() + 4)
+        for label, lines in ((self.message, 3), (self.limit_note, 3)):
+            # wrapped in a fixed number of lines, without height-for-width: a dock's scroll area would
+            # otherwise size the whole tab by the wrapped text and scroll the plots' axes out of sight
+            policy = label.sizePolicy()
+            policy.setHeightForWidth(False)
+            label.setSizePolicy(policy)
+            label.setFixedHeight(lines * label.fontMetrics().lineSpacing() + 4)
         self.choice.setMinimumContentsLength(20)
         self.choice.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         for plot, what in ((self.plot, "recall / precision / ARE of fresh runs on the recorded packets"),
@@ -103,12 +110,15 @@ class TuningPanel(QWidget):
         left.setMaximumWidth(CONTROLS_WIDTH)
         layout.addWidget(left)
         plots = QGridLayout()
-        plots.addWidget(self.plot, 0, 0)
-        plots.addWidget(self.limits, 0, 1)
-        plots.addWidget(self.limit_note, 1, 0, 1, 2)
+        legend = QLabel("&nbsp;&nbsp;".join(f"<span style='color: rgb{c}'>■</span>&nbsp;{m}" for m, c in METRIC_COLOURS)
+                        + " — fresh runs on the recorded packets (not private)")
+        plots.addWidget(legend, 0, 0)  # beside the plot, never over its points
+        plots.addWidget(self.plot, 1, 0)
+        plots.addWidget(self.limits, 1, 1)
+        plots.addWidget(self.limit_note, 2, 0, 1, 2)
         plots.setColumnStretch(0, 3)
         plots.setColumnStretch(1, 2)
-        plots.setRowStretch(0, 1)
+        plots.setRowStretch(1, 1)
         layout.addLayout(plots, 1)
         self.run.clicked.connect(self.start)
         self.stop.clicked.connect(self.cancel)
