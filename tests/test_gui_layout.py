@@ -12,7 +12,7 @@ from itertools import combinations
 
 import pytest
 from PySide6.QtCore import QPoint, QRect, QSettings
-from PySide6.QtWidgets import QApplication, QLabel, QTableView, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from dptop.gui.configs import default_config
 from dptop.gui.elide import ElidedLabel

@@ -124,6 +124,7 @@ class MainWindow(QMainWindow):
         self.overview.drill_requested.connect(lambda n, key, exact: open_drilldown(self, n, key, exact))
         self._overview_at = 0.0
         self._overview_due = False  # a panel drew new rows since the overview was last updated
+        self._tuning_watched = False
         central = QSplitter(Qt.Orientation.Vertical)
         central.setObjectName("central")
         central.addWidget(self.overview)
@@ -157,7 +158,6 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(self.docks["budget"], self.docks["utility"])
         self.tabifyDockWidget(self.docks["utility"], self.docks["tuning"])
         self.docks["throughput"].raise_()
-        self.docks["tuning"].visibilityChanged.connect(self._room_for_tuning)
         self.central = central
 
         self.fps = QLabel()
@@ -248,6 +248,12 @@ class MainWindow(QMainWindow):
             self.grid.addWidget(self.panels[name], i // columns, i % columns)
         for c in range(MAX_COLUMNS):
             self.grid.setColumnStretch(c, 1 if c < columns else 0)
+
+    def showEvent(self, event):
+        super().showEvent(event)
+        if not self._tuning_watched:  # from the first show on: the start-up's own visibility changes do not count
+            self._tuning_watched = True
+            self.docks["tuning"].visibilityChanged.connect(self._room_for_tuning)
 
     def _room_for_tuning(self, visible: bool) -> None:
         """The tuning tab, when shown, gets the height its plots need (up to half the window)."""

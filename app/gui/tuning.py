@@ -5,8 +5,9 @@ a source needs to be released w.p. >= 0.9) over the same values, from the parame
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSpinBox,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
+                               QScrollArea, QSpinBox, QWidget)
 
 from dptop.gui.help import TIPS
 from dptop.monitor import catalogue
@@ -14,7 +15,7 @@ from dptop.monitor.config import PER_ALGORITHM
 from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, detection_limits, parse_values, settings_for
 
 
-PLOT_MIN_HEIGHT = 170  # px: axes, their labels and a few grid lines readable
+PLOT_MIN_HEIGHT = 150  # px: axes, their labels and a few grid lines readable
 HEIGHT = PLOT_MIN_HEIGHT + 140  # the tab's height that shows the plots whole (the window makes room when shown)
 METRIC_COLOURS = (("recall", (44, 160, 44)), ("precision", (31, 119, 180)), ("ARE", (214, 39, 40)))
 CONTROLS_WIDTH = 330
@@ -87,7 +88,7 @@ class TuningPanel(QWidget):
                 controls.addWidget(w, r, c, 1, 2 if len(cells) == 1 else 1)
         controls.setRowStretch(10, 1)
         self.message.setMaximumWidth(CONTROLS_WIDTH)
-        for label, lines in ((self.message, 3), (self.limit_note, 3)):
+        for label, lines in ((self.message, 3), (self.limit_note, 2)):
             # wrapped in a fixed number of lines, without height-for-width: a dock's scroll area would
             # otherwise size the whole tab by the wrapped text and scroll the plots' axes out of sight
             policy = label.sizePolicy()
@@ -107,8 +108,13 @@ class TuningPanel(QWidget):
         layout.setContentsMargins(2, 2, 2, 2)
         left = QWidget()
         left.setLayout(controls)
-        left.setMaximumWidth(CONTROLS_WIDTH)
-        layout.addWidget(left)
+        column = QScrollArea()  # the controls scroll in a short tab; the plots keep their height
+        column.setWidgetResizable(True)
+        column.setFrameShape(QFrame.Shape.NoFrame)
+        column.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        column.setWidget(left)
+        column.setMaximumWidth(CONTROLS_WIDTH + column.verticalScrollBar().sizeHint().width())
+        layout.addWidget(column)
         plots = QGridLayout()
         legend = QLabel("&nbsp;&nbsp;".join(f"<span style='color: rgb{c}'>■</span>&nbsp;{m}" for m, c in METRIC_COLOURS)
                         + " — fresh runs on the recorded packets (not private)")
