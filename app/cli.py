@@ -21,7 +21,7 @@ from dptop.capture.live import COUNT, DURATION
 from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.lab.audit.cases import CONFIDENCE, EVENTS, RUNS
 from dptop.engine.core.settings import SEED, Range
-from dptop.monitor import catalogue
+from dptop.monitor import catalogue, defaults
 from dptop.monitor.config import SourceSpec, config_errors
 from dptop.monitor.memory import map_large_blocks
 from dptop.options import Parser, json_target, names_arg, nonempty, ranged
@@ -255,7 +255,8 @@ def cmd_gui(args) -> int:
     if not has_display():
         print("dptop: no display found (DISPLAY/WAYLAND_DISPLAY unset); running the headless replay instead.\n"
               "       Start it on a desktop, or under Xvfb: xvfb-run dptop gui", file=sys.stderr)
-        return cmd_replay(prepare(["replay", str(path or DEMO_CAPTURE)]))
+        demo = defaults.demo_args() if path in (None, str(DEMO_CAPTURE)) else []
+        return cmd_replay(prepare(["replay", str(path or DEMO_CAPTURE), *demo]))
     require(GUI)
     from dptop.gui.launch import run_gui
 

@@ -9,14 +9,13 @@ from dataclasses import replace
 from dptop.engine.core.clock import parse_time_range
 from dptop.engine.core.keykinds import KEY_KINDS
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Settings, parse_param
-from dptop.monitor import catalogue
+from dptop.monitor import catalogue, defaults
 from dptop.monitor.config import (BYTE_CAP, BYTE_UNIT, LATENESS, LATENESS_SECONDS, LIVE_EPOCH_SECONDS, Counting,
                                   RunConfig, config_errors)
 from dptop.monitor.footprints import ENV, MemoryLimit, parse_size
 from dptop.options import json_target, nonempty, ranged
 
-DEFAULT_ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries")
-"""The private trio and the cheap non-private baselines; CountMin (as costly per packet as LazyHH) on request."""
+DEFAULT_ALGORITHMS = defaults.ALGORITHMS
 
 
 def param_arg(text: str) -> tuple[str, object]:
@@ -33,13 +32,15 @@ def add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
     p.add_argument("--algorithms", default=None,
                    help="comma-separated names (default: the private trio and the baselines available); "
                         "'dptop list' shows them")
-    p.add_argument("--k", type=ranged(RANGES["k"]), default=16,
-                   help="heavy hitters: report items above n/k (default 16)")
+    p.add_argument("--k", type=ranged(RANGES["k"]), default=defaults.K,
+                   help=f"heavy hitters: report items above n/k (default {defaults.K})")
     p.add_argument("--k-tilde", type=ranged(RANGES["k_tilde"]), default=None,
                    help="tracked counters/candidates k~ (default per algorithm)")
-    p.add_argument("--epsilon", type=ranged(RANGES["epsilon"]), default=0.5,
-                   help="privacy budget epsilon per packet and algorithm (default 0.5; continual observation needs < 1)")
-    p.add_argument("--delta", type=ranged(RANGES["delta"]), default=1e-6, help="privacy budget delta (default 1e-6)")
+    p.add_argument("--epsilon", type=ranged(RANGES["epsilon"]), default=defaults.EPSILON,
+                   help=f"privacy budget epsilon per packet and algorithm (default {defaults.EPSILON:g}; continual "
+                        "observation needs < 1)")
+    p.add_argument("--delta", type=ranged(RANGES["delta"]), default=defaults.DELTA,
+                   help=f"privacy budget delta (default {defaults.DELTA:g})")
     p.add_argument("--seed", type=ranged(SEED), default=None,
                    help="seed the noise for a reproducible run (the output is then NOT private)")
     p.add_argument("--epoch-packets", type=ranged(RANGES["epoch_packets"]), default=None,

@@ -66,16 +66,16 @@ def check(params, name: str, on: bool) -> None:
 
 def test_apply_never_reshuffles_the_panels(qtbot, window, store):
     w = window()
-    first = list(default_config().names)  # dpss, lazyhh, dpsw, exact, spacesaving: not the list's order
+    first = list(default_config().names)  # the shared defaults' order, not the list's
     assert grid_order(w) == first
     widgets = dict(w.panels)
     check(w.params, "dpsw", False)
     assert w.params.apply()
     assert grid_order(w) == [n for n in first if n != "dpsw"]
-    check(w.params, "misragries", True)
+    check(w.params, "dpmg", True)
     check(w.params, "dpsw", True)
     assert w.params.apply()  # enabled ones join at the end, the others keep their places
-    assert grid_order(w) == [n for n in first if n != "dpsw"] + ["misragries", "dpsw"]
+    assert grid_order(w) == [n for n in first if n != "dpsw"] + ["dpmg", "dpsw"]
     before = grid_order(w)
     w.params.epsilon.setText("0.25")  # restarts the private algorithms
     assert w.params.apply()
@@ -113,8 +113,8 @@ def test_the_source_kind_and_its_fields_survive_a_restart(qtbot, window):
 
 def test_loop_is_offered_for_synthetic_streams_only(qtbot, window):
     sp = window().source_panel
-    assert "synthetic" in sp.loop.text()
-    assert sp.loop.toolTip() == LOOP_TIP and "cannot absorb" in LOOP_TIP and "real packet" in LOOP_TIP
+    assert sp.loop.text() == "loop"  # short in the source bar; the tooltip says why synthetic streams only
+    assert sp.loop.toolTip() == LOOP_TIP and "synthetic streams only" in LOOP_TIP and "cannot absorb" in LOOP_TIP and "real packet" in LOOP_TIP
     for index, enabled in ((0, False), (1, False), (2, True), (0, False)):
         sp.kind.setCurrentIndex(index)
         assert sp.loop.isEnabled() == enabled
@@ -260,7 +260,7 @@ def test_a_starting_session_says_it_is_compiling_kernels(qtbot, window):
     w = window()
     w.session = Starting()
     w.refresh()
-    assert "compiling kernels" in w.source_panel.stats.text()
+    assert "compiling kernels" in w.source_panel.stats.full_text()
     assert w.source_panel.progress.maximum() == 0  # busy indicator
     for panel in w.panels.values():
         assert panel.reason.full_text() == "Starting: compiling kernels (first start after install)..."

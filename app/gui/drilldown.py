@@ -35,6 +35,9 @@ class CountingPicker(QWidget):
             self.key.addItem(f"{kind.value} — {kind.label}", kind.value)
         self.weight.addItem("packets", "packets")
         self.weight.addItem("bytes", "bytes")
+        for box in (self.key, self.weight):  # the dock stays narrow; the open list shows the whole text
+            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            box.setMinimumContentsLength(12)
         self.key.setToolTip("What a packet counts for: every algorithm counts this key (Apply restarts the run)")
         self.weight.setToolTip("Count packets, or bytes in units of 64 bytes, at most 24 units a packet (its "
                                "guarantee is that of 24 units by group privacy)")

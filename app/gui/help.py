@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 TIPS = {
     "epsilon": "ε: privacy loss bound per packet; smaller = more private, noisier estimates.",
     "delta": "δ: small probability that the ε bound may fail (e.g. a rare label slips through); keep it far below 1/n.",
     "rho": "ρ: zero-concentrated DP parameter (Gaussian noise); ρ-zCDP implies (ρ + 2√(ρ ln 1/δ), δ)-DP.",
     "k": "k: report sources above n/k packets (at most k heavy hitters).",
-    "k_tilde": "k~: counters / candidates the algorithm tracks (more = better recall, higher threshold). Blank = algorithm default.",
+    "k_tilde": "k~: counters / candidates the algorithms track (more = better recall, higher threshold). Blank = each algorithm's default; k_tilde=N in an algorithm's options sets its own.",
     "epoch": "Single-release algorithms publish once per epoch; each epoch uses the full (ε, δ) on disjoint packets.",
-    "window": "w: the sliding window covers the last w packets. Blank = algorithm default.",
+    "window": "w: the sliding window covers the last w packets. Blank = algorithm default; window=N in an algorithm's options sets its own.",
     "gamma": "γ: sliding-window heavy-hitter fraction: report sources above γ·w. Blank = algorithm default.",
     "horizon": "T_max: continual-observation algorithms are calibrated for this many packets (blank = file length or 2^30).",
     "restart": "Restart: a fresh instance (new noise, counts from 0) every T_max packets instead of stopping there.",
@@ -73,10 +73,16 @@ class HelpOverlay(QWidget):
         label = QLabel(help_html())
         label.setWordWrap(True)
         label.setTextFormat(Qt.TextFormat.RichText)
+        area = QScrollArea()  # a short window scrolls the help instead of cutting it
+        area.setWidgetResizable(True)
+        area.setFrameShape(QFrame.Shape.NoFrame)
+        area.setStyleSheet("background: transparent;")
+        area.viewport().setAutoFillBackground(False)
+        label.setAutoFillBackground(False)
+        area.setWidget(label)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(48, 32, 48, 32)
-        layout.addWidget(label)
-        layout.addStretch(1)
+        layout.setContentsMargins(32, 16, 32, 16)
+        layout.addWidget(area)
         self.hide()
         parent.installEventFilter(self)
 

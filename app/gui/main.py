@@ -13,30 +13,32 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QGridLayout, QLabel, QMainWindow, QScrollArea, QToolBar,
-                               QWidget)
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QFrame, QGridLayout, QLabel, QMainWindow, QScrollArea,
+                               QSplitter, QToolBar, QWidget)
 
 from dptop.gui.budget import BudgetPanel
 from dptop.gui.configs import (DEMO_SPEED, config_from_json, config_to_json, default_config,  # noqa: F401 (re-exported)
                                demo_config, preview_ledger)
-from dptop.gui.drilldown import open_drilldown
+from dptop.gui.drilldown import key_title, open_drilldown
 from dptop.gui.export import export_csv, export_json, save_png
 from dptop.gui.help import TIPS, HelpOverlay
+from dptop.gui.overview import OverviewPanel
 from dptop.gui.panel import AlgorithmPanel
 from dptop.gui.params import ParametersPanel
 from dptop.gui.plots import ThroughputPlot, UtilityPlot
 from dptop.monitor import catalogue
-from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.explain import drops_of
 from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
 from dptop.gui.source_panel import SourcePanel
-from dptop.gui.tuning import TuningPanel
+from dptop.gui.tuning import HEIGHT as TUNING_HEIGHT, TuningPanel
 from dptop.gui.theme import apply_plot_theme, watch_color_scheme
 
 SWITCH_INTERVAL = 0.001
@@ -49,6 +51,39 @@ REDRAWS_PER_TICK = 1  # panels whose table and chart are redrawn per tick (bound
 PANEL_PERIOD = 0.5  # a panel's table and chart change at most this often (s): rows a person can read
 TEXT_PERIOD = 0.5  # status lines (rates, thresholds) are rewritten at most this often (s)
 THROUGHPUT_EVERY = 1.0  # seconds between throughput samples
+FIRST_SIZE = (1920, 1200)  # the window's size at its first start, at most the screen's
+PANEL_WIDTH = 520  # px a panel needs beside another (its table's columns and a chart); one column below
+MAX_COLUMNS = 3
+PARAMS_WIDTH = 290
+BOTTOM_SHARE = 0.3  # of the window's height, for the throughput / budget / utility / tuning tabs
+TABS_HEIGHT = 28  # the bottom docks' tab bar
+OVERVIEW_SHARE = 0.4  # of the central area's height, the rest for the panels
+OVERVIEW_EVERY = 1.0  # seconds between overview updates (the exact counts move on)
+OVERVIEW_SOON = 0.25  # ... or this soon after a panel drew a new release
+EXACT_TOP = 10_000  # exact counts the overview looks keys up in (a key below them shows "…")
+
+
+class ReflowArea(QScrollArea):
+    """A scroll area that reports its viewport's width (the panels reflow to it)."""
+
+    def __init__(self, on_width):
+        super().__init__()
+        self._on_width = on_width
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self._on_width(self.viewport().width())
+
+
+def scrolled(widget: QWidget) -> QScrollArea:
+    """``widget`` in a frameless scroll area (a dock content that may not fit)."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidget(widget)
+    return area
+
+
 class MainWindow(QMainWindow):
     def __init__(self, config: RunConfig | None = None, settings: QSettings | None = None,
                  record_packets: int = 1 << 20):
@@ -65,6 +100,7 @@ class MainWindow(QMainWindow):
         self.old_sessions: list[Session] = []  # closed sessions whose threads had not ended in time
         self.frozen = False
         self.source_label: str | None = None  # the source last opened (a sweep belongs to its packets)
+        self.pending_tuned: list[tuple] = []  # (algorithm, parameter, value) tuned after the source ended
         self.redraws: deque = deque(maxlen=400)
         self.drilldowns: list = []
         self._last_throughput = 0.0
@@ -77,14 +113,28 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
 
         self.panels: dict[str, AlgorithmPanel] = {}
+        self.columns = 0  # panel columns now (reflowed with the width)
         self.grid = QGridLayout()
         holder = QWidget()
         holder.setLayout(self.grid)
-        self.scroll_area = QScrollArea()
+        self.scroll_area = ReflowArea(self._reflow)
         self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.scroll_area.setWidget(holder)
-        self.setCentralWidget(self.scroll_area)
-        self.overlay = HelpOverlay(self.scroll_area)
+        self.overview = OverviewPanel()
+        self.overview.drill_requested.connect(lambda n, key, exact: open_drilldown(self, n, key, exact))
+        self._overview_at = 0.0
+        self._overview_due = False  # a panel drew new rows since the overview was last updated
+        self._tuning_watched = False
+        central = QSplitter(Qt.Orientation.Vertical)
+        central.setObjectName("central")
+        central.addWidget(self.overview)
+        central.addWidget(self.scroll_area)
+        central.setStretchFactor(0, 1)
+        central.setStretchFactor(1, 3)
+        central.setChildrenCollapsible(False)
+        self.setCentralWidget(central)
+        self.overlay = HelpOverlay(central)
 
         self.params = ParametersPanel(self.config)
         self.budget = BudgetPanel()
@@ -100,15 +150,16 @@ class MainWindow(QMainWindow):
                 ("tuning", "Tuning (what-if sweeps)", self.tuning, Qt.DockWidgetArea.BottomDockWidgetArea)):
             dock = QDockWidget(title, self)
             dock.setObjectName(f"dock-{key}")
-            dock.setWidget(widget)
+            # a dock may be smaller than its content: it scrolls, never overlaps; the tuning tab is
+            # given its height when shown (_room_for_tuning) and its plots stretch into it
+            dock.setWidget(widget if key == "tuning" else scrolled(widget))
             self.addDockWidget(area, dock)
             self.docks[key] = dock
         self.tabifyDockWidget(self.docks["throughput"], self.docks["budget"])
         self.tabifyDockWidget(self.docks["budget"], self.docks["utility"])
         self.tabifyDockWidget(self.docks["utility"], self.docks["tuning"])
         self.docks["throughput"].raise_()
-        self.resizeDocks([self.docks["params"]], [290], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["throughput"]], [260], Qt.Orientation.Vertical)
+        self.central = central
 
         self.fps = QLabel()
         self.freeze_label = QLabel()
@@ -166,19 +217,53 @@ class MainWindow(QMainWindow):
 
     # ----- panels ------------------------------------------------------------------------
     def _layout_panels(self, names) -> None:
-        """One panel per name, two per row in ``names`` order (the parameters panel keeps that
-        order across Apply: a restarted algorithm keeps its panel and its place)."""
+        """One panel per name in ``names`` order, row by row in as many columns as fit (the
+        parameters panel keeps that order across Apply: a restarted algorithm keeps its panel and
+        its place)."""
         for panel in self.panels.values():
             self.grid.removeWidget(panel)
         for name in [n for n in self.panels if n not in names]:
             self.panels.pop(name).deleteLater()
+        self.panels = {n: self.panels[n] for n in names if n in self.panels}  # names' order, kept by Apply
         for name in names:
             if name not in self.panels:
                 self.panels[name] = AlgorithmPanel(name, catalogue.entry(name).private)
                 self.panels[name].drill_requested.connect(lambda n, key, exact: open_drilldown(self, n, key, exact))
                 self.panels[name].set_frozen(self.frozen)
-        for i, name in enumerate(names):
-            self.grid.addWidget(self.panels[name], i // 2, i % 2)
+        self.columns = 0
+        self._reflow(self.scroll_area.viewport().width())
+
+    def _reflow(self, width: int) -> None:
+        """Place the panels in as many columns as ``width`` holds (each at least ``PANEL_WIDTH`` and
+        its own minimum, so no panel is cut; one at least)."""
+        spacing = max(0, self.grid.horizontalSpacing())
+        need = max([PANEL_WIDTH, *(p.minimumSizeHint().width() for p in self.panels.values())]) + spacing
+        margins = self.grid.contentsMargins()
+        columns = max(1, min(MAX_COLUMNS, (width - margins.left() - margins.right() + spacing) // need))
+        if columns == self.columns:
+            return
+        self.columns = columns
+        for panel in self.panels.values():
+            self.grid.removeWidget(panel)
+        for i, name in enumerate(self.panels):
+            self.grid.addWidget(self.panels[name], i // columns, i % columns)
+        for c in range(MAX_COLUMNS):
+            self.grid.setColumnStretch(c, 1 if c < columns else 0)
+
+    def showEvent(self, event):
+        super().showEvent(event)
+        if not self._tuning_watched:  # from the first show on: the start-up's own visibility changes do not count
+            self._tuning_watched = True
+            self.docks["tuning"].visibilityChanged.connect(self._room_for_tuning)
+
+    def _room_for_tuning(self, visible: bool) -> None:
+        """The tuning tab, when shown, gets the height its plots need (up to half the window)."""
+        dock = self.docks["tuning"]
+        chrome = dock.height() - dock.widget().height()  # its title bar
+        want = min(max(TUNING_HEIGHT, self.tuning.minimumSizeHint().height()) + chrome + TABS_HEIGHT,
+                   self.height() // 2)
+        if visible and dock.height() < want:
+            self.resizeDocks([dock], [want], Qt.Orientation.Vertical)
 
     def set_frozen(self, frozen: bool) -> None:
         self.frozen = frozen
@@ -195,13 +280,23 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("No network interface to capture from", 5000)
             return
         self.close_session()
-        if self.source_label is not None and self.source_label != spec.label():
+        same_source = self.source_label == spec.label()
+        if self.source_label is not None and not same_source:
             self.tuning.clear("the source changed: sweeps on the previous one's packets were cleared")
         self.source_label = spec.label()
         self.throughput.reset()
         self.utility.reset()
         self.source_panel.reset_rate()
-        self.session = Session(self.config, record_packets=self.record_packets)
+        config = self.config
+        s = config.settings
+        if spec.loop and s.epoch_seconds is None and s.epoch_packets is None:
+            # an endless stream releases on the wall clock's cells, as the session gives a live capture
+            config = replace(config, settings=s.with_(epoch_seconds=LIVE_EPOCH_SECONDS))
+        self.session = Session(config, record_packets=self.record_packets)
+        if same_source:  # values tuned on these packets after the last run ended: this run uses them
+            for name, parameter, value in self.pending_tuned:
+                self.session.tuned(name, parameter, value)
+        self.pending_tuned = []
         self.session.open(spec)
         self.statusBar().showMessage(f"Reading {spec.label()}", 3000)
 
@@ -245,7 +340,11 @@ class MainWindow(QMainWindow):
         elif self.session is not None:
             restarted = self.session.apply(config)
         self.tuning.show_limits()
-        self.statusBar().showMessage(f"Applied; restarted: {', '.join(restarted) or 'none'}", 5000)
+        if self.session is not None and not recount and not self.session.state.active:
+            text = "Applied for the next Start: the source has ended; its releases, ledger and export stay as published"
+        else:
+            text = f"Applied; restarted: {', '.join(restarted) or 'none'}"
+        self.statusBar().showMessage(text, 8000)
 
     # ----- the timer ---------------------------------------------------------------------
     def refresh(self) -> None:
@@ -273,6 +372,13 @@ class MainWindow(QMainWindow):
             # tables and charts: a bounded number per tick, the longest-waiting first
             for _, panel, lane, truth in sorted(stale, key=lambda x: x[0])[:REDRAWS_PER_TICK]:
                 panel.redraw(lane, truth)
+                panel.update_text(lane, truth)  # the header about the rows just drawn, not the ones before
+                panel.texted_at = now
+                self._overview_due = True
+            if now - self._overview_at >= (OVERVIEW_SOON if self._overview_due else OVERVIEW_EVERY):
+                self._overview_due = False
+                self._overview_at = now
+                self.show_overview(snap)
             if now - self._last_throughput >= THROUGHPUT_EVERY:
                 self._last_throughput = now
                 self.throughput.sample(snap)
@@ -281,6 +387,23 @@ class MainWindow(QMainWindow):
         self.tuning.poll()
         self.redraws.append(now)
         self.fps.setText(f"{self.redraw_rate():.0f} redraws/s")
+
+    def show_overview(self, snap) -> None:
+        """The overview from what the private panels show (their drawn release and its exact
+        counts) and the exact counts over the session (for the operator)."""
+        shown = {}
+        for lane in snap.lanes:
+            panel = self.panels.get(lane.name)
+            if panel is None or not panel.private:
+                continue
+            limit = lane.status.detectable
+            shown[lane.name] = (*panel.drawn(), None if limit is None else limit.error)
+        wanted = {it.address for release, _, _ in shown.values() if release is not None for it in release.items}
+        _, distinct, top = self.session.exact(EXACT_TOP) if wanted else (0, 0, ())
+        exact = {it.address: int(it.estimate) for it in top}
+        if len(top) == distinct:  # every key is in the list: the others sent nothing
+            exact.update({a: 0 for a in wanted - exact.keys()})
+        self.overview.show_rows(shown, exact, key_title(self.config.settings.with_(key=self.config.counting.key)))
 
     def redraw_rate(self, seconds: float = 2.0) -> float:
         """Timer redraws per second over the last ``seconds``."""
@@ -336,11 +459,16 @@ class MainWindow(QMainWindow):
         geometry, state = self.store.value("geometry"), self.store.value("windowState")
         if geometry is not None:
             self.restoreGeometry(geometry)
-        else:  # first start: 1600x1000, the size the layout is checked at, or the screen if smaller
+        else:  # first start: FIRST_SIZE, or the screen if smaller (the layout is checked down to 1280x720)
             screen = self.screen().availableGeometry()
-            self.resize(min(1600, screen.width()), min(1000, screen.height()))
+            self.resize(min(FIRST_SIZE[0], screen.width()), min(FIRST_SIZE[1], screen.height()))
         if state is not None:
             self.restoreState(state)
+        else:  # first start: the docks and the overview in proportion to the window
+            self.resizeDocks([self.docks["params"]], [PARAMS_WIDTH], Qt.Orientation.Horizontal)
+            self.resizeDocks([self.docks["throughput"]], [int(BOTTOM_SHARE * self.height())], Qt.Orientation.Vertical)
+            rest = int((1 - BOTTOM_SHARE) * self.height())
+            self.central.setSizes([int(OVERVIEW_SHARE * rest), rest - int(OVERVIEW_SHARE * rest)])
         self.source_panel.restore(self.store)
 
     def _save(self) -> None:

@@ -64,7 +64,7 @@ def _num(value: float | None, integer: bool = False) -> str:
     return f"{value:,.1f}"
 
 
-class _RowsModel(QAbstractTableModel):
+class RowsModel(QAbstractTableModel):
     """A read-only table of frozen row objects with fixed ``HEADERS`` and ``TOOLTIPS``."""
 
     HEADERS: tuple[str, ...] = ()
@@ -96,7 +96,7 @@ class _RowsModel(QAbstractTableModel):
         return None
 
 
-class ReleaseTableModel(_RowsModel):
+class ReleaseTableModel(RowsModel):
     HEADERS = ("#", "Source", "Estimate", "True count", "Error")
     TOOLTIPS = ("Rank in the release (by estimate, ties by address)",
                 "Source address (or network) as released",
@@ -162,6 +162,8 @@ class ReleaseTableModel(_RowsModel):
             return v
         if role == Qt.ItemDataRole.TextAlignmentRole and col != 1:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole and col == 1:
+            return row.address  # the column may elide a long key
         if role == Qt.ItemDataRole.ToolTipRole and col == 4 and row.true:
             return f"relative error {abs(row.error) / row.true:.1%}"
         return None
@@ -186,7 +188,7 @@ class BudgetRow:
     scope: str
 
 
-class BudgetModel(_RowsModel):
+class BudgetModel(RowsModel):
     """One row per private algorithm plus the sequential-composition total (last row)."""
 
     HEADERS = ("Algorithm", "Model", "Measure", "ε", "δ", "ρ", "Neighbouring", "Scope")

@@ -8,12 +8,13 @@ source that is not in the release.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHeaderView, QLabel, QSizePolicy, QSplitter, QTableView,
-                               QVBoxLayout)
+                               QVBoxLayout, QWidget)
 
 from dptop.gui.drilldown import ESTIMATE_BRUSH, TRUTH_BRUSH, filter_box, key_title
 from dptop.gui.elide import ElidedLabel
@@ -22,6 +23,20 @@ from dptop.monitor.explain import detectable_text, reason_text, threshold_of
 from dptop.gui.models import ReleaseTableModel, fmt_rate, rows_of, sorting_proxy, utility_values
 
 CHART_ROWS = 12  # bars drawn (the table has every released item)
+CHART_MIN_WIDTH = 130
+COLUMN_SAMPLES = ("#99", None, "99,999,999", "99,999,999", "-9,999,999")
+"""The widest text each table column shows in practice (the key column stretches and elides)."""
+PANEL_MIN_HEIGHT = 330  # the header lines and about six table rows
+KEY_MIN_WIDTH = 104  # "255.255.255.255" in the default font; longer keys elide, the tooltip has them
+
+
+def legend_html(private: bool) -> str:
+    """The chart's legend, drawn beside it (never over a bar)."""
+    def swatch(rgb, text):
+        return f"<span style='background-color: rgb{rgb[:3]}'>&nbsp;&nbsp;&nbsp;</span>&nbsp;{text}"
+    tau = "<span style='color: rgb(220,60,60)'><b>┆</b>&nbsp;threshold τ</span>"
+    return "&nbsp;&nbsp;".join((swatch(ESTIMATE_BRUSH, "private estimate" if private else "estimate"),
+                                swatch(TRUTH_BRUSH, "exact count"), tau))
 
 
 def guarantee_lines(g) -> list:
@@ -49,12 +64,13 @@ def status_text(view, truth) -> str:
         sp = rel.span
         where = f"{sp.kind} {sp.index}" if sp.kind in ("epoch", "horizon") else sp.kind
         parts.append(f"{where}: {max(0, sp.end - sp.start):,} pkts")
-    parts.append(f"{a.releases} releases")
+    count = max(a.releases, int(rel is not None))  # a window's live query is a release too
+    parts.append(f"{count:,} release{'' if count == 1 else 's'}")
     parts.append(f"{fmt_rate(a.updates_per_second)} while busy")
     if a.drops:
         parts.append(f"{a.drops:,} dropped")
     line = "  ·  ".join(parts)
-    if truth is not None and a.private:
+    if truth is not None and a.private and truth.release is rel:
         if truth.note:
             return f"{line}\nexact answer: {truth.note}"
         return f"{line}\n{utility_text(truth)}"
@@ -85,7 +101,7 @@ class BarChart(pg.PlotWidget):
 
     def __init__(self, private: bool = True, parent=None):
         super().__init__(parent)
-        self.setMinimumHeight(140)
+        self.setMinimumHeight(120)
         self.setMenuEnabled(False)
         self.hideButtons()
         self.setMouseEnabled(x=False, y=False)
@@ -99,15 +115,12 @@ class BarChart(pg.PlotWidget):
                                    label="τ", labelOpts={"position": 0.05, "color": (220, 60, 60)})
         self.addItem(self.tau)
         self.tau.hide()
-        # bottom right, over the shortest bars (rank 1 is at the top), on a veil that keeps them visible
-        self.legend = self.addLegend(offset=(-4, -4), labelTextSize="7pt", verSpacing=-6, brush=(255, 255, 255, 210))
-        self.legend.addItem(self.estimates, "private estimate" if private else "estimate")
-        self.legend.addItem(self.truth, "exact count")
-        self.legend.addItem(pg.PlotDataItem(pen=self.tau.pen), "threshold τ")
         self.getAxis("left").setStyle(tickTextWidth=26, autoExpandTextSpace=False)
         self.getAxis("left").setWidth(30)
         self.setLabel("bottom", "count")  # the value axis (the table has the numbers)
         self._ticks, self._tau, self._view = None, None, None
+        self.setMinimumWidth(CHART_MIN_WIDTH)
+        self.show_rows([], None)  # the empty chart's range: ranks 1-3, counts 0-1 (not pyqtgraph's -0.2..0.2)
         self.setToolTip("Rows #1.. as in the table. Blue: estimate as released. Grey: true count over the same "
                         "span. Red dashed: threshold τ.")
 
@@ -163,31 +176,50 @@ class AlgorithmPanel(QFrame):
         self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.verticalHeader().hide()
-        header = self.table.horizontalHeader()  # fixed widths: ResizeToContents re-measures every cell per update
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(True)
-        metrics = header.fontMetrics()
-        for col, width in ((0, 28), (1, 118), (2, 64), (3, 64), (4, 50)):
+        # fixed widths from the font (ResizeToContents re-measures every cell per update); the key
+        # column takes what is left, so every column shows without a horizontal scroll bar
+        header = self.table.horizontalHeader()
+        header.setMinimumSectionSize(16)
+        metrics, cells = header.fontMetrics(), self.table.fontMetrics()
+        for col, sample in enumerate(COLUMN_SAMPLES):
+            if sample is None:
+                header.setSectionResizeMode(col, QHeaderView.ResizeMode.Stretch)
+                continue
             title = self.model.headerData(col, Qt.Orientation.Horizontal) or ""
-            header.resizeSection(col, max(width, metrics.horizontalAdvance(title) + 24))  # room for the sort arrow
-        self.table.setMinimumWidth(300)
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
+            header.resizeSection(col, max(cells.horizontalAdvance(sample) + 12,
+                                          metrics.horizontalAdvance(title) + 22))  # room for the sort arrow
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        fixed = sum(header.sectionSize(c) for c, sample in enumerate(COLUMN_SAMPLES) if sample is not None)
+        self.table.setMinimumWidth(fixed + KEY_MIN_WIDTH + 2 * self.table.frameWidth()
+                                   + self.table.verticalScrollBar().sizeHint().width())
         self.table.doubleClicked.connect(self._drill)
         self.filter = filter_box(self.proxy)
         self.chart = BarChart(private)
+        self.legend = QLabel(legend_html(private))
+        self.legend.setWordWrap(True)  # a narrow chart puts its legend on two lines, never under the bars
+        self.legend.setToolTip(self.chart.toolTip())
+        chart = QWidget()
+        column = QVBoxLayout(chart)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.chart, 1)
+        column.addWidget(self.legend)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
-        split.addWidget(self.chart)
+        split.addWidget(chart)
+        split.setChildrenCollapsible(False)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
-        split.setSizes([390, 170])  # room for every column at 1600 px wide, two panels a row
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
         layout.setSpacing(2)
         for w in (self.title, self.guarantee, self.status, self.reason, self.filter):
             layout.addWidget(w)
         layout.addWidget(split, 1)
-        self.setMinimumHeight(260)
+        self.setMinimumHeight(PANEL_MIN_HEIGHT)
         self._shown = None  # (release, truth counts, generation) last drawn
+        self._truth = None  # the exact answer for the drawn release (its utility line)
         self.redrawn_at = 0.0
         self.texted_at = 0.0
         self.generation = None
@@ -203,11 +235,28 @@ class AlgorithmPanel(QFrame):
             self._shown = None  # redraw the chart with the latest data
 
     def update_text(self, view, truth, loss: str = "") -> None:
-        """The cheap part, every tick: header, status line and reason (``loss``: what the lane did not
-        see, dptop.monitor.explain.Drops.lane_text)."""
+        """The cheap part, every tick: header, status line and reason, all about the release the
+        table shows (a newer live query waiting for its exact counts is described once drawn);
+        ``loss``: what the lane did not see (dptop.monitor.explain.Drops.lane_text)."""
         self._header(view)
-        self.status.set_plain(status_text(view, truth), TIPS["threshold"])
-        self.reason.set_plain("\n".join(x for x in (reason_text(view), loss) if x))  # always laid out: showing/hiding would re-layout every chart
+        shown = self.shown_view(view)
+        latest = None if shown.algorithm is None else shown.algorithm.latest
+        if truth is None or truth.release is not latest:  # the exact answer for the drawn release
+            truth = self._truth if self._truth is not None and self._truth.release is latest else None
+        self.status.set_plain(status_text(shown, truth), TIPS["threshold"])
+        self.reason.set_plain("\n".join(x for x in (reason_text(shown), loss) if x))  # always laid out: showing/hiding would re-layout every chart
+
+    def drawn(self) -> tuple:
+        """(the release the table shows, its exact counts or None); (None, None) before any."""
+        return (None, None) if self._shown is None else self._shown[:2]
+
+    def shown_view(self, view):
+        """``view`` with the release the table shows as its latest (itself if none is drawn)."""
+        a = view.algorithm
+        drawn = None if self._shown is None else self._shown[0]
+        if a is None or drawn is None or drawn is a.latest:
+            return view
+        return replace(view, algorithm=replace(a, latest=drawn))
 
     def show_phase(self, phase: str) -> None:
         """A starting session that has no lane for this panel yet: what it is doing."""
@@ -222,6 +271,8 @@ class AlgorithmPanel(QFrame):
         if truth is not None and not truth.note and release is not None and truth.release is not release:
             release = truth.release
         counts = truth.counts if truth is not None and truth.release is release else None
+        if release is None and self._shown is not None and self._shown[0] is not None:
+            return self._shown  # restarted by an Apply: what was published before stays until the next release
         return release, counts, view.generation
 
     def needs_redraw(self, view, truth) -> bool:
@@ -237,6 +288,8 @@ class AlgorithmPanel(QFrame):
         if self.model.frozen:
             return
         key = self.data_key(view, truth)
+        if key is not self._shown:
+            self._truth = truth if truth is not None and truth.release is key[0] else None
         self._shown = key
         self.redrawn_at = time.monotonic()
         rows = rows_of(key[0], key[1])

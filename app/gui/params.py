@@ -89,6 +89,7 @@ class ParametersPanel(QWidget):
             w.setToolTip(TIPS[tip])
         for w in (self.k_tilde, self.window_w, self.gamma, self.horizon, self.seed):
             w.setPlaceholderText("default")
+        self.extra.setPlaceholderText("this algorithm's own, e.g. k_tilde=64, window=4000")
 
         form = QFormLayout()
         form.addRow("ε (epsilon)", self.epsilon)
@@ -196,7 +197,7 @@ class ParametersPanel(QWidget):
             seed=_number("seed", self.seed.text(), int, True), epoch_packets=epoch_packets,
             epoch_seconds=epoch_seconds, horizon=_number("horizon", self.horizon.text(), int, True),
             restart=self.restart.isChecked(), window=_number("window", self.window_w.text(), int, True),
-            gamma=_number("gamma", self.gamma.text(), float, True))
+            gamma=_number("gamma", self.gamma.text(), float, True), extra=dict(self.current.settings.extra))
         extras = {}
         for name, text in self._extra_texts.items():
             try:
@@ -248,6 +249,17 @@ class ParametersPanel(QWidget):
         self.current = self.pending
         self.applied.emit(self.pending)
         return True
+
+    def set_option(self, name: str, field: str, value) -> None:
+        """Set one of ``name``'s own options (e.g. its k~ or window, ``config.PER_ALGORITHM``),
+        shown on its "Options for" line; the other algorithms keep theirs."""
+        extra = {**parse_extra(self._extra_texts.get(name, "")), field: value}
+        self._extra_texts[name] = format_extra(extra)
+        if self.extra_for.currentText() == name:
+            self.extra.setText(self._extra_texts[name])
+        else:
+            self.extra_for.setCurrentText(name)  # shows its line
+        self.validate()
 
     def set_value(self, field: str, value) -> None:
         """Put one tuned value in its field (the tuning panel's "apply to the live run")."""

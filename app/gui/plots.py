@@ -117,7 +117,6 @@ class ThroughputPlot(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.widget = pg.PlotWidget(axisItems={"left": SparseLogAxis("left")})
-        self.widget.addLegend(offset=(-10, 6), colCount=2)
         self.widget.setLogMode(x=False, y=True)
         self.widget.setLabel("left", "rate while busy")
         self.widget.getAxis("left").setWidth(70)  # fixed: changing tick text must not re-layout the plot
@@ -125,6 +124,25 @@ class ThroughputPlot(QWidget):
         self.widget.showGrid(x=True, y=True, alpha=0.2)
         self.widget.setToolTip(THROUGHPUT_TIP)
         self.curves = _Curves(self.widget.getPlotItem())
+        # the capture's packets/s on its own linear axis at the right: it reaches 0 when the packets stop
+        item = self.widget.getPlotItem()
+        self.capture_box = pg.ViewBox()
+        item.showAxis("right")
+        item.scene().addItem(self.capture_box)
+        item.getAxis("right").setLogMode(False, False)  # the plot's log y is for the left axis only
+        item.getAxis("right").linkToView(self.capture_box)
+        item.getAxis("right").setLabel("capture packets/s")
+        item.getAxis("right").setWidth(60)
+        self.capture_box.setXLink(item)
+        self.capture_box.setYRange(0, 1)
+        self.capture_curve = pg.PlotDataItem(pen=pg.mkPen((120, 120, 120), width=2, style=pg.QtCore.Qt.PenStyle.DotLine))
+        self.capture_box.addItem(self.capture_curve)
+        item.vb.sigResized.connect(lambda: self.capture_box.setGeometry(item.vb.sceneBoundingRect()))
+        self.capture = RingBuffer()
+        self.widget.setXRange(0, 60)  # idle: a minute of time and 1-1000 packets/CPU-s, not -0.2..0.2
+        self.widget.setYRange(0, 3)
+        self.widget.enableAutoRange()  # data, once there, decides
+        self.widget.getViewBox().setLimits(xMin=0)  # time starts at 0 (one point must not centre the axis on it)
         self.info = QLabel()
         self.table = QLabel()
         self.table.setTextFormat(pg.QtCore.Qt.TextFormat.RichText)
@@ -173,12 +191,19 @@ class ThroughputPlot(QWidget):
         src = snap.source
         if src is not None:
             if self._src is not None and t > self._src[0]:
-                pps = self._smooth("capture", "wall", (src.ip_packets - self._src[1]) / (t - self._src[0]))
-                self.curves.add("capture pkts/s", x, max(pps, 1.0), color=(230, 230, 230) if self._dark() else (0, 0, 0),
-                                style=pg.QtCore.Qt.PenStyle.DotLine)
+                fresh = src.ip_packets - self._src[1]
+                # no packet in the last second (a file ended, a quiet link): 0, not an average decaying towards it
+                pps = self._smooth("capture", "wall", fresh / (t - self._src[0])) if fresh else 0.0
+                if not fresh:
+                    self._ewma.pop(("capture", "wall"), None)
+                self.capture.append(x, pps)
+                xs, ys = self.capture.view()
+                self.capture_curve.setData(xs, ys)
+                self.capture_box.setYRange(0, max(1.0, float(ys.max()) * 1.1), padding=0)  # from 0, always
             self._src = (t, src.ip_packets)
-            self.info.setText(f"Rate while busy: packets per CPU-second of each algorithm's thread (log scale) · "
-                              f"capture: {src.ip_packets:,} IP packets · {drops_of(snap).text()}")
+            self.info.setText(f"Rate while busy: packets per CPU-second of each algorithm's thread (left, log scale; "
+                              f"colours as in the table) · capture packets/s dotted (right axis): "
+                              f"{src.ip_packets:,} IP packets · {drops_of(snap).text()}")
         self.table.setText(throughput_table(rows))
         self.curves.redraw()
 
@@ -186,22 +211,27 @@ class ThroughputPlot(QWidget):
         e = self._ewma.get((key, "rate"))
         return None if e is None else e.value
 
-    def _dark(self) -> bool:
-        return self.palette().window().color().lightness() < 128
-
     def reset(self) -> None:
         self.curves.clear()
+        self.capture = RingBuffer()
+        self.capture_curve.setData([], [])
         self._last: dict[str, tuple[float, int, float]] = {}  # key -> (time, packets, busy seconds)
         self._ewma: dict[tuple[str, str], Ewma] = {}
         self._t0 = self._src = None
         self.table.setText(throughput_table([]))
 
 
+def swatch(name: str) -> str:
+    """``name`` after a square of its curve's colour (the plots' legend, beside them, never over a curve)."""
+    r, g, b = color(name)
+    return f"<span style='color: rgb({r},{g},{b})'>■</span>&nbsp;{name}"
+
+
 def throughput_table(rows) -> str:
     """Rich text: per algorithm, rate while busy, packets/s (wall) and busy share."""
     head = ("<tr><th align='left'>algorithm</th><th align='right'>&nbsp;rate while busy</th>"
             "<th align='right'>&nbsp;packets/s</th><th align='right'>&nbsp;busy</th></tr>")
-    body = "".join(f"<tr><td>{name}</td><td align='right'>{fmt_rate(rate)}</td><td align='right'>{fmt_rate(wall)}"
+    body = "".join(f"<tr><td>{swatch(name)}</td><td align='right'>{fmt_rate(rate)}</td><td align='right'>{fmt_rate(wall)}"
                    f"</td><td align='right'>{'—' if share is None else f'{share:.0%}'}</td></tr>"
                    for name, rate, wall, share in rows)
     return f"<table cellspacing='2'>{head}{body}</table>"
@@ -216,9 +246,11 @@ class UtilityPlot(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.widget = pg.PlotWidget()
-        self.widget.addLegend(offset=(6, 6))
         self.widget.setLabel("bottom", "time", units="s")
         self.widget.showGrid(x=True, y=True, alpha=0.2)
+        self.widget.setXRange(0, 60)  # idle: a minute and the metrics' 0..1, not -0.2..0.2
+        self.widget.setYRange(0, 1)
+        self.widget.enableAutoRange()
         self.metric_box = QComboBox()
         self.metric_box.addItems(["recall", "precision", "ARE"])
         for i, m in enumerate(self.METRICS):
@@ -227,7 +259,8 @@ class UtilityPlot(QWidget):
         row = QHBoxLayout()
         row.addWidget(QLabel("Private releases vs the exact answer over the same span:"))
         row.addWidget(self.metric_box)
-        row.addStretch(1)
+        self.legend = QLabel()
+        row.addWidget(self.legend, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(row)
@@ -251,6 +284,7 @@ class UtilityPlot(QWidget):
             self._t0 = t
         if name not in self.curves:
             self.curves[name] = self.widget.plot(name=name, pen=pg.mkPen(color(name), width=2))
+            self.legend.setText("&nbsp;&nbsp;".join(swatch(n) for n in self.curves))
         for m, value in utility_values(truth).items():
             if (name, m) not in self.buffers:
                 self.buffers[(name, m)] = RingBuffer()
@@ -265,6 +299,7 @@ class UtilityPlot(QWidget):
         for item in self.curves.values():
             self.widget.removeItem(item)
         self.curves.clear()
+        self.legend.setText("")
         self.buffers.clear()
         self._seen.clear()
         self._t0 = None

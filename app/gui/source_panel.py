@@ -5,9 +5,10 @@ and its fields are kept in the window's ``QSettings`` (``save`` / ``restore``)."
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
-                               QProgressBar, QPushButton, QSpinBox, QStackedWidget, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLineEdit, QProgressBar,
+                               QPushButton, QSizePolicy, QSpinBox, QStackedWidget, QWidget)
 
+from dptop.gui.elide import ElidedLabel
 from dptop.gui.help import TIPS
 from dptop.monitor.config import SourceSpec
 from dptop.monitor.explain import drops_of
@@ -74,7 +75,8 @@ class SourcePanel(QWidget):
             for w in widgets:
                 row.addWidget(w, 1 if isinstance(w, QLineEdit) else 0)
             self.stack.addWidget(page)
-        self.kind.currentIndexChanged.connect(self.stack.setCurrentIndex)
+        self.kind.currentIndexChanged.connect(self._show_page)
+        self._show_page(0)
         self.kind.currentIndexChanged.connect(lambda i: self.loop.setEnabled(i == SYNTH))
         self.kind.currentIndexChanged.connect(lambda i: self.speed.setEnabled(KIND_KEYS[i] != "live"))
 
@@ -82,7 +84,7 @@ class SourcePanel(QWidget):
         for label, _ in SPEEDS:
             self.speed.addItem(label)
         self.speed.setToolTip(TIPS["speed"])
-        self.loop = QCheckBox("loop (synthetic only)")
+        self.loop = QCheckBox("loop")
         self.loop.setEnabled(False)
         self.loop.setToolTip(LOOP_TIP)
         self.start = QPushButton("Start")
@@ -95,19 +97,29 @@ class SourcePanel(QWidget):
         self.progress.setRange(0, 1000)
         self.progress.setMaximumWidth(140)
         self.progress.setTextVisible(True)
-        self.stats = QLabel("idle")
-        self.stats.setMinimumWidth(260)
+        self.stats = ElidedLabel(2, wrap=True)  # two lines; the tooltip has the whole text
+        self.stats.set_plain("idle")
+        self.stats.setMinimumWidth(160)
 
         row = QHBoxLayout(self)
         row.setContentsMargins(4, 2, 4, 2)
         for w in (self.kind, self.stack, self.speed, self.loop, self.start, self.pause, self.stop, self.progress,
                   self.stats):
-            row.addWidget(w, 2 if w is self.stack else 0)
+            row.addWidget(w, 2 if w is self.stack else 3 if w is self.stats else 0)
         self.browse.clicked.connect(self.choose_file)
         self.start.clicked.connect(lambda: self.start_requested.emit(self.spec()))
         self.pause.clicked.connect(self.pause_toggled.emit)
         self.stop.clicked.connect(self.stop_requested.emit)
         self._last = None
+
+    def _show_page(self, index: int) -> None:
+        """Show the fields of source kind ``index``; only the shown page counts for the bar's size
+        (the synthetic stream's four fields do not widen the bar while a file is chosen)."""
+        for i in range(self.stack.count()):
+            policy = QSizePolicy.Policy.Preferred if i == index else QSizePolicy.Policy.Ignored
+            self.stack.widget(i).setSizePolicy(policy, policy)
+        self.stack.setCurrentIndex(index)
+        self.stack.adjustSize()
 
     def choose_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open a capture", self.path.text(),
@@ -139,7 +151,7 @@ class SourcePanel(QWidget):
     def show_state(self, snap) -> None:
         """Progress, packets/s and drops from a ``SessionSnapshot`` (or None: no session)."""
         if snap is None:
-            self.stats.setText("idle — open a capture, pick an interface or a synthetic stream")
+            self.stats.set_plain("idle — open a capture, pick an interface or a synthetic stream")
             self.progress.setRange(0, 1000)
             self.progress.setValue(0)
             return
@@ -149,8 +161,7 @@ class SourcePanel(QWidget):
             starting = snap.state is State.STARTING
             self.progress.setRange(0, 0 if starting else 1000)  # busy while starting: nothing to measure yet
             text = snap.error or (f"starting: {snap.phase or 'opening the source'}" if starting else f"{snap.state}…")
-            self.stats.setText(text)
-            self.stats.setToolTip(text)
+            self.stats.set_plain(text)
             return
         pps = 0.0
         if self._last is not None and snap.time > self._last[0]:
@@ -164,11 +175,10 @@ class SourcePanel(QWidget):
             self.progress.setFormat(f"{src.fraction:.0%}")
         else:
             self.progress.setRange(0, 0) if snap.state is State.RUNNING else self.progress.setRange(0, 1000)
-        text = f"{snap.state} · {src.ip_packets:,} pkts · {getattr(self, '_pps', 0.0):,.0f} pkts/s · {drops_of(snap).text()}"
+        text = f"{snap.state} · {src.ip_packets:,} pkts · {getattr(self, '_pps', 0.0):,.0f} pkts/s\n{drops_of(snap).text()}"
         if snap.error:
             text += f" · {snap.error}"
-        self.stats.setText(text)
-        self.stats.setToolTip(text)
+        self.stats.set_plain(text)
 
     # ----- persistence (QSettings, as the window's other settings) ---------------------------
     def save(self, store) -> None:

@@ -5,13 +5,21 @@ a source needs to be released w.p. >= 0.9) over the same values, from the parame
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSpinBox,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
+                               QScrollArea, QSpinBox, QWidget)
 
 from dptop.engine.core.facts import NO_FACTS
 from dptop.gui.help import TIPS
 from dptop.monitor import catalogue
-from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, detection_limits, parse_values
+from dptop.monitor.config import PER_ALGORITHM
+from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, detection_limits, parse_values, settings_for
+
+
+PLOT_MIN_HEIGHT = 150  # px: axes, their labels and a few grid lines readable
+HEIGHT = PLOT_MIN_HEIGHT + 140  # the tab's height that shows the plots whole (the window makes room when shown)
+METRIC_COLOURS = (("recall", (44, 160, 44)), ("precision", (31, 119, 180)), ("ARE", (214, 39, 40)))
+CONTROLS_WIDTH = 330
 
 
 class TuningPanel(QWidget):
@@ -53,15 +61,14 @@ class TuningPanel(QWidget):
         self.apply.setEnabled(False)
 
         self.plot = pg.PlotWidget()
-        self.plot.addLegend(offset=(6, 6))
         self.plot.showGrid(x=True, y=True, alpha=0.2)
-        self.plot.setLabel("left", "recall / precision / ARE")
+        self.plot.setLabel("left", "recall · precision · ARE")
         self.plot.getAxis("bottom").enableAutoSIPrefix(False)  # ε values as typed, not "(x0.001)"
-        self.curves = {m: self.plot.plot(name=m, pen=pg.mkPen(c, width=2), symbol="o", symbolBrush=c)
-                       for m, c in (("recall", (44, 160, 44)), ("precision", (31, 119, 180)), ("ARE", (214, 39, 40)))}
+        self.curves = {m: self.plot.plot(name=m, pen=pg.mkPen(c, width=2), symbol="o", symbolBrush=c, connect="finite")
+                       for m, c in METRIC_COLOURS}
         self.limits = pg.PlotWidget()
         self.limits.showGrid(x=True, y=True, alpha=0.2)
-        self.limits.setLabel("left", "share a source needs (%)")
+        self.limits.setLabel("left", "share needed (%)")
         self.limits.getAxis("bottom").enableAutoSIPrefix(False)
         self.limit_curve = self.limits.plot(pen=pg.mkPen((148, 103, 189), width=2), symbol="s",
                                             symbolBrush=(148, 103, 189))
@@ -71,24 +78,54 @@ class TuningPanel(QWidget):
                                    "source needs to be released with probability >= 0.9, from the parameters and "
                                    "public facts alone (no packet is read).")
 
-        row1 = QHBoxLayout()
-        for w in (QLabel("Algorithm"), self.algorithm, QLabel("vary"), self.parameter, self.values, self.reps,
-                  self.record, self.run, self.stop):
-            row1.addWidget(w, 1 if w is self.values else 0)
-        row2 = QHBoxLayout()
-        for w in (self.progress, self.message, QLabel("Chosen value"), self.choice, self.apply):
-            row2.addWidget(w, 1 if w is self.message else 0)
-        layout = QVBoxLayout(self)
+        # the controls in a column at the left, the two plots beside them: the plots keep the dock's height
+        controls = QGridLayout()
+        controls.setContentsMargins(0, 0, 0, 0)
+        for r, cells in enumerate(((QLabel("Algorithm"), self.algorithm), (QLabel("Vary"), self.parameter),
+                                   (QLabel("Values"), self.values), (self.reps, self.record), (self.run, self.stop),
+                                   (self.progress,), (self.message,), (QLabel("Chosen value"),), (self.choice,),
+                                   (self.apply,))):
+            for c, w in enumerate(cells):
+                controls.addWidget(w, r, c, 1, 2 if len(cells) == 1 else 1)
+        controls.setRowStretch(10, 1)
+        self.message.setMaximumWidth(CONTROLS_WIDTH)
+        for label, lines in ((self.message, 3), (self.limit_note, 2)):
+            # wrapped in a fixed number of lines, without height-for-width: a dock's scroll area would
+            # otherwise size the whole tab by the wrapped text and scroll the plots' axes out of sight
+            policy = label.sizePolicy()
+            policy.setHeightForWidth(False)
+            label.setSizePolicy(policy)
+            label.setFixedHeight(lines * label.fontMetrics().lineSpacing() + 4)
+        self.choice.setMinimumContentsLength(20)
+        self.choice.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        for plot, what in ((self.plot, "recall / precision / ARE of fresh runs on the recorded packets"),
+                           (self.limits, "a-priori detection limit")):
+            plot.setMinimumHeight(PLOT_MIN_HEIGHT)
+            plot.setToolTip(what)
+            plot.setXRange(0, 1)
+            plot.setYRange(0, 1)
+            plot.enableAutoRange()
+        layout = QHBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
-        layout.addLayout(row1)
-        layout.addLayout(row2)
+        left = QWidget()
+        left.setLayout(controls)
+        column = QScrollArea()  # the controls scroll in a short tab; the plots keep their height
+        column.setWidgetResizable(True)
+        column.setFrameShape(QFrame.Shape.NoFrame)
+        column.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        column.setWidget(left)
+        column.setMaximumWidth(CONTROLS_WIDTH + column.verticalScrollBar().sizeHint().width())
+        layout.addWidget(column)
         plots = QGridLayout()
-        plots.addWidget(self.plot, 0, 0)
-        plots.addWidget(self.limits, 0, 1)
-        plots.addWidget(QLabel("recall / precision / ARE of fresh runs on the recorded packets (run a sweep)"), 1, 0)
-        plots.addWidget(self.limit_note, 1, 1)
+        legend = QLabel("&nbsp;&nbsp;".join(f"<span style='color: rgb{c}'>■</span>&nbsp;{m}" for m, c in METRIC_COLOURS)
+                        + " — fresh runs on the recorded packets (not private)")
+        plots.addWidget(legend, 0, 0)  # beside the plot, never over its points
+        plots.addWidget(self.plot, 1, 0)
+        plots.addWidget(self.limits, 1, 1)
+        plots.addWidget(self.limit_note, 2, 0, 1, 2)
         plots.setColumnStretch(0, 3)
         plots.setColumnStretch(1, 2)
+        plots.setRowStretch(1, 1)
         layout.addLayout(plots, 1)
         self.run.clicked.connect(self.start)
         self.stop.clicked.connect(self.cancel)
@@ -147,6 +184,7 @@ class TuningPanel(QWidget):
             return False
         self.message.setText(f"sweeping {len(values)} values × {self.reps.value()} runs on {len(keys):,} packets…")
         self.progress.setValue(0)
+        self.choice.clear()  # the previous sweep's values are not this one's
         self.apply.setEnabled(False)
         return True
 
@@ -205,21 +243,25 @@ class TuningPanel(QWidget):
             self.message.setText(f"done: {len(points)} values; pick one and apply it to the live run")
             self.choice.clear()
             for p in points:
-                self.choice.addItem(f"{p.value:g}  (recall {p.recall:.2f}, precision {p.precision:.2f}, "
-                                    f"ARE {p.are:.1%})", p.value)
+                self.choice.addItem(p.label(), p.value)
             self.apply.setEnabled(bool(points))
 
     def apply_choice(self) -> None:
+        """Put the chosen value in the parameters and apply them: k~ and w for the swept
+        algorithm alone (its options), ε for all; the ledger names the value the run uses."""
         if self.sweep is None or self.choice.currentIndex() < 0:
             return
-        value, parameter = self.choice.currentData(), self.sweep.parameter
-        if self.main.session is not None:  # the choice read the recorded packets: the ledger says so
-            self.main.session.tuned(self.sweep.name, parameter, value)
+        value, parameter, name = self.choice.currentData(), self.sweep.parameter, self.sweep.name
+        applied = getattr(settings_for(self.sweep.base, parameter, value), parameter)
+        # the choice read the recorded packets: the ledger of the run that uses it says so
+        session = self.main.session
+        if session is not None and session.state.active:
+            session.tuned(name, parameter, applied)
+        else:  # the source has ended: the value is for the next start on the same source
+            self.main.pending_tuned.append((name, parameter, applied))
         params = self.main.params
-        if parameter == "k_tilde":
-            params.set_value("k_tilde", max(params.current.settings.k + 1, int(round(value * params.current.settings.k))))
-        elif parameter == "window":
-            params.set_value("window", int(value))
+        if parameter in PER_ALGORITHM:
+            params.set_option(name, parameter, applied)
         else:
-            params.set_value(parameter, float(value))
+            params.set_value(parameter, applied)
         params.apply()

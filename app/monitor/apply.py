@@ -1,6 +1,7 @@
 """Apply: a running session switched to new parameters restarts exactly the algorithms whose settings
-changed (or that were enabled) and stops the disabled ones; releases published before stay in the
-ledger."""
+changed (or that were enabled) and stops the disabled ones; what the replaced lanes published stays
+in the ledger, the panels and the export (``Session.retired``). A session whose source has ended
+keeps its lanes and parameters: the new ones are for the next start."""
 from __future__ import annotations
 
 from typing import Callable
@@ -13,11 +14,11 @@ APPLIED_NOTE = ("parameters applied during the run take effect on the packets af
                 "releases published before stay counted")
 
 
-def lanes_after(old: dict[str, Lane], config: RunConfig, facts: PublicFacts, reading: bool,
+def lanes_after(old: dict[str, Lane], config: RunConfig, facts: PublicFacts,
                 new_lane: Callable[[str], Lane]) -> tuple[dict[str, Lane], list[str]]:
-    """The lane set after applying ``config``: a lane whose settings did not change (and that did
-    not fail) is kept; any other enabled algorithm gets a new lane (``new_lane``) while the session
-    is ``reading`` its source, else none yet. Returns the lanes and the names restarted."""
+    """The lane set after applying ``config`` to a session reading its source: a lane whose
+    settings did not change (and that did not fail) is kept; any other enabled algorithm gets a
+    new lane (``new_lane``). Returns the lanes and the names restarted."""
     lanes: dict[str, Lane] = {}
     restarted = []
     for name in config.names:
@@ -25,7 +26,7 @@ def lanes_after(old: dict[str, Lane], config: RunConfig, facts: PublicFacts, rea
         if lane is not None and lane.error is None and not affected(name, lane.settings,
                                                                      config.settings_for(name, facts)):
             lanes[name] = lane
-        elif reading:
+        else:
             lanes[name] = new_lane(name)
             restarted.append(name)
     return lanes, restarted

@@ -16,6 +16,9 @@ from dptop.engine.privacy.calibration import per_update
 from dptop.engine.privacy.units import Unit, counted_unit
 from dptop.monitor.footprints import MemoryLimit, default_limit, memory_error
 
+PER_ALGORITHM = ("k_tilde", "window")
+"""Settings fields one algorithm's ``RunConfig.extras`` may set for it alone (a value tuned for
+LazyHH's k~ is not DPSS's)."""
 NON_PRIVATE_FIELDS = ("k", "k_tilde", "extra")
 """The settings fields the non-private baselines read (a change of epsilon does not restart them)."""
 
@@ -146,8 +149,12 @@ class RunConfig:
 
     def settings_for(self, name: str, facts: PublicFacts = NO_FACTS) -> Settings:
         """``name``'s parameters: its own options, calibrated per update for the counting, with the
-        defaults its class picks from the session's public ``facts`` (``Algorithm.with_defaults``)."""
-        s = self.settings.with_(extra={**self.settings.extra, **self.extras.get(name, {})})
+        defaults its class picks from the session's public ``facts`` (``Algorithm.with_defaults``).
+        Its own ``extras`` may set ``PER_ALGORITHM`` fields (k~, w) for it alone."""
+        own = self.extras.get(name, {})
+        fields = {f: own[f] for f in PER_ALGORITHM if f in own}
+        extra = {k: v for k, v in own.items() if k not in fields}
+        s = self.settings.with_(extra={**self.settings.extra, **extra}, **fields)
         cls = registry.get(name)
         counted = self.counting.counted()
         return cls.with_defaults(per_update(cls, s, counted), facts, counted)

@@ -72,6 +72,7 @@ class Session:
         self._starter: threading.Thread | None = None
         self._synthetic: sources.SyntheticFile | None = None
         self._workers: list[Worker] = []  # every worker whose thread may still run (close joins them)
+        self.retired: list[Lane] = []  # lanes an Apply replaced: their releases stay published
 
     # ----- what the views read -------------------------------------------------------------
     @property
@@ -279,13 +280,15 @@ class Session:
         """Switch to ``config`` (``dptop.monitor.apply``). Returns the restarted names."""
         with self.life.lock:
             old = self.lanes
+            if not (self.state.active and not self._stopping.is_set() and (self.source is not None or bool(old))):
+                return []  # the source has ended: its lanes and parameters stay as published
             self.config = config
-            reading = self.state.active and not self._stopping.is_set() and (self.source is not None or bool(old))
-            new, restarted = lanes_after(old, config, self.public_facts(), reading, self._lane)
+            new, restarted = lanes_after(old, config, self.public_facts(), self._lane)
             self.fanout.lanes = new
         for lane in retired(old, new):
             lane.worker.stop()
             self._record(lane)
+            self.retired.append(lane)
         if restarted:
             self.ledger.note(APPLIED_NOTE)
         return restarted
@@ -386,5 +389,7 @@ class Session:
         return None if self.source is None else self.source.stats()
 
     def releases(self, name: str):
-        lane = self.lanes.get(name)
-        return [] if lane is None or lane.worker is None else lane.worker.releases()
+        """``name``'s releases, oldest first: those of the lanes an Apply replaced, then the current one's."""
+        lanes = [*(r for r in self.retired if r.name == name), self.lanes.get(name)]
+        return [rel for lane in lanes if lane is not None and lane.worker is not None
+                for rel in lane.worker.releases()]

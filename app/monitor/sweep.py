@@ -30,11 +30,32 @@ EVALUATED = 10  # releases per run compared with the truth (the most recent ones
 
 @dataclass(frozen=True)
 class SweepPoint:
+    """The averages at one value over the evaluated releases; NaN where a metric had nothing to
+    measure in any of them, as in the panels: recall without a true heavy hitter, precision and
+    ARE without a released item (``reported`` = 0: nothing released is not a perfect score)."""
+
     value: float
     recall: float
     precision: float
     are: float
     releases: int
+    reported: int = 0  # items released over the evaluated releases
+
+    def label(self) -> str:
+        """The point as the tuning panel lists it ("—" where a metric is NaN)."""
+        def fmt(x, spec):
+            return "—" if np.isnan(x) else format(x, spec)
+
+        why = "; nothing released" if self.reported == 0 else ""
+        return (f"{self.value:g}  (recall {fmt(self.recall, '.2f')}, precision {fmt(self.precision, '.2f')}, "
+                f"ARE {fmt(self.are, '.1%')}{why})")
+
+
+def mean_defined(utilities, metric: str) -> float:
+    """The mean of ``metric`` over the releases where it measures something (NaN if none)."""
+    need = "true_heavy" if metric == "recall" else "reported"
+    values = [getattr(u, metric) for u in utilities if getattr(u, need) > 0]
+    return float(np.mean(values)) if values else float("nan")
 
 
 def settings_for(base: Settings, parameter: str, value: float) -> Settings:
@@ -128,8 +149,8 @@ class Sweep:
                     with self._lock:
                         self.progress = (i * self.repetitions + r + 1) / total
                 if utilities:
-                    point = SweepPoint(value, *(float(np.mean([getattr(u, m) for u in utilities]))
-                                                for m in ("recall", "precision", "are")), len(utilities))
+                    point = SweepPoint(value, *(mean_defined(utilities, m) for m in ("recall", "precision", "are")),
+                                       len(utilities), sum(u.reported for u in utilities))
                     with self._lock:
                         self.points.append(point)
         except Exception as exc:  # noqa: BLE001 - shown in the tuning panel

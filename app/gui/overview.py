@@ -1,0 +1,158 @@
+"""The overview: one table of the keys some private algorithm releases right now (each panel's
+shown release), in the manner of ntopng's top hosts: per algorithm its private estimate with the
+mechanism's a-priori error (``status.detectable.error``, a public figure), and beside them the
+exact count over the session so far, for the operator only (never exported). Activating a row
+(double-click, Enter) opens that key's drill-down in the algorithm of the cell, or the first one
+that released it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
+
+from dptop.gui.drilldown import filter_box
+from dptop.gui.models import SORT_ROLE, RowsModel, sorting_proxy
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float
+    error: float | None  # the a-priori error (None: not worked out for this algorithm)
+    exact: int | None  # exact count over the release's own span (None: not known yet)
+
+    def text(self) -> str:
+        return f"{self.value:,.0f}" + ("" if self.error is None else f" ±{self.error:,.0f}")
+
+
+@dataclass(frozen=True)
+class OverviewRow:
+    address: str
+    estimates: tuple[Estimate | None, ...]  # one per algorithm column
+    exact: int | None  # exact count over the session so far (not private)
+
+    @property
+    def best(self) -> float:
+        return max((e.value for e in self.estimates if e is not None), default=0.0)
+
+
+def overview_rows(shown: dict, exact: dict[str, int]) -> tuple[tuple[str, ...], list[OverviewRow]]:
+    """(algorithm columns, rows) from ``shown``: name -> (release, its true counts or None, a-priori
+    error or None) of each private panel, and ``exact``: address -> exact count over the session.
+    Rows are the keys of any release, heaviest estimate first."""
+    names = tuple(shown)
+    table: dict[str, list[Estimate | None]] = {}
+    for i, name in enumerate(names):
+        release, counts, error = shown[name]
+        if release is None:
+            continue
+        for j, item in enumerate(release.items):
+            cells = table.setdefault(item.address, [None] * len(names))
+            true = None if counts is None or len(counts) != len(release.items) else int(counts[j])
+            cells[i] = Estimate(float(item.estimate), error, true)
+    rows = [OverviewRow(a, tuple(cells), exact.get(a)) for a, cells in table.items()]
+    rows.sort(key=lambda r: (-r.best, r.address))
+    return names, rows
+
+
+class OverviewModel(RowsModel):
+    """Key, one column per private algorithm (estimate ± a-priori error), the exact count."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.names: tuple[str, ...] = ()
+        self.key_title = "Source"
+
+    @property
+    def HEADERS(self):  # noqa: N802 - the base class's name
+        return (self.key_title, *self.names, "Exact (not private)")
+
+    @property
+    def TOOLTIPS(self):  # noqa: N802
+        return ("The key as released by at least one private algorithm",
+                *(f"{n}: private estimate ± its a-priori error (the error at its detection limit, from the "
+                  f"parameters alone); the tooltip has the exact count over the same span" for n in self.names),
+                "Exact count over the session so far: NOT private, for the operator; never exported")
+
+    def set_rows(self, names: tuple[str, ...], rows: list[OverviewRow], key_title: str) -> None:
+        if names == self.names and rows == self._rows and key_title == self.key_title:
+            return
+        self.beginResetModel()
+        self.names, self._rows, self.key_title = names, list(rows), key_title
+        self.endResetModel()
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        row, col = self._rows[index.row()], index.column()
+        last = len(self.names) + 1
+        est = row.estimates[col - 1] if 0 < col < last else None
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == 0:
+                return row.address
+            if col == last:
+                return "…" if row.exact is None else f"{row.exact:,}"
+            return "—" if est is None else est.text()
+        if role == SORT_ROLE:
+            if col == 0:
+                return row.address
+            value = row.exact if col == last else None if est is None else est.value
+            return -math.inf if value is None else value
+        if role == Qt.ItemDataRole.TextAlignmentRole and col != 0:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole and est is not None:
+            exact = "not known yet" if est.exact is None else f"{est.exact:,} (not private)"
+            return f"{self.names[col - 1]}: {est.value:,.1f}; exact over the same span: {exact}"
+        return None
+
+
+class OverviewPanel(QWidget):
+    """The overview table; ``drill_requested`` carries (algorithm, key, exact count over its span)."""
+
+    drill_requested = Signal(str, str, object)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.model = OverviewModel(self)
+        self.proxy = sorting_proxy(self.model, self)
+        self.proxy.setSortCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.table = QTableView()
+        self.table.setObjectName("overview")
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(1, Qt.SortOrder.DescendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().hide()
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.setMinimumHeight(90)
+        self.table.activated.connect(self.drill)
+        self.title = QLabel("<b>Who is talking</b> — keys released privately now, by any algorithm "
+                            "(double-click or Enter: drill down)")
+        self.title.setToolTip(__doc__.split("\n\n")[0].replace("\n", " "))
+        self.filter = filter_box(self.proxy, 0)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 2, 6, 2)
+        layout.setSpacing(2)
+        layout.addWidget(self.title)
+        layout.addWidget(self.filter)
+        layout.addWidget(self.table, 1)
+
+    def show_rows(self, shown: dict, exact: dict[str, int], key_title: str) -> None:
+        names, rows = overview_rows(shown, exact)
+        self.model.set_rows(names, rows, key_title)
+
+    def drill(self, index) -> None:
+        """Drill down on the row of ``index`` (a proxy index), in its column's algorithm if it has one."""
+        src = self.proxy.mapToSource(index)
+        row = self.model.rows()[src.row()]
+        col = src.column()
+        cells = list(enumerate(row.estimates))
+        if 0 < col <= len(row.estimates) and row.estimates[col - 1] is not None:
+            cells = [(col - 1, row.estimates[col - 1])]
+        i, est = next((c for c in cells if c[1] is not None), (None, None))
+        if est is not None:
+            self.drill_requested.emit(self.model.names[i], row.address, est.exact)

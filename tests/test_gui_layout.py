@@ -1,0 +1,145 @@
+"""The window's geometry, looked at (offscreen, one window for the module): it fits 1280x720 and
+grows to 1920x1080 without two visible widgets overlapping, a label elided where its text fits or a
+table column out of sight; legends beside the bars; tuning plots tall enough to read; the
+packets/s line at 0 once a file has ended; no empty -0.2..0.2 axes; "1 release" in the singular.
+The replay is tests/data/amp.dns.RRSIG.fragmented.pcap (4,412 packets; tests/data/SOURCES.md)."""
+import os
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+import re
+from itertools import combinations
+
+import pytest
+from PySide6.QtCore import QPoint, QRect, QSettings
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
+
+from dptop.gui.configs import default_config
+from dptop.gui.elide import ElidedLabel
+from dptop.gui.main import MainWindow
+from dptop.gui.panel import AlgorithmPanel, status_text
+from tests.conftest import DNS_CAPTURE
+
+WARM = 180_000
+SIZES = ((1280, 720), (1366, 768), (1920, 1080))
+PLOT_MIN_HEIGHT = 150  # px: a plot with its axes, their labels and a few grid lines
+
+
+@pytest.fixture(scope="module")
+def window(tmp_path_factory):
+    app = QApplication.instance() or QApplication([])
+    store = QSettings(str(tmp_path_factory.mktemp("layout") / "dptop.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(default_config(), settings=store)
+    w.resize(1280, 720)
+    w.show()
+    w.open_file(str(DNS_CAPTURE), speed=None)
+    app.processEvents()
+    yield w
+    w.close()
+
+
+def finished(qtbot, w) -> None:
+    qtbot.waitUntil(lambda: w.session.state == "finished", timeout=WARM)
+    qtbot.waitUntil(lambda: all(p.model.rows() or p.reason.full_text() for p in w.panels.values()), timeout=30_000)
+
+
+def settle(qtbot, w, size) -> None:
+    w.resize(*size)
+    qtbot.waitUntil(lambda: (w.width(), w.height()) == size, timeout=5000)
+    for _ in range(3):  # layouts settle over a few event loop turns
+        QApplication.processEvents()
+        qtbot.wait(10)
+
+
+def rect_in(w: MainWindow, widget: QWidget) -> QRect:
+    return QRect(widget.mapTo(w, QPoint(0, 0)), widget.size())
+
+
+def shown(w, widget) -> QRect:
+    """The part of ``widget`` one can see: its rectangle clipped by every ancestor's."""
+    r = rect_in(w, widget)
+    parent = widget.parentWidget()
+    while parent is not None and parent is not w:
+        r = r.intersected(rect_in(w, parent))
+        parent = parent.parentWidget()
+    return r
+
+
+def test_the_minimum_size_is_at_most_1280x720(window):
+    """Finding 5: the minimum was 1512x814."""
+    hint = window.minimumSizeHint()
+    assert hint.width() <= 1280 and hint.height() <= 720, hint
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_nothing_overlaps_nothing_is_cut(qtbot, window, size):
+    """Finding 5 and 6 at each size: the docks, the source bar, the central area and the status bar
+    tile the window; panels do not overlap and are never cut sideways (they reflow into columns);
+    every table shows every column without a horizontal scroll bar; an elided label's text is
+    really wider than the label; the tuning plots are tall enough to read."""
+    w = window
+    finished(qtbot, w)
+    settle(qtbot, w, size)
+    assert (w.width(), w.height()) == size
+    blocks = [w.centralWidget(), w.findChild(QWidget, "sourceBar"), w.statusBar(), w.menuBar()]
+    blocks += [d for d in w.docks.values() if d.isVisible() and not d.visibleRegion().isEmpty()]
+    for a, b in combinations(blocks, 2):
+        assert not rect_in(w, a).intersects(rect_in(w, b)), (a.objectName(), b.objectName(), size)
+    for a in blocks:
+        assert QRect(0, 0, *size).contains(rect_in(w, a)), (a.objectName(), rect_in(w, a), size)
+
+    panels = list(w.panels.values())
+    viewport = rect_in(w, w.scroll_area.viewport())
+    for a, b in combinations(panels, 2):
+        assert not rect_in(w, a).intersects(rect_in(w, b))
+    for p in panels:
+        r = rect_in(w, p)
+        assert viewport.left() <= r.left() and r.right() <= viewport.right(), (p.name, r, viewport, w.columns)
+    assert w.columns == (1 if size[0] < 1500 else 2)
+
+    qtbot.waitUntil(lambda: bool(w.overview.model.rows()), timeout=5000)
+    for table in [p.table for p in panels] + [w.overview.table]:
+        header = table.horizontalHeader()
+        assert header.length() <= table.viewport().width() + 1, (table.parent().objectName(), size)
+        assert all(header.sectionSize(c) >= 16 for c in range(header.count()))
+    for label in w.findChildren(ElidedLabel):
+        if label.isVisible() and label.elided:
+            widest = max(label.fontMetrics().horizontalAdvance(line) for line in label.full_text().split("\n"))
+            assert widest > label.contentsRect().width() - 8 or label.wrap, label.full_text()
+    for label in w.findChildren(QLabel):  # a plain label shows its whole text, or is one that elides
+        if label.isVisible() and not isinstance(label, ElidedLabel) and not label.wordWrap() \
+                and "<" not in label.text() and shown(w, label).width() == label.width():
+            assert label.fontMetrics().horizontalAdvance(label.text()) <= label.width() + 2, (label.text(), size)
+
+    w.docks["tuning"].raise_()
+    QApplication.processEvents()
+    for plot in (w.tuning.plot, w.tuning.limits):
+        assert plot.height() >= PLOT_MIN_HEIGHT
+    w.docks["throughput"].raise_()
+
+
+def test_legends_beside_the_bars_and_sensible_idle_ranges(window):
+    """Finding 6: the legend covered bars 3-5; an idle chart showed -0.2..0.2."""
+    for p in window.panels.values():
+        assert p.chart.plotItem.legend is None and "exact count" in p.legend.text()
+        assert rect_in(window, p.legend).top() >= rect_in(window, p.chart).bottom()
+    idle = AlgorithmPanel("dpss", True)
+    (x0, x1), (y0, y1) = idle.chart.viewRange()
+    assert x0 == 0 and x1 >= 1 and y0 > 0 and y1 >= 3
+    for plot in (window.utility.widget, window.tuning.plot):
+        assert plot.plotItem.legend is None or plot is window.tuning.plot
+    idle.deleteLater()
+
+
+def test_packets_per_second_reach_0_after_the_file_ends(qtbot, window):
+    """Finding 6: the capture's packets/s decayed towards 1 on a log axis after the file ended."""
+    finished(qtbot, window)
+    before = window.throughput.capture.n
+    qtbot.waitUntil(lambda: window.throughput.capture.n >= before + 2, timeout=10_000)
+    _, y = window.throughput.capture.view()
+    assert y[-1] == 0.0 and not window.throughput.widget.getPlotItem().getAxis("right").logMode
+
+
+def test_one_release_is_singular(window):
+    view = next(lane for lane in window.session.snapshot().lanes if lane.name == "dpsw")
+    assert view.algorithm.releases <= 1 and re.search(r"\b1 release\b(?!s)", status_text(view, None))
