@@ -18,6 +18,7 @@ from dptop.capture.synth import write_pcap
 from dptop.cli import build_parser, main
 from dptop.engine.core import registry
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
+from dptop.engine.core.facts import PublicFacts
 from dptop.engine.core.keys import KeyBatch, tick
 from dptop.engine.core.workload import ipv4_of_rank
 from dptop.gui.configs import default_config, demo_config
@@ -74,10 +75,11 @@ def seconds_to_release(name: str, keys, ts, hosts) -> dict[float, int | None]:
     the public clock's tick; after each second read what its panel would show (``live()``), and
     return the first second each host is in it (None: never within ``SECONDS``)."""
     config = default_config()
-    settings = config.settings_for(name, {"time_range": (T0, None)})
+    facts = PublicFacts.of(time_range=(T0, None))
+    settings = config.settings_for(name, facts)
     if registry.get(name).family == "single-release":
         settings = settings.with_(epoch_seconds=LIVE_EPOCH_SECONDS)  # what a live session sets (session.py)
-    algorithm = registry.make(name, settings)
+    algorithm = registry.make(name, settings, facts, config.counting.counted())
     grid = None if settings.epoch_seconds is None else TimeGrid(T0, round(settings.epoch_seconds * 1e9), MAX_CELLS)
     first: dict[float, int | None] = {share: None for share in hosts}
     for second in range(SECONDS):

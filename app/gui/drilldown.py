@@ -84,10 +84,10 @@ KEY_TITLES = {"src": "Source", "dst": "Destination", "dport": "Port", "proto": "
               "src/24": "Source net", "src/16": "Source net", "dst/24": "Dest. net", "dst/16": "Dest. net"}
 
 
-def key_title(settings) -> str:
-    """The key column's title for a lane's settings ("Source", "Port", ...; the kind's label in full
-    is the column's tooltip and in the guarantee)."""
-    return KEY_TITLES[KeyKind(getattr(settings, "key", "src")).value]
+def key_title(key: str) -> str:
+    """The key column's title for a key kind's value ("Source", "Port", ...; the kind's label in
+    full is the column's tooltip and in the guarantee)."""
+    return KEY_TITLES[KeyKind(key).value]
 
 
 @dataclass(frozen=True)

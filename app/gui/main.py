@@ -371,7 +371,7 @@ class MainWindow(QMainWindow):
                         stale.append((panel.redrawn_at, panel, lane, truth))
             # tables and charts: a bounded number per tick, the longest-waiting first
             for _, panel, lane, truth in sorted(stale, key=lambda x: x[0])[:REDRAWS_PER_TICK]:
-                panel.redraw(lane, truth)
+                panel.redraw(lane, truth, self.config.counting.key)
                 panel.update_text(lane, truth)  # the header about the rows just drawn, not the ones before
                 panel.texted_at = now
                 self._overview_due = True
@@ -403,7 +403,7 @@ class MainWindow(QMainWindow):
         exact = {it.address: int(it.estimate) for it in top}
         if len(top) == distinct:  # every key is in the list: the others sent nothing
             exact.update({a: 0 for a in wanted - exact.keys()})
-        self.overview.show_rows(shown, exact, key_title(self.config.settings.with_(key=self.config.counting.key)))
+        self.overview.show_rows(shown, exact, key_title(self.config.counting.key))
 
     def redraw_rate(self, seconds: float = 2.0) -> float:
         """Timer redraws per second over the last ``seconds``."""

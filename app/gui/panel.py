@@ -283,8 +283,9 @@ class AlgorithmPanel(QFrame):
         key = self.data_key(view, truth)
         return self._shown is not None and key[0] is self._shown[0] and key[2] == self._shown[2]
 
-    def redraw(self, view, truth) -> None:
-        """The costly part (table rows, bars): the window spreads these over its ticks."""
+    def redraw(self, view, truth, kind: str = "src") -> None:
+        """The costly part (table rows, bars): the window spreads these over its ticks; ``kind``: the
+        key kind counted (its column's title)."""
         if self.model.frozen:
             return
         key = self.data_key(view, truth)
@@ -293,7 +294,7 @@ class AlgorithmPanel(QFrame):
         self._shown = key
         self.redrawn_at = time.monotonic()
         rows = rows_of(key[0], key[1])
-        self.model.set_key_title(key_title(view.settings))
+        self.model.set_key_title(key_title(kind))
         self.model.set_rows(rows)
         threshold = key[0].threshold if key[0] is not None and key[0].threshold is not None else threshold_of(view)
         self.chart.show_rows(rows, threshold)
