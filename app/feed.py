@@ -16,6 +16,7 @@ another host only with ``--serve-config`` (TLS, basic auth: dptop.feedconfig) or
 from __future__ import annotations
 
 import json
+import math
 import time
 
 from dptop.engine.core.extras import FEED, require
@@ -83,47 +84,45 @@ class _Collector:
 
 
 class Documents:
-    """The feed's documents (``/releases``, ``/metrics``), each built at most once per ``REFRESH``
-    seconds and no more often than ``BUSY`` times its last build took, so the cost to the session is
-    bounded whatever the number of clients; every client of a period shares the same bytes.
-    ``view()`` builds the private view (None: no session, 503). Called on one thread only."""
+    """The feed's documents (``/releases``, ``/metrics``) from one private view, built at most once
+    per ``REFRESH`` seconds and no more often than ``BUSY`` times its last build took, so the cost
+    to the session is bounded whatever the number of clients; every client of a period shares the
+    same bytes, and both documents of a period show the same releases. ``view()`` builds the
+    private view (None: no session, 503, not kept). Called on one thread only."""
 
     REFRESH = 1.0
     BUSY = 10.0
 
     def __init__(self, view):
         from prometheus_client import CollectorRegistry, generate_latest
-
         import prometheus_client.core  # noqa: F401 - loaded now, before the feed listens
 
         self.view, self._render, self._registry = view, generate_latest, CollectorRegistry
-        self._made: dict[str, tuple[float, float, tuple]] = {}  # path -> (when, took, answer)
+        self._made, self._took, self._current = -math.inf, 0.0, None
+        self._answers: dict[str, tuple[int, str, bytes]] = {}
         self._render(CollectorRegistry(auto_describe=False))
 
     def answer(self, path: str) -> tuple[int, str, bytes]:
         if path not in ("/metrics", "/releases"):
             return 404, "text/plain", b"dptop private feed: /releases (JSON), /metrics (Prometheus)\n"
         now = time.monotonic()
-        made = self._made.get(path)
-        if made is not None and now - made[0] < max(self.REFRESH, self.BUSY * made[1]):
-            return made[2]
-        answer, kept = self._build(path)
-        if kept:  # what was said while no session ran is not kept: the next request may find one
-            self._made[path] = (now, time.monotonic() - now, answer)
-        return answer
+        if self._current is None or now - self._made >= max(self.REFRESH, self.BUSY * self._took):
+            self._current, self._answers = self.view(), {}
+            self._made, self._took = now, time.monotonic() - now
+        if path not in self._answers:
+            self._answers[path] = self._build(path, self._current)
+        return self._answers[path]
 
-    def _build(self, path: str) -> tuple[tuple[int, str, bytes], bool]:
-        """The answer to ``path`` and whether a session's view made it."""
+    def _build(self, path: str, view: dict | None) -> tuple[int, str, bytes]:
         from prometheus_client import CONTENT_TYPE_LATEST
 
-        view = self.view()
         if path == "/metrics":
             registry = self._registry(auto_describe=False)
             registry.register(_Collector(view))
-            return (200, CONTENT_TYPE_LATEST, self._render(registry)), view is not None
+            return 200, CONTENT_TYPE_LATEST, self._render(registry)
         if view is None:
-            return (503, "text/plain", b"no session is running\n"), False
-        return (200, "application/json", json.dumps(view, default=str).encode()), True
+            return 503, "text/plain", b"no session is running\n"
+        return 200, "application/json", json.dumps(view, default=str).encode()
 
 
 class Feed:

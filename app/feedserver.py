@@ -99,11 +99,11 @@ class HttpServer:
         self.route, self.ssl, self.authorize = route, ssl_context, authorize
         self.log = log or FeedLog()
         self.limit = connection_limit(max_connections)
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, _, _, _, address = infos[0]
         self.loop = asyncio.new_event_loop()
         self.loop.set_exception_handler(lambda loop, ctx: self.log.line(
             f"{ctx.get('message', '')} {describe(ctx['exception']) if 'exception' in ctx else ''}"))
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        family, _, _, _, address = infos[0]
         self.sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -121,7 +121,6 @@ class HttpServer:
         self.checker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dptop-feed-auth")
         self.open = 0
         self._room = asyncio.Event()
-        self._writers: set = set()
         self._task = self.loop.create_task(self._accept())
         self.thread = threading.Thread(target=self._serve, name="dptop-feed", daemon=True)
 
@@ -147,8 +146,6 @@ class HttpServer:
                 await self._room.wait()
             try:
                 conn, _ = await self.loop.sock_accept(self.sock)
-            except asyncio.CancelledError:
-                raise
             except OSError as exc:  # descriptors out, a connection reset before accept: wait, retry
                 self.log.line(f"accept: {describe(exc)}")
                 await asyncio.sleep(0.5)
@@ -165,7 +162,6 @@ class HttpServer:
                 lambda: protocol, conn, ssl=self.ssl, ssl_handshake_timeout=HEADER_SECONDS if self.ssl else None),
                 HEADER_SECONDS)
             writer = asyncio.StreamWriter(transport, protocol, reader, self.loop)
-            self._writers.add(writer)
             await self._exchange(reader, writer)
         except (asyncio.TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -173,7 +169,6 @@ class HttpServer:
             self.log.line(f"connection: {describe(exc)}")
         finally:
             if writer is not None:
-                self._writers.discard(writer)
                 writer.transport.abort()
             else:
                 conn.close()

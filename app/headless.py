@@ -137,7 +137,8 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
         publish: str | None = None, lines: bool = False, serve: str | None = None, facts=None) -> int:
     """Run a session to its end and report it (and its private view to ``publish``); returns the exit
     code. ``lines``: print one line per release while it runs (on stderr when the JSON goes to stdout).
-    ``serve``: ``[HOST:]PORT`` of the private feed (dptop.feed) while it runs. ``facts``: what the
+    ``serve``: where the private feed (dptop.feed) serves while it runs (``[HOST:]PORT`` or the
+    checked ``ServeSpec`` of the ``--serve*`` options). ``facts``: what the
     command's check read of the file (``dptop.monitor.precheck.SourceFacts``)."""
     out, private_out, feed = JsonOut(json_target), None, None  # the checks ran before (cli: check_replay)
     try:
@@ -202,7 +203,7 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
     return rc
 
 
-def start_feed(session: Session, serve: str):
+def start_feed(session: Session, serve):
     """The private feed of ``session`` at ``serve`` (dptop.feed), announced on stderr."""
     from dptop.feed import serve as start
 

@@ -39,12 +39,13 @@ class FileBytes:
         self.warning: str | None = None
         self.cut = False
         self._read = 0  # file bytes read so far
+        self._whole = self._spare = self.buf  # the array ``buf`` is part of, and the other one
         self.refill(0)
 
     def refill(self, pos: int) -> bool:
         """Make more bytes available after ``buf[pos:]``; False at end of file."""
         left = len(self.buf) - pos
-        out = np.empty(left + CHUNK, np.uint8)
+        out = self._spare if len(self._spare) >= left + CHUNK else np.empty(left + CHUNK, np.uint8)
         out[:left] = self.buf[pos:]
         try:
             got = self._file.readinto(memoryview(out)[left:])
@@ -59,6 +60,7 @@ class FileBytes:
             return False
         self._read += got
         self.base += pos
+        self._spare, self._whole = self._whole, out  # two arrays in turn: no fresh pages per chunk
         self.buf = out[:left + got]
         return True
 
@@ -67,7 +69,7 @@ class FileBytes:
         return self.base + pos
 
     def close(self) -> None:
-        self.buf = np.zeros(0, np.uint8)
+        self.buf = self._whole = self._spare = np.zeros(0, np.uint8)
         self._file.close()
 
 
