@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dptop.engine.core import registry
+from dptop.engine.core.facts import Provenance, PublicFacts
 from dptop.engine.core.keys import KEY_DTYPE, KeyBatch
 from dptop.engine.core.settings import Settings
 from dptop.engine.single_release import epochs
@@ -28,8 +29,8 @@ def stamped_capture(path, ahead_ns: int, packets: int = 2000):
 
 
 def algorithm(name: str, cells: int, seed: int = 7):
-    return registry.make(name, Settings(k=8, epoch_seconds=1.0, seed=seed, time_range=(0, cells * 10**9),
-                                        stream_length=100))
+    facts = PublicFacts.of(stream_length=100, time_range=(0, cells * 10**9), length_provenance=Provenance.DECLARED)
+    return registry.make(name, Settings(k=8, epoch_seconds=1.0, seed=seed), facts)
 
 
 def keys(n: int) -> np.ndarray:
