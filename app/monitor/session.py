@@ -29,7 +29,7 @@ from dptop.engine.core.runner import Runner
 from dptop.engine.privacy.facts import Provenance, PublicFact
 from dptop.monitor import sources
 from dptop.monitor.apply import APPLIED_NOTE, lanes_after, retired
-from dptop.monitor.clocks import AHEAD, LATE, LiveClock, LoopClock
+from dptop.monitor.clocks import AHEAD, IDLE_TICK, LATE, LiveClock, LoopClock, PacedClock
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.fanout import Fanout
 from dptop.monitor.lanes import Lane, LaneView, SessionSnapshot
@@ -59,7 +59,7 @@ class Session:
         self.ledger = Ledger()
         self.life = Lifecycle()
         self.fanout = Fanout(self.truth, config.counting, live=False)
-        self.clock: LiveClock | LoopClock | None = None
+        self.clock: LiveClock | LoopClock | PacedClock | None = None
         self.source = None
         self.spec: SourceSpec | None = None
         self.facts: SourceFacts | None = None
@@ -127,9 +127,14 @@ class Session:
             if not self.life.move(State.RUNNING):
                 source.stop()
                 return
+            if isinstance(self.clock, PacedClock):
+                self.clock.start()
             source.start()
             while source.is_alive() and not self._stopping.is_set():
-                source.join(0.1)
+                source.join(self._due())
+                self._tick()
+            while isinstance(self.clock, PacedClock) and not self.clock.done and not self._stopping.is_set():
+                time.sleep(self._due())  # the replay ended: its last cells close on the public clock
                 self._tick()
             if self._stopping.is_set() and not self._flush:
                 return
@@ -153,8 +158,12 @@ class Session:
                 self._record(lane)
 
     def _tick(self, final: bool = False) -> None:
-        if isinstance(self.clock, LiveClock):
+        if self.clock is not None:
             self.clock.tick(final)
+
+    def _due(self) -> float:
+        """Seconds until the public clock's next close (the session's thread looks then)."""
+        return IDLE_TICK if self.clock is None else max(1e-3, self.clock.due())
 
     # ----- the source ----------------------------------------------------------------------
     def _open_source(self, spec: SourceSpec):
@@ -173,9 +182,13 @@ class Session:
         sink = self.fanout
         if spec.loop and self.grid is not None:
             self.clock = sink = LoopClock(self.grid, self.fanout)
+        elif spec.speed is not None and self.grid is not None:  # releases on the replay's public clock
+            self.clock = sink = PacedClock(self.grid, spec.speed, spec.lateness, self.fanout,
+                                           sources.cell_counts(path, self.grid))
         if self._stopping.is_set() or not self._start_lanes():
             return None
-        return sources.file_replay(path, sink, spec, self.facts, None if self.clock else self._replay_plan())
+        plan = None if isinstance(self.clock, LoopClock) else self._replay_plan()
+        return sources.file_replay(path, sink, spec, self.facts, plan)
 
     def _facts(self, spec: SourceSpec, path: str) -> SourceFacts:
         """The file's public facts (the audit's broken variants read others)."""
@@ -186,6 +199,7 @@ class Session:
         return self.facts.plan
 
     def _open_live(self, spec: SourceSpec):
+        sources.refuse_data_stop(spec, self.config.names)
         s = self.config.settings
         if s.epoch_seconds is None and s.epoch_packets is None:  # releases while the capture runs
             self.config = replace(self.config, settings=s.with_(epoch_seconds=LIVE_EPOCH_SECONDS))
@@ -248,10 +262,14 @@ class Session:
         with self.life.lock:
             if self.source is not None and self.life.move(State.PAUSED):
                 self.source.pause()
+                if isinstance(self.clock, PacedClock):  # a pause is public: the replay's clock stands still
+                    self.clock.pause()
 
     def resume(self) -> None:
         with self.life.lock:
             if self.source is not None and self.state == State.PAUSED and self.life.move(State.RUNNING):
+                if isinstance(self.clock, PacedClock):
+                    self.clock.resume()
                 self.source.resume()
 
     def tuned(self, name: str, parameter: str, value) -> None:
@@ -285,6 +303,8 @@ class Session:
             self._flush = flush and self.state in (State.RUNNING, State.PAUSED)
             self._stopping.set()
             self.life.move(State.STOPPING)
+        if isinstance(self.clock, PacedClock):
+            self.clock.stop()
         if self.source is not None:
             self.source.stop()
         if not self._flush:
