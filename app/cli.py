@@ -24,6 +24,7 @@ from dptop.engine.core.settings import SEED, Range
 from dptop.monitor import catalogue
 from dptop.monitor.config import SourceSpec, config_errors
 from dptop.monitor.memory import map_large_blocks
+from dptop.monitor.sources import refuse_data_stop
 from dptop.options import Parser, json_target, names_arg, nonempty, ranged
 from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
@@ -74,6 +75,7 @@ def check_capture(args) -> None:
     args.config = config_from_args(args)
     args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                            lateness=args.lateness)
+    refuse_data_stop(args.spec, args.config.names)
 
 
 def cmd_capture(args) -> int:
@@ -92,6 +94,7 @@ def check_top(args) -> None:
     if args.iface is not None:
         args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                                lateness=args.lateness)
+        refuse_data_stop(args.spec, args.config.names)
     else:
         from dptop.monitor.precheck import check_source
 

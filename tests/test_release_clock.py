@@ -142,3 +142,19 @@ def test_paced_replay_release_instants_do_not_depend_on_a_lone_late_packet(tmp_p
     assert len(without) == len(with_lone) == 4
     assert abs(without[1] - with_lone[1]) < 0.2, (without, with_lone)
     assert abs(without[1] - 0.5) < 0.2 and abs(with_lone[1] - 0.5) < 0.2, (without, with_lone)
+
+
+def test_capture_count_with_private_algorithms_is_refused_in_one_line(capsys):
+    """``--count N`` is a stop the data chooses (how many releases exist depends on one packet):
+    refused before any socket opens, for ``capture`` and ``top``; the exact baselines may use it."""
+    from dptop.cli import main
+
+    for command in (["capture", "--iface", "lo", "--count", "5", "--algorithms", "dpss,exact"],
+                    ["top", "--iface", "lo", "--count", "5", "--algorithms", "lazyhh"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--count" in err[0] and "--duration" in err[0], err
+    session = Session(RunConfig(("dpss",), Settings(k=4, epsilon=1.0)))
+    session.open(SourceSpec("live", iface="lo", count=5))
+    assert session.wait(30) is State.FAILED and "--count" in session.error  # the window's path too
+    session.close(2.0)
