@@ -193,6 +193,8 @@ class MainWindow(QMainWindow):
         if spec.kind == "live" and not spec.iface:
             self.statusBar().showMessage("No network interface to capture from", 5000)
             return
+        same = self.session is not None and self.source_label == spec.label()
+        ledger = self.session.ledger if same else None  # one ledger per source, across restarts
         self.close_session()
         if self.source_label is not None and self.source_label != spec.label():
             self.tuning.clear("the source changed: sweeps on the previous one's packets were cleared")
@@ -200,7 +202,7 @@ class MainWindow(QMainWindow):
         self.throughput.reset()
         self.utility.reset()
         self.source_panel.reset_rate()
-        self.session = Session(self.config, record_packets=self.record_packets)
+        self.session = Session(self.config, record_packets=self.record_packets, ledger=ledger)
         self.session.open(spec)
         self.statusBar().showMessage(f"Reading {spec.label()}", 3000)
 

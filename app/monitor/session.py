@@ -51,12 +51,16 @@ def published(snap) -> int:
 
 
 class Session:
-    def __init__(self, config: RunConfig, record_packets: int = 1 << 20, history: int = 4096, make=registry.make):
+    def __init__(self, config: RunConfig, record_packets: int = 1 << 20, history: int = 4096, make=registry.make,
+                 ledger: Ledger | None = None):
+        """``ledger``: the ledger of an earlier session over the same source (one ledger per
+        source: ``dptop top``'s key switch, the window's restart), which this one joins."""
         self.config = config
         self._make = make  # name, settings -> algorithm (the audit's broken variants substitute one)
         self.history = history
         self.truth = Truth(record_packets)  # started by open(): a session never opened owns no thread
-        self.ledger = Ledger()
+        self.ledger = Ledger() if ledger is None else ledger
+        self._reading = 0  # this session's reading of the ledger's source (``Ledger.join``)
         self.life = Lifecycle()
         self.fanout = Fanout(self.truth, config.counting, live=False)
         self.clock: LiveClock | LoopClock | PacedClock | None = None
@@ -110,6 +114,7 @@ class Session:
             if self._starter is not None:
                 raise RuntimeError("a session reads one source; open a new session for another")
             self.spec, self.facts = spec, facts
+            self._reading = self.ledger.join(rereads=spec.kind != "live")
             self.fanout.live = spec.kind == "live"
             if "exact" not in self.config.names or self.config.counting.weight == "bytes":
                 self.truth.count_all()  # else the exact lane's counter answers (one exact table, not two)
@@ -349,7 +354,7 @@ class Session:
     def _record(self, lane: Lane) -> None:
         snap = lane.snapshot()
         if snap is not None:
-            self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap))
+            self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap), reading=self._reading)
 
     def snapshot(self, lanes: int | None = None) -> SessionSnapshot:
         """The session now. ``lanes``: refresh at most that many lanes' views (the least recently
@@ -361,7 +366,7 @@ class Session:
             snap = lane.snapshot()
             truth = None
             if snap is not None:
-                self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap))
+                self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap), reading=self._reading)
                 if snap.latest is not None:
                     s = lane.settings
                     self.truth.request(lane.name, snap.latest, lane.origin or 0, s.k, s.gamma)
