@@ -47,7 +47,7 @@ def public_span(span, family: str, session: Session) -> dict:
     any other span starts at the grid's start (None without a grid) and shows no end, since its
     stamps are a packet's (a replay) or the instant a count-driven step was reached (live).
     Positions (``start``/``end``): kept where they come from noisy lengths or packet epochs
-    (single release, not time epochs, whose bounds are exact counts) or, for the continual and
+    (single release: engine/single_release/epochs.py) or, for the continual and
     sliding-window families, from a replay's record count on the output schedule (no time
     epochs); in a live session or on a grid they count the packets seen, and stay out (the
     operator's JSON has them)."""
@@ -58,8 +58,8 @@ def public_span(span, family: str, session: Session) -> dict:
         out.update(t_start=d["t_start"], t_end=d["t_end"])
     elif grid is not None:
         out["t_start"] = grid.start_ns / 1e9
-    if family == "single-release":
-        public = not (span.kind == "epoch" and grid is not None)
+    if family == "single-release":  # positions from the released noisy lengths (epochs.py)
+        public = True
     else:  # on a grid, the step a cell's end reached counts that cell's packets
         public = family in POSITION_FAMILIES and not session.fanout.live and grid is None
     if public:
