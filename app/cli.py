@@ -227,7 +227,7 @@ def cmd_audit(args) -> int:
     if args.product is not None:
         from dptop.lab.product_matrix import audit_product
 
-        return audit_product(args.product == "quick", min(args.runs, 5))
+        return audit_product(args.product == "quick", 3)
     targets = _audit_targets()
     if args.mechanism == "list":
         for name, cls in targets.items():

@@ -431,7 +431,7 @@ BROKEN = {"arrival-release": (ArrivalRelease, Cell("timing", "dpss", neighbour="
           "count-stop": (CountStop, Cell("capture", "dpss", neighbour="removed-start")),
           "ledger-per-session": (LedgerPerSession, Cell("top", "dpss")),
           "seeded-metrics": (SeededMetrics, Cell("seeded", "dpss")),
-          "exact-spans": (ExactSpans, Cell("publish", "dpss", neighbour="removed-start"))}
+          "exact-spans": (ExactSpans, Cell("capture", "dpsw", neighbour="removed-start"))}
 """Each broken variant with the cell that must report it."""
 
 
