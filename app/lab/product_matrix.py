@@ -9,7 +9,7 @@ record count, the file's span: then the cell says which fact, never "private").
 Surfaces: ``publish`` (``replay --publish``, the ``/releases`` JSON and the window's export
 all build ``publish.publish_json``), ``metrics`` (``/metrics``: ``feed.metric_families`` of the
 same view), ``timing`` (a paced replay's release instants as a scraper sees them, on a quantum of
-a quarter of an epoch's wall time), ``top`` (a key switch in ``dptop top``: the budget after a
+half an epoch's wall time), ``top`` (a key switch in ``dptop top``: the budget after a
 second session over the same file) and ``seeded`` (a ``--seed`` run must say NOT private on every
 surface). A live ``capture --publish`` goes through the same clock and view (clocks.LiveClock,
 publish.public_span); it needs a capture socket and is left to the live tests.
@@ -259,7 +259,7 @@ class Product:
 
     def timing(self, cell: Cell, path: Path, seed: int | None) -> dict[str, float]:
         """When the number of releases of a paced replay changes, relative to the first change, in
-        quarters of an epoch's wall time (what a scraper polling /metrics sees)."""
+        halves of an epoch's wall time (what a scraper polling /metrics sees)."""
         session = self.session_type(config(cell, seed), record_packets=1 << 12)
         session.open(spec(cell, path, self.speed))
         seen, instants = 0, []
@@ -273,7 +273,7 @@ class Product:
             instants += [time.monotonic()] * (n - seen)
         finally:
             session.close(5.0)
-        quantum = 1.0 / self.speed / 4
+        quantum = 1.0 / self.speed / 2
         return {f"release {i} instant": round((t - instants[0]) / quantum) for i, t in enumerate(instants)}
 
 
