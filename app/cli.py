@@ -24,6 +24,7 @@ from dptop.engine.core.settings import SEED, Range
 from dptop.monitor import catalogue, defaults
 from dptop.monitor.config import SourceSpec, config_errors
 from dptop.monitor.memory import map_large_blocks
+from dptop.monitor.sources import refuse_data_stop
 from dptop.options import Parser, json_target, names_arg, nonempty, ranged
 from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
@@ -77,6 +78,7 @@ def check_capture(args) -> None:
     args.config = config_from_args(args)
     args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                            lateness=args.lateness)
+    refuse_data_stop(args.spec, args.config.names)
 
 
 def cmd_capture(args) -> int:
@@ -95,6 +97,7 @@ def check_top(args) -> None:
     if args.iface is not None:
         args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                                lateness=args.lateness)
+        refuse_data_stop(args.spec, args.config.names)
     else:
         from dptop.monitor.precheck import check_source
 
@@ -215,6 +218,10 @@ def _audit_targets() -> dict:
 
 
 def check_audit(args) -> None:
+    if (args.mechanism is None) == (args.product is None):
+        raise ValueError("dptop audit: give --mechanism NAME (or list) or --product")
+    if args.product is not None:
+        return
     if args.mechanism != "list" and args.mechanism not in _audit_targets():
         raise ValueError(f"--mechanism: unknown audit mechanism {args.mechanism!r}; known: "
                          f"{', '.join(_audit_targets())}")
@@ -225,6 +232,10 @@ def cmd_audit(args) -> int:
     (dptop.lab.product_audit: capture files through a monitor session and its JSON)."""
     from dptop.engine.lab.audit import cases as audit_cases
 
+    if args.product is not None:
+        from dptop.lab.product_matrix import audit_product
+
+        return audit_product(args.product == "quick", 3)
     targets = _audit_targets()
     if args.mechanism == "list":
         for name, cls in targets.items():
@@ -321,8 +332,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("audit", help="empirical privacy audit of a release mechanism on neighbouring streams")
-    p.add_argument("--mechanism", type=nonempty("--mechanism"), required=True,
+    p.add_argument("--mechanism", type=nonempty("--mechanism"), default=None,
                    help="mechanism to audit, or 'list' to list them")
+    p.add_argument("--product", choices=("quick", "all"), nargs="?", const="all", default=None,
+                   help="the product conformance matrix (surfaces x algorithms x keys x weights x neighbours x "
+                        "range paths) and its broken variants; 'quick': the default suite's slice")
     p.add_argument("--runs", type=ranged(RUNS), default=2000, help="runs per neighbouring stream (default 2000)")
     p.add_argument("--confidence", type=ranged(CONFIDENCE), default=0.95,
                    help="confidence of the violation statement (default 0.95)")

@@ -6,6 +6,9 @@
   with the algorithm, the key kind, the key, its rank and the guarantee's ε and δ; the release's
   threshold and index; the ledger (``dptop_budget_epsilon`` / ``_delta``, per algorithm too).
 
+A run whose noise is seeded (``--seed``) says so on every series: a ``private="false"`` label, the
+help text starting with ``NOT private``, and the marker series ``dptop_not_private``.
+
 No exact count, no packet or drop counter and no process metric is served (the registry holds
 only this collector). ``dptop_private_releases`` counts every release published (the ledger's
 count), not only the history the view still holds. Loopback unless another host is named, and
@@ -26,6 +29,8 @@ from dptop.monitor.publish import publish_json
 
 __all__ = ["Feed", "LOOPBACK", "ServeSpec", "metric_families", "parse_serve", "serve", "serve_current"]
 
+NOT_PRIVATE = "NOT private (seeded noise)"
+
 
 def metric_families(view: dict):
     """The Prometheus metric families of the private view ``view`` (``publish_json``; estimates
@@ -33,45 +38,56 @@ def metric_families(view: dict):
     from prometheus_client.core import GaugeMetricFamily
 
     kind = view["counting"]["key"]
+    private = view["private"] and (view["budget"] or {}).get("private", True)
+    flag, say = ("true", "") if private else ("false", NOT_PRIVATE + ": ")
     est = GaugeMetricFamily("dptop_private_estimate",
-                            f"private estimate of the latest release, {view['counting']['text']}",
-                            labels=["algorithm", "key_kind", "key", "rank", "epsilon", "delta"])
-    thr = GaugeMetricFamily("dptop_private_threshold", "threshold an estimate had to exceed in the latest release",
-                            labels=["algorithm", "key_kind", "epsilon", "delta"])
-    index = GaugeMetricFamily("dptop_private_release_index", "epoch, horizon or window index of the latest release",
-                              labels=["algorithm", "key_kind"])
-    published = GaugeMetricFamily("dptop_private_releases", "releases published so far", labels=["algorithm"])
+                            f"{say}private estimate of the latest release, {view['counting']['text']}",
+                            labels=["algorithm", "key_kind", "key", "rank", "epsilon", "delta", "private"])
+    thr = GaugeMetricFamily("dptop_private_threshold",
+                            f"{say}threshold an estimate had to exceed in the latest release",
+                            labels=["algorithm", "key_kind", "epsilon", "delta", "private"])
+    index = GaugeMetricFamily("dptop_private_release_index",
+                              f"{say}epoch, horizon or window index of the latest release",
+                              labels=["algorithm", "key_kind", "private"])
+    published = GaugeMetricFamily("dptop_private_releases", f"{say}releases published so far",
+                                  labels=["algorithm", "private"])
     ledger = (view["budget"] or {}).get("algorithms") or {}
     for name, a in view["algorithms"].items():  # the ledger counts every release, the view holds the latest
-        published.add_metric([name], max(len(a["releases"]), int((ledger.get(name) or {}).get("releases") or 0)))
+        published.add_metric([name, flag], max(len(a["releases"]), int((ledger.get(name) or {}).get("releases") or 0)))
         if not a["releases"]:
             continue
         rel = a["releases"][-1]
         g = rel["guarantee"]
         eps, delta = f"{g['epsilon']:g}", "" if g["delta"] is None else f"{g['delta']:g}"
         for rank, item in enumerate(rel["items"], 1):
-            est.add_metric([name, kind, item["address"], str(rank), eps, delta], item["estimate"])
+            est.add_metric([name, kind, item["address"], str(rank), eps, delta, flag], item["estimate"])
         if rel["threshold"] is not None:
-            thr.add_metric([name, kind, eps, delta], rel["threshold"])
-        index.add_metric([name, kind], rel["span"]["index"])
+            thr.add_metric([name, kind, eps, delta, flag], rel["threshold"])
+        index.add_metric([name, kind, flag], rel["span"]["index"])
     yield from (est, thr, index, published)
-    yield from ledger_families(view["budget"])
+    yield from ledger_families(view["budget"], flag, say)
+    if not private:
+        marker = GaugeMetricFamily("dptop_not_private", f"{NOT_PRIVATE}: every series of this feed",
+                                   labels=["reason"])
+        marker.add_metric(["seeded noise (--seed)"], 1.0)
+        yield marker
 
 
-def ledger_families(budget: dict | None):
+def ledger_families(budget: dict | None, flag: str = "true", say: str = ""):
     from prometheus_client.core import GaugeMetricFamily
 
     if not budget:
         return
     unit = budget.get("neighbouring", "")
     for what in ("epsilon", "delta"):
-        total = GaugeMetricFamily(f"dptop_budget_{what}", f"the ledger's total {what} per packet ({unit})")
-        total.add_metric([], float(budget.get(what) or 0.0))
+        total = GaugeMetricFamily(f"dptop_budget_{what}", f"{say}the ledger's total {what} per packet ({unit})",
+                                  labels=["private"])
+        total.add_metric([flag], float(budget.get(what) or 0.0))
         yield total
-        per = GaugeMetricFamily(f"dptop_budget_algorithm_{what}", f"{what} per packet spent by each algorithm",
-                                labels=["algorithm"])
+        per = GaugeMetricFamily(f"dptop_budget_algorithm_{what}", f"{say}{what} per packet spent by each algorithm",
+                                labels=["algorithm", "private"])
         for name, line in (budget.get("algorithms") or {}).items():
-            per.add_metric([name], float(line.get(what) or 0.0))
+            per.add_metric([name, flag], float(line.get(what) or 0.0))
         yield per
 
 

@@ -128,11 +128,13 @@ class TopApp(App):
         self.refresh_view()
 
     def open_session(self) -> None:
+        ledger = None
         if self.session is not None:
+            ledger = self.session.ledger  # one ledger per source: a new key reads the same packets again
             if self.session.close(1.0):
                 self.old.append(self.session)  # still winding down: joined again on quit
             release_memory()
-        self.session = Session(self.config)
+        self.session = Session(self.config, ledger=ledger)
         self.session.open(self.spec, self.facts)
 
     def close_sessions(self, timeout: float = 2.0) -> list[str]:

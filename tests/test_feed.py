@@ -52,7 +52,8 @@ def expected(view_json: dict) -> dict:
         g = rel["guarantee"]
         for rank, it in enumerate(rel["items"], 1):
             labels = {"algorithm": name, "key_kind": view_json["counting"]["key"], "key": it["address"],
-                      "rank": str(rank), "epsilon": f"{g['epsilon']:g}", "delta": f"{g['delta']:g}"}
+                      "rank": str(rank), "epsilon": f"{g['epsilon']:g}", "delta": f"{g['delta']:g}",
+                      "private": "true" if view_json["private"] else "false"}
             out[("dptop_private_estimate", frozenset(labels.items()))] = it["estimate"]
     return out
 
@@ -90,7 +91,7 @@ def test_metrics_during_a_paced_replay_are_the_released_estimates(tmp_path):
                 assert {k: v for k, v in got.items() if k[0] == "dptop_private_estimate"} == want
                 algorithms = {dict(labels).get("algorithm") for _, labels in got} - {None}
                 assert algorithms == {"dpss"}, algorithms  # nothing of exact or countmin
-                assert got[("dptop_budget_epsilon", frozenset())] == before["budget"]["epsilon"]
+                assert got[("dptop_budget_epsilon", frozenset({("private", "true")}))] == before["budget"]["epsilon"]
                 assert set(before["algorithms"]) == {"dpss"} and "exact" not in before
                 checked += 1
             time.sleep(0.5)

@@ -279,8 +279,9 @@ class MainWindow(QMainWindow):
         if spec.kind == "live" and not spec.iface:
             self.statusBar().showMessage("No network interface to capture from", 5000)
             return
-        self.close_session()
         same_source = self.source_label == spec.label()
+        ledger = self.session.ledger if same_source and self.session is not None else None  # one ledger per source
+        self.close_session()
         if self.source_label is not None and not same_source:
             self.tuning.clear("the source changed: sweeps on the previous one's packets were cleared")
         self.source_label = spec.label()
@@ -292,7 +293,7 @@ class MainWindow(QMainWindow):
         if spec.loop and s.epoch_seconds is None and s.epoch_packets is None:
             # an endless stream releases on the wall clock's cells, as the session gives a live capture
             config = replace(config, settings=s.with_(epoch_seconds=LIVE_EPOCH_SECONDS))
-        self.session = Session(config, record_packets=self.record_packets)
+        self.session = Session(config, record_packets=self.record_packets, ledger=ledger)
         if same_source:  # values tuned on these packets after the last run ended: this run uses them
             for name, parameter, value in self.pending_tuned:
                 self.session.tuned(name, parameter, value)

@@ -18,6 +18,11 @@ Within one algorithm, segments cover disjoint packets (an Apply restarts it on t
 follow), so the worst packet pays the largest segment cost; across algorithms costs add up
 (sequential composition: they read the same packets). Seeded noise makes the whole line NOT
 private, and the total says so.
+
+One ledger per source: every session over the same source joins it (``join``) as a *reading*.
+A capture file read again (``dptop top``'s key switch, a restart of the window) reads the same
+packets, so its costs add to the earlier readings'; a live capture started again reads later
+packets, so its readings stay disjoint like Apply's segments.
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ class _Segment:
     guarantee: Guarantee
     releases: int = 0
     note: str = ""
+    rereading: int = 0  # readings with the same number read disjoint packets; different ones the same
 
 
 @dataclass(frozen=True)
@@ -125,15 +131,30 @@ class Ledger:
         self._segments: dict[tuple[str, int], _Segment] = {}
         self.notes: list[str] = []
         self._tuned: dict[str, list[PublicFact]] = {}  # algorithm -> parameters chosen from the packets
+        self._readings: list[int] = []  # per reading (a session on the source), its rereading number
 
-    def record(self, name: str, generation: int, guarantee: Guarantee | None, releases: int, note: str = "") -> None:
-        """Algorithm ``name`` (instance ``generation``) has published ``releases`` releases so far."""
+    def join(self, rereads: bool) -> int:
+        """A session starts reading this ledger's source: its reading number (``record``'s
+        ``reading``). ``rereads``: it reads packets an earlier reading read (a capture file replayed
+        again), so its costs compose with theirs; else (a live capture started again) it reads
+        later packets only."""
+        with self._lock:
+            last = self._readings[-1] if self._readings else 0
+            self._readings.append(last + 1 if rereads or not self._readings else last)
+            return len(self._readings) - 1
+
+    def record(self, name: str, generation: int, guarantee: Guarantee | None, releases: int, note: str = "",
+               reading: int = 0) -> None:
+        """Algorithm ``name`` (instance ``generation`` of the session's ``reading``) has published
+        ``releases`` releases so far."""
         if guarantee is None or releases <= 0:
             return
         with self._lock:
-            seg = self._segments.get((name, generation))
+            rereading = self._readings[reading] if reading < len(self._readings) else 0
+            seg = self._segments.get((reading, name, generation))
             if seg is None:
-                seg = self._segments[(name, generation)] = _Segment(name, generation, guarantee, note=note)
+                seg = self._segments[(reading, name, generation)] = _Segment(name, generation, guarantee, note=note,
+                                                                             rereading=rereading)
             seg.guarantee, seg.releases = guarantee, max(seg.releases, releases)
 
     def record_tuning(self, name: str, fact: PublicFact) -> None:
@@ -201,10 +222,15 @@ class Ledger:
             by_name.setdefault(seg.name, []).append(seg)
         lines = []
         for name, segs in by_name.items():
-            latest = max(segs, key=lambda s: s.generation).guarantee
+            latest = max(segs, key=lambda s: (s.rereading, s.generation)).guarantee
             notes = tuple(dict.fromkeys(s.note for s in segs if s.note))
-            lines.append(LedgerLine(name, _worst([cost_of(s.guarantee) for s in segs]), relation, latest.unit,
-                                    len(segs), sum(s.releases for s in segs),
+            rereadings: dict[int, list[Measure]] = {}
+            for seg in segs:
+                rereadings.setdefault(seg.rereading, []).append(cost_of(seg.guarantee))
+            cost = compose(_worst(costs) for costs in rereadings.values())  # the same packets, read again
+            if len(rereadings) == 1:
+                cost = _worst(next(iter(rereadings.values())))
+            lines.append(LedgerLine(name, cost, relation, latest.unit, len(segs), sum(s.releases for s in segs),
                                     all(s.guarantee.private for s in segs), latest.scope, notes))
         return lines
 

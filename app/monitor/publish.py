@@ -2,8 +2,9 @@
 
 Releases of the private algorithms with their typed guarantees, the ledger, the public
 parameters, and the public facts with their provenance. Nothing exact: no packet counts, drops,
-status or ground truth; a release's span keeps its packet positions only where they are derived
-from noisy lengths or from facts the guarantee names (``SPAN_FIELDS``). ``schema_version`` and
+status or ground truth; a release's span (``public_span``) keeps its times only where they are
+the public grid's, and its packet positions only where they are derived from noisy lengths, the
+packet epochs or a replay's record count (a fact the guarantee names). ``schema_version`` and
 ``SCHEMA`` (JSON Schema, draft 2020-12) state the format; extend, never rename.
 """
 from __future__ import annotations
@@ -19,10 +20,10 @@ PARAMETERS = ("k", "k_tilde", "epsilon", "delta", "seed", "epoch_packets", "epoc
               "window", "gamma")
 """The user's public parameters (the settings minus facts read from the data)."""
 SPAN_FIELDS = ("kind", "index", "t_start", "t_end")
-"""Span fields that are public on the grid; ``start``/``end`` are added for the families whose
-positions come from noisy lengths (single release), the window or the horizon (substitution:
-the packet count is public), and never for local DP (``end`` counts reports there)."""
+"""Span fields every release shows (times ``None`` where no public clock gives them)."""
 POSITION_FAMILIES = ("single-release", "continual observation", "sliding window")
+"""Families whose ``start``/``end`` may be public (``public_span``); never local DP (``end``
+counts reports there)."""
 
 
 def public_facts(session: Session) -> tuple[PublicFact, ...]:
@@ -41,17 +42,37 @@ def public_facts(session: Session) -> tuple[PublicFact, ...]:
     return (PublicFact("time_range", value, Provenance.METADATA, f"the grid of the time epochs: {src}"),)
 
 
-def _span(span, family: str) -> dict:
+def public_span(span, family: str, session: Session) -> dict:
+    """``span`` as the private view shows it. Times: a time epoch's bounds are the public grid's;
+    any other span starts at the grid's start (None without a grid) and shows no end, since its
+    stamps are a packet's (a replay) or the instant a count-driven step was reached (live).
+    Positions (``start``/``end``): kept where they come from noisy lengths or packet epochs
+    (single release: engine/single_release/epochs.py) or, for the continual and
+    sliding-window families, from a replay's record count on the output schedule (no time
+    epochs); in a live session or on a grid they count the packets seen, and stay out (the
+    operator's JSON has them)."""
     d = span.to_json()
-    keep = SPAN_FIELDS + (("start", "end") if family in POSITION_FAMILIES else ())
-    return {k: d[k] for k in keep}
+    grid = session.grid if session.config.settings.epoch_seconds is not None else None
+    out = {"kind": d["kind"], "index": d["index"], "t_start": None, "t_end": None}
+    if span.kind == "epoch" and grid is not None:
+        out.update(t_start=d["t_start"], t_end=d["t_end"])
+    elif grid is not None:
+        out["t_start"] = grid.start_ns / 1e9
+    if family == "single-release":  # positions from the released noisy lengths (epochs.py)
+        public = True
+    else:  # on a grid, the step a cell's end reached counts that cell's packets
+        public = family in POSITION_FAMILIES and not session.fanout.live and grid is None
+    if public:
+        out.update(start=d["start"], end=d["end"])
+    return out
 
 
-def _release(release, family: str, facts, scale: int) -> dict:
+def _release(release, family: str, facts, scale: int, session: Session) -> dict:
     g = release.guarantee.with_facts(facts)
     items = [{"address": it.address, "estimate": it.estimate * scale} for it in release.items]
     threshold = None if release.threshold is None else release.threshold * scale
-    return {"span": _span(release.span, family), "threshold": threshold, "items": items, "guarantee": g.to_json()}
+    return {"span": public_span(release.span, family, session), "threshold": threshold, "items": items,
+            "guarantee": g.to_json()}
 
 
 def publish_json(session: Session, command: str) -> dict:
@@ -70,7 +91,7 @@ def publish_json(session: Session, command: str) -> dict:
         facts.update({f.name: f for f in (*s.guarantee.facts, *given)})
         rels = [r for r in session.releases(v.name) if r.guarantee is not None]
         algorithms[v.name] = {"family": s.family, "guarantee": s.guarantee.with_facts(given).to_json(),
-                              "releases": [_release(r, s.family, given, scale) for r in rels]}
+                              "releases": [_release(r, s.family, given, scale, session) for r in rels]}
     guarantees = [a["guarantee"] for a in algorithms.values()]
     return {
         "schema_version": SCHEMA_VERSION,

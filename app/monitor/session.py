@@ -29,7 +29,7 @@ from dptop.engine.core.runner import Worker
 from dptop.engine.core.facts import Provenance, PublicFact, PublicFacts
 from dptop.monitor import sources
 from dptop.monitor.apply import APPLIED_NOTE, lanes_after, retired
-from dptop.monitor.clocks import AHEAD, LATE, LiveClock, LoopClock
+from dptop.monitor.clocks import AHEAD, IDLE_TICK, LATE, LiveClock, LoopClock, PacedClock
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.fanout import Fanout
 from dptop.monitor.lanes import Lane, LaneView, SessionSnapshot
@@ -51,15 +51,19 @@ def published(snap) -> int:
 
 
 class Session:
-    def __init__(self, config: RunConfig, record_packets: int = 1 << 20, history: int = 4096, make=registry.make):
+    def __init__(self, config: RunConfig, record_packets: int = 1 << 20, history: int = 4096, make=registry.make,
+                 ledger: Ledger | None = None):
+        """``ledger``: the ledger of an earlier session over the same source (one ledger per
+        source: ``dptop top``'s key switch, the window's restart), which this one joins."""
         self.config = config
         self._make = make  # name, settings, facts, counting -> algorithm (the audit's broken variants substitute one)
         self.history = history
         self.truth = Truth(record_packets)  # started by open(): a session never opened owns no thread
-        self.ledger = Ledger()
+        self.ledger = Ledger() if ledger is None else ledger
+        self._reading = 0  # this session's reading of the ledger's source (``Ledger.join``)
         self.life = Lifecycle()
         self.fanout = Fanout(self.truth, config.counting, live=False)
-        self.clock: LiveClock | LoopClock | None = None
+        self.clock: LiveClock | LoopClock | PacedClock | None = None
         self.source = None
         self.spec: SourceSpec | None = None
         self.facts: SourceFacts | None = None
@@ -116,6 +120,7 @@ class Session:
             if self._starter is not None:
                 raise RuntimeError("a session reads one source; open a new session for another")
             self.spec, self.facts = spec, facts
+            self._reading = self.ledger.join(rereads=spec.kind != "live")
             self.fanout.live = spec.kind == "live"
             if "exact" not in self.config.names or self.config.counting.weight == "bytes":
                 self.truth.count_all()  # else the exact lane's counter answers (one exact table, not two)
@@ -133,9 +138,14 @@ class Session:
             if not self.life.move(State.RUNNING):
                 source.stop()
                 return
+            if isinstance(self.clock, PacedClock):
+                self.clock.start()
             source.start()
             while source.is_alive() and not self._stopping.is_set() and not self.truth.died:
-                source.join(0.1)
+                source.join(self._due())
+                self._tick()
+            while isinstance(self.clock, PacedClock) and not self.clock.done and not self._stopping.is_set():
+                time.sleep(self._due())  # the replay ended: its last cells close on the public clock
                 self._tick()
             if self._stopping.is_set() and not self._flush:
                 return
@@ -162,8 +172,12 @@ class Session:
                 self._record(lane)
 
     def _tick(self, final: bool = False) -> None:
-        if isinstance(self.clock, LiveClock):
+        if self.clock is not None:
             self.clock.tick(final)
+
+    def _due(self) -> float:
+        """Seconds until the public clock's next close (the session's thread looks then)."""
+        return IDLE_TICK if self.clock is None else max(1e-3, self.clock.due())
 
     # ----- the source ----------------------------------------------------------------------
     def _open_source(self, spec: SourceSpec):
@@ -182,9 +196,17 @@ class Session:
         sink = self.fanout
         if spec.loop and self.grid is not None:
             self.clock = sink = LoopClock(self.grid, self.fanout)
+        elif spec.speed is not None and self.grid is not None:  # releases on the replay's public clock
+            self.clock = self._paced_clock(spec, path)
+            sink = self.clock or self.fanout
         if self._stopping.is_set() or not self._start_lanes():
             return None
-        return sources.file_replay(path, sink, spec, self.facts, None if self.clock else self._replay_plan())
+        plan = None if isinstance(self.clock, LoopClock) else self._replay_plan()
+        return sources.file_replay(path, sink, spec, self.facts, plan)
+
+    def _paced_clock(self, spec: SourceSpec, path: str) -> PacedClock | None:
+        """The public clock of a paced replay (the audit's broken variant releases on arrivals)."""
+        return PacedClock(self.grid, spec.speed, spec.lateness, self.fanout, sources.cell_counts(path, self.grid))
 
     def _facts(self, spec: SourceSpec, path: str) -> SourceFacts:
         """The file's public facts (the audit's broken variants read others)."""
@@ -195,6 +217,7 @@ class Session:
         return self.facts.plan
 
     def _open_live(self, spec: SourceSpec):
+        sources.refuse_data_stop(spec, self.config.names)
         s = self.config.settings
         if s.epoch_seconds is None and s.epoch_packets is None:  # releases while the capture runs
             self.config = replace(self.config, settings=s.with_(epoch_seconds=LIVE_EPOCH_SECONDS))
@@ -261,10 +284,14 @@ class Session:
         with self.life.lock:
             if self.source is not None and self.life.move(State.PAUSED):
                 self.source.pause()
+                if isinstance(self.clock, PacedClock):  # a pause is public: the replay's clock stands still
+                    self.clock.pause()
 
     def resume(self) -> None:
         with self.life.lock:
             if self.source is not None and self.state == State.PAUSED and self.life.move(State.RUNNING):
+                if isinstance(self.clock, PacedClock):
+                    self.clock.resume()
                 self.source.resume()
 
     def tuned(self, name: str, parameter: str, value) -> None:
@@ -300,6 +327,8 @@ class Session:
             self._flush = flush and self.state in (State.RUNNING, State.PAUSED)
             self._stopping.set()
             self.life.move(State.STOPPING)
+        if isinstance(self.clock, PacedClock):
+            self.clock.stop()
         if self.source is not None:
             self.source.stop()
         if not self._flush:
@@ -343,7 +372,7 @@ class Session:
     def _record(self, lane: Lane) -> None:
         snap = lane.snapshot()
         if snap is not None:
-            self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap))
+            self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap), reading=self._reading)
 
     def snapshot(self, lanes: int | None = None) -> SessionSnapshot:
         """The session now. ``lanes``: refresh at most that many lanes' views (the least recently
@@ -355,7 +384,7 @@ class Session:
             snap = lane.snapshot(want_live=True)  # a view shows it: the next live view is due
             truth = None
             if snap is not None:
-                self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap))
+                self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap), reading=self._reading)
                 if snap.latest is not None:
                     s = lane.settings
                     self.truth.request(lane.name, snap.latest, lane.origin or 0, s.k, s.gamma)

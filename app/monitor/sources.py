@@ -7,6 +7,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.monitor.config import SourceSpec
 from dptop.monitor.precheck import SourceFacts
@@ -38,6 +40,28 @@ def file_replay(path: str, sink, spec: SourceSpec, facts: SourceFacts, plan):
 
     return FileReplay(path, sink, speed=spec.speed, loop=spec.loop, batch_size=REPLAY_BATCH,
                       records=facts.stream_length, plan=plan, max_gap=spec.max_gap)
+
+
+def cell_counts(path: str, grid: TimeGrid) -> np.ndarray:
+    """IP packets per cell of ``grid`` in the file at ``path`` (what a paced replay's clock waits
+    for before it closes a cell: ``clocks.PacedClock``); one more read of the stamps."""
+    from dptop.capture.epochorder import read_stamps
+
+    cells = grid.cell_of(read_stamps(path)[1])
+    return np.bincount(cells[cells >= 0], minlength=grid.cells)
+
+
+def refuse_data_stop(spec: SourceSpec, names) -> None:
+    """``--count N`` stops a live capture at the N-th packet: the stop, and with it how many
+    releases exist and what the last one covers, is chosen by the data. Refused with private
+    algorithms; ``--duration`` is the public stop."""
+    from dptop.monitor.catalogue import entry
+
+    if spec.kind == "live" and spec.count is not None:
+        chosen = [n for n in names if entry(n).private]
+        if chosen:
+            raise ValueError(f"--count stops on the N-th packet, a stop the data chooses, which no guarantee "
+                             f"covers; use --duration with private algorithms ({', '.join(chosen)})")
 
 
 def wall_grid(spec: SourceSpec, epoch_seconds: float) -> tuple[TimeGrid, tuple[int, int | None]]:

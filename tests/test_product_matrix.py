@@ -1,0 +1,55 @@
+"""The product conformance matrix (app/lab/product_matrix.py): its quick slice shows no field
+that tells two neighbouring captures apart on any surface, except the one open finding named
+below; the broken variants of the review's findings must be reported on their cells. The whole
+matrix runs behind ``slow`` and in ``dptop audit --product``."""
+from __future__ import annotations
+
+import pytest
+
+from dptop.lab import product_matrix as m
+
+OPEN = {m.Cell("capture", "lazyhh", neighbour="removed-start"):
+        "a live LazyHH publishes at count-driven output steps: the number of releases depends on one packet"}
+
+
+@pytest.mark.parametrize("cell", [c for c in m.cells(quick=True) if c not in OPEN], ids=m.Cell.label)
+def test_quick_slice_shows_no_violation(cell):
+    verdict = m.run_cell(cell, runs=3)
+    assert not verdict.violation, verdict.row()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cell", list(OPEN), ids=m.Cell.label)
+@pytest.mark.xfail(strict=True, reason="open finding of the matrix (see OPEN)")
+def test_open_findings_are_still_violations_until_fixed(cell):
+    verdict = m.run_cell(cell, runs=2)
+    assert not verdict.violation, verdict.row()
+
+
+CAUGHT = ("ledger-per-session", "seeded-metrics", "exact-spans", "arrival-release")
+"""The variants the matrix reports; ``count-stop`` is not separated reliably by its cell yet (its
+finding has a deterministic test: test_release_clock.py). The two fast ones run by default."""
+SLOW = {"exact-spans", "arrival-release"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in CAUGHT])
+def test_broken_variants_are_caught(name):
+    variant, cell = m.BROKEN[name]
+    verdict = m.run_cell(cell, runs=3, product=variant())
+    assert verdict.violation, verdict.row()
+
+
+def test_split_fields_and_named_facts():
+    x = [{"a": 1.0, "b": 2.0, ".public_facts[0].name=time_range": 1.0, ".public_facts[0].value.start_s": 5.0}] * 2
+    y = [{"a": 1.0, "b": 3.0, ".public_facts[0].name=time_range": 1.0, ".public_facts[0].value.start_s": 6.0}] * 2
+    assert m.split_fields(x, y) == (".public_facts[0].value.start_s", "b")
+    assert m.named_facts(x, y) == ("time_range",)
+    noisy = [{"b": 2.0}, {"b": 3.0}]
+    assert m.split_fields(noisy, [{"b": 4.0}, {"b": 5.0}]) == ()
+
+
+@pytest.mark.slow
+def test_the_whole_matrix():
+    verdicts = m.run_matrix(m.cells(), runs=3, progress=None)
+    bad = [v.row() for v in verdicts if v.violation and v.cell not in OPEN]
+    assert not bad, "\n".join(bad)
