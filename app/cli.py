@@ -71,9 +71,29 @@ def cmd_replay(args) -> int:
 
 
 def check_capture(args) -> None:
+    """What ``capture`` checks before any output: the algorithms and their parameters, then the
+    interface, the permission and the BPF filter (a capture socket opened and closed again)."""
     args.config = config_from_args(args)
     args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                            lateness=args.lateness)
+    check_live(args.iface, args.bpf)
+
+
+def check_live(iface: str, bpf: str | None) -> None:
+    """Open the capture socket once and close it: an unknown interface or a filter that does not
+    compile is ``ValueError`` (exit 2), a missing permission ``CapturePermissionError`` (exit 1)."""
+    from dptop.capture.live import CapturePermissionError, LiveCapture, list_interfaces
+    from dptop.capture.pcap import CaptureError
+
+    if iface not in list_interfaces():
+        raise ValueError(f"--iface: no network interface {iface!r}; interfaces: {', '.join(list_interfaces())}")
+    try:
+        probe = LiveCapture(iface, lambda batch: True, bpf=bpf, mode="recv")
+    except CapturePermissionError:
+        raise
+    except CaptureError as exc:
+        raise ValueError(f"--bpf: {exc}" if bpf else str(exc)) from None
+    probe.stop()
 
 
 def cmd_capture(args) -> int:
@@ -92,6 +112,7 @@ def check_top(args) -> None:
     if args.iface is not None:
         args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                                lateness=args.lateness)
+        check_live(args.iface, args.bpf)
     else:
         from dptop.monitor.precheck import check_source
 

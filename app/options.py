@@ -16,6 +16,16 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"dptop: error: {message} (see {self.prog} -h)\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse, but an unknown option is sent to the help of the subcommand it was given
+        to (``dptop replay -h``), not to ``dptop -h``."""
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(namespace, "command", None)
+            prog = f"{self.prog} {command}" if command else self.prog
+            self.exit(2, f"dptop: error: unrecognized arguments: {' '.join(extras)} (see {prog} -h)\n")
+        return namespace
+
 
 def ranged(rule: Range):
     """argparse ``type=`` for a number in ``rule``."""
