@@ -22,14 +22,13 @@ from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.lab.audit.cases import CONFIDENCE, EVENTS, RUNS
 from dptop.engine.core.settings import SEED, Range
 from dptop.monitor import catalogue
-from dptop.monitor.config import SourceSpec, config_errors
+from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec, config_errors
 from dptop.monitor.memory import map_large_blocks
 from dptop.options import Parser, json_target, names_arg, nonempty, ranged
 from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
-from dptop.runargs import (add_live_options, add_run_options, algorithm_names, cluster_arg, config_from_args,
-                            serve_arg,
-                            time_range_arg)
+from dptop.runargs import (add_live_options, add_report_options, add_run_options, algorithm_names, cluster_arg,
+                           config_from_args, report_form, serve_arg, time_range_arg)
 
 REFRESH = Range("refresh", 0.05, 3600.0)
 SOAK_MINUTES = Range("soak-minutes", 0.1, 24 * 60.0)
@@ -41,6 +40,7 @@ def check_replay(args) -> None:
     algorithms and their parameters, and the capture and its time grid (one file) or the archive
     plan (several files)."""
     args.config = config_from_args(args)
+    args.form = report_form(args)
     if len(args.path) > 1 or args.cluster:
         if args.key != "src" or args.weight != "packets" or args.publish:
             raise ValueError("several files or --cluster count packets per source only, with --json: "
@@ -65,15 +65,16 @@ def cmd_replay(args) -> int:
     config = args.config
     if args.spec is None:
         return run_archive(args.path, config, args.cluster, args.json_out, config.settings.extra["top"],
-                           args.time_range)
+                           args.time_range, args.form, args.baselines)
     return run("replay", args.spec, config, args.json_out, config.settings.extra["top"], args.publish,
-               serve=args.serve, facts=args.facts)
+               serve=args.serve, facts=args.facts, form=args.form, baselines=args.baselines)
 
 
 def check_capture(args) -> None:
     """What ``capture`` checks before any output: the algorithms and their parameters, then the
     interface, the permission and the BPF filter (a capture socket opened and closed again)."""
     args.config = config_from_args(args)
+    args.form = report_form(args)
     args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                            lateness=args.lateness)
     check_live(args.iface, args.bpf)
@@ -100,13 +101,15 @@ def cmd_capture(args) -> int:
     from dptop.headless import run
 
     return run("capture", args.spec, args.config, args.json_out, args.config.settings.extra["top"], args.publish,
-               lines=not args.quiet, serve=args.serve)
+               lines=not args.quiet, serve=args.serve, form=args.form, baselines=args.baselines)
 
 
 def check_top(args) -> None:
     """What ``dptop top`` checks before it starts: one source, the algorithms and a terminal."""
     if (args.iface is None) == (args.path is None):
         raise ValueError("dptop top reads one source: give a capture FILE or --iface IF")
+    if args.path is not None and args.epoch_seconds is None and args.epoch_packets is None:
+        args.epoch_seconds = LIVE_EPOCH_SECONDS  # a file shows its epochs as a live link does, not one at its end
     args.config = config_from_args(args)
     args.facts = None
     if args.iface is not None:
@@ -128,7 +131,11 @@ def cmd_top(args) -> int:
     from dptop.top import run_top
 
     run_top(args.spec, args.config, args.refresh, args.serve, facts=args.facts)
-    return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # the terminal is restored and the sessions closed: nothing is left to write, and the
+    # interpreter's own teardown of numba and numpy would keep a quit waiting for seconds
+    os._exit(0)
 
 
 def _add_top(sub) -> None:
@@ -294,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="public range of the time epochs, Unix seconds START:END or ISO 8601 START/END "
                         "(default: the file's first to last packet stamp, then stated as public)")
     add_run_options(p)
+    add_report_options(p)
     p.set_defaults(func=cmd_replay, check=check_replay)
 
     p = sub.add_parser("capture", help="run the algorithms on live traffic (needs root or CAP_NET_RAW)")
@@ -305,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_live_options(p)
     p.add_argument("--quiet", action="store_true", help="no line per release while the capture runs")
     add_run_options(p)
+    add_report_options(p)
     p.set_defaults(func=cmd_capture, check=check_capture)
 
     p = sub.add_parser("synth", help="write a synthetic Zipf capture (a real pcap file)")

@@ -81,6 +81,30 @@ def add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
                             "loopback unless HOST is given (needs the 'feed' extra)")
 
 
+FORMATS = ("table", "csv", "json")
+
+
+def add_report_options(p: argparse.ArgumentParser) -> None:
+    """What ``replay`` and ``capture`` print on stdout at the end."""
+    p.add_argument("--format", choices=FORMATS, default="table",
+                   help="what goes to stdout at the end: aligned tables for people, csv (one row per key shown) "
+                        "or json (the same as --json -) for scripts (default table)")
+    p.add_argument("--baselines", action="store_true",
+                   help="also print the non-private baselines (SpaceSaving, Misra-Gries, CountMin) beside the "
+                        "exact top; the JSON holds them either way (default: not printed)")
+
+
+def report_form(args) -> str:
+    """``--format``, with ``json`` turned into the JSON on stdout (``--json -``)."""
+    if args.format != "json":
+        return args.format
+    if args.json_out not in (None, "-"):
+        raise ValueError(f"--format json writes the JSON to stdout: drop --json {args.json_out}, or keep it and "
+                         f"choose --format table or csv")
+    args.json_out = "-"
+    return "table"
+
+
 def add_live_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lateness", type=ranged(LATENESS), default=LATENESS_SECONDS, metavar="S",
                    help=f"live time epochs: a packet delivered up to S seconds after its epoch ended still counts "

@@ -130,4 +130,4 @@ def test_demo_without_display_says_so_and_replays_headless(monkeypatch, capsys):
     assert main(["demo"]) == 0
     captured = capsys.readouterr()
     assert "no display found" in captured.err and "headless replay" in captured.err
-    assert "152629 packets" in captured.out and "24.132.150.54" in captured.out  # resources/SOURCES.md
+    assert "152,629 packets" in captured.out and "24.132.150.54" in captured.out  # resources/SOURCES.md
