@@ -33,26 +33,26 @@ def add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
                    help="comma-separated names (default: the private trio and the baselines available); "
                         "'dptop list' shows them")
     p.add_argument("--k", type=ranged(RANGES["k"]), default=16,
-                   help="heavy hitters: report items above n/k (default 16)")
+                   help="report the keys above 1/k of the traffic, at most k of them (default 16)")
     p.add_argument("--k-tilde", type=ranged(RANGES["k_tilde"]), default=None,
-                   help="tracked counters/candidates k~ (default per algorithm)")
+                   help="counters or candidates each algorithm keeps, k~ (default: each algorithm's own, see dptop list)")
     p.add_argument("--epsilon", type=ranged(RANGES["epsilon"]), default=0.5,
                    help="privacy budget epsilon per packet and algorithm (default 0.5; continual observation needs < 1)")
     p.add_argument("--delta", type=ranged(RANGES["delta"]), default=1e-6, help="privacy budget delta (default 1e-6)")
     p.add_argument("--seed", type=ranged(SEED), default=None,
-                   help="seed the noise for a reproducible run (the output is then NOT private)")
+                   help="seed the noise for a reproducible run (the output is then NOT private; default: none, fresh noise from the operating system)")
     p.add_argument("--epoch-packets", type=ranged(RANGES["epoch_packets"]), default=None,
-                   help="single-release epochs of N packets")
+                   help="single-release algorithms publish once per N packets (default: time epochs on a live interface, else one release at the end of the file)")
     p.add_argument("--epoch-seconds", type=ranged(RANGES["epoch_seconds"]), default=None,
-                   help="single-release epochs of S seconds of packet time")
+                   help="single-release algorithms publish once per S seconds of packet time (default: 10 s on a live interface and in dptop top, else one release at the end of the file)")
     p.add_argument("--horizon", type=ranged(RANGES["horizon"]), default=None,
-                   help="continual observation horizon T_max in packets")
-    p.add_argument("--restart", action="store_true", help="continual observation: fresh instance every horizon")
-    p.add_argument("--window", type=ranged(RANGES["window"]), default=None, help="sliding window w in packets")
+                   help="continual algorithms (lazyhh) count at most N packets, their horizon (default: the file's packet count, or about a million on a live interface)")
+    p.add_argument("--restart", action="store_true", help="continual algorithms start afresh after each horizon instead of stopping")
+    p.add_argument("--window", type=ranged(RANGES["window"]), default=None, help="sliding-window algorithms (dpsw) look at the last N packets (default 100,000, or the whole file when shorter)")
     p.add_argument("--gamma", type=ranged(RANGES["gamma"]), default=None,
-                   help="sliding window heavy-hitter fraction G (items above G*w)")
+                   help="sliding-window algorithms report keys holding more than this share of the window (default: 1/k)")
     p.add_argument("--param", type=param_arg, action="append", default=[], metavar="NAME=VALUE",
-                   help="algorithm-specific option, e.g. --param depth=5 (repeatable)")
+                   help="an option of one algorithm, e.g. --param depth=5 (repeatable; default: none, each algorithm's own choice; dptop list says which an algorithm reads)")
     p.add_argument("--key", choices=KEY_KINDS, default="src",
                    help="count per source address (default), destination address, destination port, IP protocol, "
                         "(source, destination) pair, or source/destination network (IPv4 /24 or /16, IPv6 /48 or /32)")
@@ -72,13 +72,13 @@ def add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
                         f"{ENV}, else a quarter of the machine's memory)")
     if json_out:
         p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
-                       help="write the JSON result to OUT or stdout")
+                       help="write the JSON result to the file OUT, or to stdout with - (default: no JSON)")
         p.add_argument("--publish", type=PUBLISH_TARGET, default=None, metavar="OUT",
                        help="write the private view to OUT: the releases with their guarantees, the budget and the "
-                            "public facts with their provenance; nothing exact")
+                            "public facts with their provenance; nothing exact (default: not written)")
         p.add_argument("--serve", type=serve_arg, default=None, metavar="[HOST:]PORT",
                        help="serve the private view while running: /releases (JSON) and /metrics (Prometheus); "
-                            "loopback unless HOST is given (needs the 'feed' extra)")
+                            "loopback unless HOST is given (needs the 'feed' extra; default: not served)")
 
 
 FORMATS = ("table", "csv", "json")

@@ -105,7 +105,7 @@ class TopApp(App):
     #tables { height: 1fr; min-height: 6; }
     .private { width: 3fr; }
     #exact { width: 2fr; }
-    DataTable { border: round $primary-darken-2; }
+    DataTable { border: round $primary-darken-2; height: 100%; }
     #reason { height: auto; max-height: 4; color: $warning; }
     """
     BINDINGS = [("a", "algorithm(1)", "next"), ("z", "algorithm(-1)", "previous"), ("s", "sort", "sort"),
