@@ -67,7 +67,7 @@ def cmd_replay(args) -> int:
         return run_archive(args.path, config, args.cluster, args.json_out, config.settings.extra["top"],
                            args.time_range, args.form, args.baselines)
     return run("replay", args.spec, config, args.json_out, config.settings.extra["top"], args.publish,
-               serve=args.serve, facts=args.facts, form=args.form, baselines=args.baselines)
+               serve=args.serve, facts=args.facts, form=args.form, baselines=args.baselines, progress=args.progress)
 
 
 def check_capture(args) -> None:
@@ -100,7 +100,8 @@ def cmd_capture(args) -> int:
     from dptop.headless import run
 
     return run("capture", args.spec, args.config, args.json_out, args.config.settings.extra["top"], args.publish,
-               lines=not args.quiet, serve=args.serve, form=args.form, baselines=args.baselines)
+               lines=not args.quiet, serve=args.serve, form=args.form, baselines=args.baselines,
+               progress=args.progress)
 
 
 def check_top(args) -> None:

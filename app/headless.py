@@ -26,6 +26,7 @@ from dptop.releaselines import ReleaseLines
 from dptop.report import render_csv, render_text, si
 
 PROGRESS_AFTER = 1.0  # seconds before the first progress line
+PROGRESS_EVERY_PIPE = 10.0  # seconds between lines on a pipe or a file (--progress always)
 PHASE_EVERY = 5.0  # seconds between the lines of a start that lasts (kernels compiling on first use)
 
 
@@ -33,9 +34,10 @@ class Progress:
     """``replay: 3.2M/10.0M packets (32 %), 4.1M/s, ETA 2 s`` on stderr, on a terminal only (a
     pipe or a file gets no progress)."""
 
-    def __init__(self, session: Session, stream=None):
+    def __init__(self, session: Session, stream=None, mode: str = "auto"):
         self.session, self.stream = session, stream or sys.stderr
         self.tty = self.stream.isatty()
+        self.shows = mode == "always" or (mode == "auto" and self.tty)
         self.start = time.monotonic()
         self.last = 0.0
         self.shown = False
@@ -43,7 +45,7 @@ class Progress:
         self.compiled = compiles()
 
     def update(self) -> None:
-        if not self.tty:
+        if not self.shows:
             return
         now = time.monotonic()
         phase = self.session.phase
@@ -61,6 +63,8 @@ class Progress:
             return
         # no packet read yet while numba compiles the reader's kernels (a first use since install)
         compiling = st.packets == 0 and compiles() > self.compiled
+        if not self.tty and now - self.last < (PHASE_EVERY if compiling else PROGRESS_EVERY_PIPE):
+            return
         rate = st.ip_packets / elapsed if elapsed else 0.0
         text = f"{si(st.ip_packets)} packets, {si(rate)}/s"
         if compiling:
@@ -120,12 +124,13 @@ def stop_on_signals(first, second=None):
 
 def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int,
         publish: str | None = None, lines: bool = False, serve: str | None = None, facts=None,
-        form: str = "table", baselines: bool = False) -> int:
+        form: str = "table", baselines: bool = False, progress: str = "auto") -> int:
     """Run a session to its end and report it (and its private view to ``publish``); returns the exit
     code. ``lines``: print one line per release while it runs (on stderr when the JSON goes to stdout).
     ``serve``: ``[HOST:]PORT`` of the private feed (dptop.feed) while it runs. ``facts``: what the
     command's check read of the file (``dptop.monitor.precheck.SourceFacts``). ``form``: the text
-    on stdout, ``table`` or ``csv`` (dptop.report); ``baselines``: show the non-private baselines."""
+    on stdout, ``table`` or ``csv`` (dptop.report); ``baselines``: show the non-private baselines;
+    ``progress``: ``auto`` (on a terminal only), ``always`` or ``never``."""
     out, private_out, feed = JsonOut(json_target), None, None  # the checks ran before (cli: check_replay)
     try:
         private_out = JsonOut(publish, "the private view") if publish else None
@@ -138,7 +143,7 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
     with stop_on_signals(lambda: session.stop(flush=True), session.stop) as got:  # until the results are written: a late signal cannot cut them
         try:
             session.open(spec, facts)
-            progress = Progress(session)
+            progress = Progress(session, mode=progress)
             log = ReleaseLines(session, sys.stderr if json_target == "-" else sys.stdout) if lines else None
             while not session.wait(0.2).ended:
                 progress.update()

@@ -89,6 +89,9 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, default="table",
                    help="what goes to stdout at the end: aligned tables for people, csv (one row per key shown) "
                         "or json (the same as --json -) for scripts (default table)")
+    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                   help="progress lines on stderr: auto shows them on a terminal only, never on a pipe or a file "
+                        "(default auto)")
     p.add_argument("--baselines", action="store_true",
                    help="also print the non-private baselines (SpaceSaving, Misra-Gries, CountMin) beside the "
                         "exact top; the JSON holds them either way (default: not printed)")
