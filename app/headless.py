@@ -23,7 +23,7 @@ from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
 from dptop.output import JsonOut, OutputError, silence_stdout
 from dptop.releaselines import ReleaseLines
-from dptop.report import render_csv, render_text, si
+from dptop.report import key_noun, render_csv, render_text, si
 
 PROGRESS_AFTER = 1.0  # seconds before the first progress line
 PROGRESS_EVERY_PIPE = 10.0  # seconds between lines on a pipe or a file (--progress always)
@@ -31,8 +31,8 @@ PHASE_EVERY = 5.0  # seconds between the lines of a start that lasts (kernels co
 
 
 class Progress:
-    """``replay: 3.2M/10.0M packets (32 %), 4.1M/s, ETA 2 s`` on stderr, on a terminal only (a
-    pipe or a file gets no progress)."""
+    """``dptop: 3.2M/10.0M records read (32 %), 3.1M packets counted per port, 4.1M/s, ETA 2 s`` on
+    stderr, on a terminal only unless ``mode`` is ``always``."""
 
     def __init__(self, session: Session, stream=None, mode: str = "auto"):
         self.session, self.stream = session, stream or sys.stderr
@@ -43,6 +43,9 @@ class Progress:
         self.shown = False
         self.phase, self.phase_since, self.phase_shown = "", 0.0, 0.0
         self.compiled = compiles()
+        c = session.config.counting
+        units = f"{c.unit}-byte units" if c.weight == "bytes" else "packets"
+        self.counted_as = f"{units} counted per {key_noun(c.key)}"
 
     def update(self) -> None:
         if not self.shows:
@@ -65,15 +68,16 @@ class Progress:
         compiling = st.packets == 0 and compiles() > self.compiled
         if not self.tty and now - self.last < (PHASE_EVERY if compiling else PROGRESS_EVERY_PIPE):
             return
-        rate = st.ip_packets / elapsed if elapsed else 0.0
-        text = f"{si(st.ip_packets)} packets, {si(rate)}/s"
+        counted = self.session.truth.fed  # what the algorithms count: packets with the key, or byte units
+        rate = counted / elapsed if elapsed else 0.0
+        text = f"{si(st.packets)} packets read, {si(counted)} {self.counted_as}, {si(rate)}/s"
         if compiling:
             text = f"compiling kernels (first use since install), {elapsed:.0f} s"
         elif st.fraction:
             total = self.session.public.get("stream_length") or 0
             eta = elapsed * (1 - st.fraction) / st.fraction
-            text = (f"{si(st.packets)}/{si(total)} records ({100 * st.fraction:.0f} %), "
-                    f"{si(rate)} IP packets/s, ETA {eta:.0f} s")
+            text = (f"{si(st.packets)}/{si(total)} records read ({100 * st.fraction:.0f} %), {si(counted)} "
+                    f"{self.counted_as}, {si(rate)}/s" + (f", ETA {eta:.0f} s" if st.fraction < 1 else ""))
         self._line(text, overwrite=self.tty)
         self.last = now
 
