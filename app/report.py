@@ -149,7 +149,7 @@ def release_rows(algorithm: dict, index: int, scale: int) -> tuple[list[list[str
     return rows, truth
 
 
-def summary_line(releases: list[dict], units: str, upto: int) -> str:
+def summary_line(releases: list[dict], upto: int) -> str:
     """One line for the releases before ``upto``: how many, over what, which keys came up most."""
     earlier = releases[:upto]
     if not earlier:
@@ -176,7 +176,7 @@ def private_block(name: str, algorithm: dict, counting: dict | None, scale: int)
     if not indexes:
         why = empty_reason(algorithm)
         return [*out, "  nothing released" + (f": {why}" if why else "")]
-    summary = summary_line(releases, units, indexes[0])
+    summary = summary_line(releases, indexes[0])
     if summary:
         out.append(summary)
     for i in indexes:

@@ -33,7 +33,7 @@ REFRESH_SECONDS = 0.5
 ROWS = 40  # rows kept in each table (the terminal scrolls them)
 SORTS = ("estimate", "address")
 PANEL_WIDTH = 44  # columns a private panel needs (key, estimate, exact and the border)
-EXACT_WIDTH = 32  # columns the exact panel keeps
+EXACT_WIDTH = 50  # columns the exact panel keeps beside several private ones (an IPv6 address and a count)
 
 
 def panels_that_fit(width: int, private: int) -> int:
@@ -252,6 +252,7 @@ class TopApp(App):
         self._set("guarantee", "\n".join(guarantee_lines(panels, budget, self.full)))
         if self.frozen and not force:
             return
+        self.query_one("#exact").styles.min_width = EXACT_WIDTH if len(shown) > 1 else None
         view = views.get(self.algorithm)
         self._set("reason", "" if view is None else self.explanation(view))
         for i, table in enumerate(self.query(".private").results(DataTable)):

@@ -33,8 +33,11 @@ def test_every_release_line_of_a_live_capture_is_in_the_json_and_the_private_vie
     out, view = tmp_path / "run.json", tmp_path / "view.json"
     capture = subprocess.Popen(
         [sys.executable, "-m", "dptop", "capture", "--iface", "lo", "--bpf", f"udp dst port {port}",
-         "--duration", "16", "--epoch-seconds", "3", "--json", str(out), "--publish", str(view)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "--duration", "20", "--epoch-seconds", "3", "--json", str(out), "--publish", str(view),
+         "--progress", "always"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in capture.stderr:  # the first progress line: the capture is running
+        if "packets," in line or capture.poll() is not None:
+            break
     sender = subprocess.Popen([sys.executable, "-m", "dptop.capture.lab.paced", "--rate", "2000", "--seconds", "14",
                                "--share", "127.0.0.2=0.3", "--port", str(port)], stdout=subprocess.DEVNULL)
     try:

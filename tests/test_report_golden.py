@@ -18,7 +18,6 @@ from tests.tablecheck import number, tables
 
 GOLDEN = DATA_DIR / "golden"
 SYN = DATA_DIR / "amp.TCP.syn.optionallyACK.optionallysamePort.pcapng"
-ARP_ONLY = DATA_DIR / "arp-only.pcap"
 CASES = {
     "dns": (DNS_CAPTURE, []),
     "dns-epochs": (DNS_CAPTURE, ["--epoch-seconds", "5"]),
@@ -129,7 +128,6 @@ def test_format_json_is_the_json_on_stdout(capsys):
 
 
 def test_a_file_without_an_ip_packet_says_so_instead_of_an_empty_top(capsys, tmp_path):
-    from dptop.capture.synth import write_pcap  # noqa: F401  (the writer of the test's own files)
     import struct
 
     path = tmp_path / "arp.pcap"

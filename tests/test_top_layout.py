@@ -82,7 +82,7 @@ def test_80x24_no_visible_line_ends_in_a_cut_word():
 
 
 def test_wide_terminal_shows_private_panels_side_by_side():
-    assert panels_that_fit(80, 3) == 1 and panels_that_fit(200, 3) == 3 and panels_that_fit(130, 3) == 2
+    assert panels_that_fit(80, 3) == 1 and panels_that_fit(200, 3) == 3 and panels_that_fit(150, 3) == 2
 
     async def scenario(app, pilot):
         assert await until(pilot, lambda: len(app.shown()) == 3)
