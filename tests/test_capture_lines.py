@@ -30,20 +30,21 @@ def line_of(name: str, release: dict) -> str:
 @pytest.mark.skipif(os.geteuid() != 0, reason="a live capture needs root (CAP_NET_RAW)")
 def test_every_release_line_of_a_live_capture_is_in_the_json_and_the_private_view(tmp_path):
     port = 30000 + os.getpid() % 20000
-    out, view = tmp_path / "run.json", tmp_path / "view.json"
+    out, view, text = tmp_path / "run.json", tmp_path / "view.json", tmp_path / "stdout.txt"
     capture = subprocess.Popen(
         [sys.executable, "-m", "dptop", "capture", "--iface", "lo", "--bpf", f"udp dst port {port}",
          "--duration", "20", "--epoch-seconds", "3", "--json", str(out), "--publish", str(view),
-         "--progress", "always"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "--progress", "always"], stdout=text.open("w"), stderr=subprocess.PIPE, text=True)
     for line in capture.stderr:  # the first progress line: the capture is running
-        if "packets," in line or capture.poll() is not None:
+        if "packets read" in line:
             break
     sender = subprocess.Popen([sys.executable, "-m", "dptop.capture.lab.paced", "--rate", "2000", "--seconds", "14",
                                "--share", "127.0.0.2=0.3", "--port", str(port)], stdout=subprocess.DEVNULL)
     try:
-        stdout, stderr = capture.communicate(timeout=600)
+        _, stderr = capture.communicate(timeout=600)
     finally:
         sender.kill()
+    stdout = text.read_text()
     assert capture.returncode == 0, stderr
     result, private = json.loads(out.read_text()), json.loads(view.read_text())
     printed: dict[str, list[str]] = {}
