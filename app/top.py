@@ -103,8 +103,8 @@ class TopApp(App):
     #status { height: auto; max-height: 2; background: $boost; }
     #guarantee { height: auto; max-height: 8; color: $text-muted; }
     #tables { height: 1fr; min-height: 6; }
-    .private { width: 3fr; }
-    #exact { width: 2fr; }
+    .private { width: 1fr; }
+    #exact { width: 1fr; }
     DataTable { border: round $primary-darken-2; height: 100%; }
     #reason { height: auto; max-height: 4; color: $warning; }
     """
