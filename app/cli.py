@@ -22,14 +22,14 @@ from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.lab.audit.cases import CONFIDENCE, EVENTS, RUNS
 from dptop.engine.core.settings import SEED, Range
 from dptop.monitor import catalogue, defaults
-from dptop.monitor.config import SourceSpec, config_errors
+from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec, config_errors
 from dptop.monitor.memory import map_large_blocks
 from dptop.monitor.sources import refuse_data_stop
-from dptop.options import Parser, json_target, names_arg, nonempty, ranged
+from dptop.options import Parser, document_defaults, json_target, names_arg, nonempty, ranged
 from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
-from dptop.runargs import (add_live_options, add_run_options, add_serve_options, algorithm_names, check_serve,
-                            cluster_arg, config_from_args, time_range_arg)
+from dptop.runargs import (add_live_options, add_report_options, add_run_options, add_serve_options, algorithm_names,
+                           check_serve, cluster_arg, config_from_args, report_form, time_range_arg)
 
 REFRESH = Range("refresh", 0.05, 3600.0)
 SOAK_MINUTES = Range("soak-minutes", 0.1, 24 * 60.0)
@@ -45,6 +45,7 @@ def check_replay(args) -> None:
         from dptop.cluster.connect import check_cluster
 
         check_cluster(args.cluster, insecure=args.insecure)  # plain tcp:// beyond loopback only with --insecure
+    args.form = report_form(args)
     if len(args.path) > 1 or args.cluster:
         if args.key != "src" or args.weight != "packets" or args.publish:
             raise ValueError("several files or --cluster count packets per source only, with --json: "
@@ -69,35 +70,59 @@ def cmd_replay(args) -> int:
     config = args.config
     if args.spec is None:
         return run_archive(args.path, config, args.cluster, args.json_out, config.settings.extra["top"],
-                           args.time_range)
+                           args.time_range, args.form, args.baselines)
     return run("replay", args.spec, config, args.json_out, config.settings.extra["top"], args.publish,
-               serve=args.serve, facts=args.facts)
+               serve=args.serve, facts=args.facts, form=args.form, baselines=args.baselines, progress=args.progress)
 
 
 def check_capture(args) -> None:
+    """What ``capture`` checks before any output: the algorithms and their parameters, then the
+    interface, the permission and the BPF filter (a capture socket opened and closed again)."""
     args.config = config_from_args(args)
+    args.form = report_form(args)
     args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                            lateness=args.lateness)
     refuse_data_stop(args.spec, args.config.names)
+    check_live(args.iface, args.bpf)
+
+
+def check_live(iface: str, bpf: str | None) -> None:
+    """Open the capture socket once and close it: an unknown interface or a filter that does not
+    compile is ``ValueError`` (exit 2), a missing permission ``CapturePermissionError`` (exit 1)."""
+    from dptop.capture.live import CapturePermissionError, list_interfaces, probe
+    from dptop.capture.pcap import CaptureError
+
+    if iface not in list_interfaces():
+        raise ValueError(f"--iface: no network interface {iface!r}; interfaces: {', '.join(list_interfaces())}")
+    try:
+        probe(iface, bpf)
+    except CapturePermissionError:
+        raise
+    except CaptureError as exc:
+        raise ValueError(f"--bpf: {exc}" if bpf else str(exc)) from None
 
 
 def cmd_capture(args) -> int:
     from dptop.headless import run
 
     return run("capture", args.spec, args.config, args.json_out, args.config.settings.extra["top"], args.publish,
-               lines=not args.quiet, serve=args.serve)
+               lines=not args.quiet, serve=args.serve, form=args.form, baselines=args.baselines,
+               progress=args.progress)
 
 
 def check_top(args) -> None:
     """What ``dptop top`` checks before it starts: one source, the algorithms and a terminal."""
     if (args.iface is None) == (args.path is None):
         raise ValueError("dptop top reads one source: give a capture FILE or --iface IF")
+    if args.path is not None and args.epoch_seconds is None and args.epoch_packets is None:
+        args.epoch_seconds = LIVE_EPOCH_SECONDS  # a file shows its epochs as a live link does, not one at its end
     args.config = config_from_args(args)
     args.facts = None
     if args.iface is not None:
         args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                                lateness=args.lateness)
         refuse_data_stop(args.spec, args.config.names)
+        check_live(args.iface, args.bpf)
     else:
         from dptop.monitor.precheck import check_source
 
@@ -113,24 +138,32 @@ def cmd_top(args) -> int:
     from dptop.top import run_top
 
     run_top(args.spec, args.config, args.refresh, args.serve, facts=args.facts)
-    return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # the terminal is restored and the sessions closed: nothing is left to write, and the
+    # interpreter's own teardown of numba and numpy would keep a quit waiting for seconds
+    os._exit(0)
 
 
 def _add_top(sub) -> None:
     p = sub.add_parser("top", help="terminal view like iftop/htop: private panels beside the exact baseline")
-    p.add_argument("path", nargs="?", default=None, help="capture file to replay (or --iface)")
-    p.add_argument("--iface", type=nonempty("--iface"), default=None, help="live interface (needs root or CAP_NET_RAW)")
-    p.add_argument("--bpf", default=None, help="BPF capture filter, e.g. 'ip and not port 22'")
+    p.add_argument("path", nargs="?", default=None, help="capture file to replay (default: none; give a file or --iface)")
+    p.add_argument("--iface", type=nonempty("--iface"), default=None,
+                   help="live interface, e.g. eth0 (needs root or CAP_NET_RAW; default: none, give a file or --iface)")
+    p.add_argument("--bpf", default=None, help="BPF capture filter, e.g. 'ip and not port 22' (default: every packet)")
     stop = p.add_mutually_exclusive_group()
-    stop.add_argument("--duration", type=ranged(DURATION), default=None, help="live: stop after S seconds")
-    stop.add_argument("--count", type=ranged(COUNT), default=None, help="live: stop after N IP packets")
+    stop.add_argument("--duration", type=ranged(DURATION), default=None,
+                      help="live: stop after S seconds (default: run until q)")
+    stop.add_argument("--count", type=ranged(COUNT), default=None,
+                      help="live: stop after N IP packets (default: run until q)")
     add_live_options(p)
     p.add_argument("--speed", type=ranged(SPEED), default=1.0,
                    help="file: follow packet timestamps at this speed (default 1, real time)")
     p.add_argument("--max-gap", type=ranged(MAX_GAP), default=5.0, metavar="S",
-                   help="file: wait at most S s for the next packet")
+                   help="file: wait at most S s for the next packet (default 5)")
     p.add_argument("--time-range", type=time_range_arg, default=None, metavar="START:END",
-                   help="file: public range of the time epochs")
+                   help="file: public range of the time epochs, START:END in Unix seconds (default: the file's "
+                        "first to last packet stamp)")
     p.add_argument("--refresh", type=ranged(REFRESH), default=0.5, metavar="S",
                    help="seconds between redraws (default 0.5)")
     add_serve_options(p, "serve the private view while running: /releases (JSON) and /metrics (Prometheus)")
@@ -201,11 +234,19 @@ def cmd_compile(args) -> int:
 
 def cmd_list(args) -> int:
     """One row per algorithm: name, privacy, family in columns as wide as their longest entry,
-    then its whole description."""
-    rows = [(e.name, "private" if e.private else "non-private", e.family, e.summary) for e in catalogue.entries()]
+    then its description in plain words, wrapped to the terminal beside them."""
+    import shutil
+    import textwrap
+
+    rows = [(e.name, "private" if e.private else "not private", e.family, e.summary) for e in catalogue.entries()]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    indent = sum(widths) + 2 * 3
+    width = max(40, shutil.get_terminal_size((100, 24)).columns - indent)
     for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
+        lines = textwrap.wrap(row[3], width) or [""]
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + lines[0])
+        for line in lines[1:]:
+            print(" " * indent + line)
     return 0
 
 
@@ -284,9 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="+", help="capture file; several files are the capture points of one network, "
                                            "merged (mergeable algorithms only)")
     p.add_argument("--cluster", type=cluster_arg, default=None, metavar="local:N|tcp://HOST:PORT|tls://HOST:PORT",
-                   help="farm the files out to Dask workers, which ship summaries, not packets")
+                   help="farm the files out to Dask workers, which ship summaries, not packets (default: "
+                        "one process)")
     p.add_argument("--insecure", action="store_true",
-                   help="allow a plain tcp:// --cluster beyond loopback (anyone on the network can run code on its workers)")
+                   help="allow a plain tcp:// --cluster beyond loopback (anyone on the network can run code on its "
+                        "workers; default: refused)")
     p.add_argument("--speed", type=ranged(SPEED), default=None,
                    help="follow packet timestamps at this speed (default: as fast as possible)")
     p.add_argument("--max-gap", type=ranged(MAX_GAP), default=5.0, metavar="S",
@@ -295,40 +338,48 @@ def build_parser() -> argparse.ArgumentParser:
                    help="public range of the time epochs, Unix seconds START:END or ISO 8601 START/END "
                         "(default: the file's first to last packet stamp, then stated as public)")
     add_run_options(p)
+    add_report_options(p)
     p.set_defaults(func=cmd_replay, check=check_replay)
 
     p = sub.add_parser("capture", help="run the algorithms on live traffic (needs root or CAP_NET_RAW)")
-    p.add_argument("--iface", type=nonempty("--iface"), required=True)
-    p.add_argument("--bpf", default=None, help="BPF capture filter, e.g. 'ip and not port 22'")
+    p.add_argument("--iface", type=nonempty("--iface"), required=True,
+                   help="the network interface to capture on, e.g. eth0 or lo (ip link lists them)")
+    p.add_argument("--bpf", default=None, help="BPF capture filter, e.g. 'ip and not port 22' (default: every packet)")
     stop = p.add_mutually_exclusive_group()
-    stop.add_argument("--duration", type=ranged(DURATION), default=None, help="stop after S seconds")
-    stop.add_argument("--count", type=ranged(COUNT), default=None, help="stop after N IP packets")
+    stop.add_argument("--duration", type=ranged(DURATION), default=None,
+                      help="stop after S seconds (default: run until Ctrl-C)")
+    stop.add_argument("--count", type=ranged(COUNT), default=None,
+                      help="stop after N IP packets (default: run until Ctrl-C)")
     add_live_options(p)
     p.add_argument("--quiet", action="store_true", help="no line per release while the capture runs")
     add_run_options(p)
+    add_report_options(p)
     p.set_defaults(func=cmd_capture, check=check_capture)
 
     p = sub.add_parser("synth", help="write a synthetic Zipf capture (a real pcap file)")
-    p.add_argument("--skew", type=ranged(synth.SKEW), default=1.1)
-    p.add_argument("--domain", type=ranged(synth.DOMAIN), default=1 << 16)
-    p.add_argument("--length", type=ranged(synth.LENGTH), default=1 << 20)
-    p.add_argument("--seed", type=ranged(SEED), default=1)
-    p.add_argument("--rate", type=ranged(synth.RATE), default=100_000, help="packets per second of packet time")
-    p.add_argument("--pcap", type=nonempty("--pcap"), required=True)
+    p.add_argument("--skew", type=ranged(synth.SKEW), default=1.1,
+                   help="Zipf exponent of the source popularity: larger is more skewed")
+    p.add_argument("--domain", type=ranged(synth.DOMAIN), default=1 << 16, help="number of distinct sources")
+    p.add_argument("--length", type=ranged(synth.LENGTH), default=1 << 20, help="number of packets")
+    p.add_argument("--seed", type=ranged(SEED), default=1, help="seed of the pseudo-random sources (same seed, same file)")
+    p.add_argument("--rate", type=ranged(synth.RATE), default=100_000, help="packets per second of packet time (the stamps written)")
+    p.add_argument("--pcap", type=nonempty("--pcap"), required=True, help="the pcap file to write")
     p.set_defaults(func=cmd_synth)
 
     p = sub.add_parser("bench", help="benchmark every algorithm (updates/s) and the capture path")
     p.add_argument("--quick", action="store_true", help="smaller streams (a smoke run)")
     p.add_argument("--only", type=names_arg("--only", BENCH_NAMES), default=None,
                    help="comma-separated bench names: algorithms, capture, single-release, continual, "
-                        "sliding-window, anchors, replay (end to end), soak (live, on request only), live (line rate between "
-                        "two namespaces, root, on request only)")
+                        "sliding-window, anchors, replay (end to end), soak (live, on request only), live (line rate "
+                        "between two namespaces, root, on request only) (default: all but soak and live)")
     p.add_argument("--soak-minutes", type=ranged(SOAK_MINUTES), default=5.0, metavar="M",
                    help="--only soak: minutes of live capture on lo at 20,000 packets/s (root; the day-long "
                         "target is 60)")
     p.add_argument("--anchors", type=nonempty("--anchors"), default=None, metavar="DIR",
-                   help="folder with the authors' C++ timing drivers: time them side by side (see dptop.engine.lab.bench.anchors)")
-    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-")
+                   help="folder with the papers' authors' C++ timing programs, timed side by side with ours "
+                        "(default: none, not timed)")
+    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
+                   help="write the report as JSON to the file OUT, or to stdout with - (default: no JSON)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("audit", help="empirical privacy audit of a release mechanism on neighbouring streams")
@@ -344,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=ranged(SEED), default=None,
                    help="seed every run's noise (reproducible; default: the OS CSPRNG)")
     p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
-                   help="write the JSON result to OUT or stdout")
+                   help="write the JSON result to the file OUT, or to stdout with - (default: no JSON)")
     p.set_defaults(func=cmd_audit, check=check_audit)
 
     _add_top(sub)
@@ -373,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="open the monitor window replaying the bundled capture")
     p.set_defaults(func=cmd_gui, path=str(DEMO_CAPTURE))
+    document_defaults(parser)
     return parser
 
 

@@ -26,26 +26,34 @@ from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
 from dptop.output import JsonOut, OutputError, silence_stdout
 from dptop.releaselines import ReleaseLines
+from dptop.report import key_noun, render_csv, render_text, si
 
 PROGRESS_AFTER = 1.0  # seconds before the first progress line
-PROGRESS_EVERY_PIPE = 10.0  # seconds between lines when stderr is not a terminal
+PROGRESS_EVERY_PIPE = 10.0  # seconds between lines on a pipe or a file (--progress always)
 PHASE_EVERY = 5.0  # seconds between the lines of a start that lasts (kernels compiling on first use)
 
 
 class Progress:
-    """``replay: 3.2M/10.0M packets (32 %), 4.1M/s, ETA 2 s`` on stderr."""
+    """``dptop: 3.2M/10.0M records read (32 %), 3.1M packets counted per port, 4.1M/s, ETA 2 s`` on
+    stderr, on a terminal only unless ``mode`` is ``always``."""
 
-    def __init__(self, session: Session, stream=None):
+    def __init__(self, session: Session, stream=None, mode: str = "auto"):
         self.session, self.stream = session, stream or sys.stderr
         self.tty = self.stream.isatty()
+        self.shows = mode == "always" or (mode == "auto" and self.tty)
         self.start = time.monotonic()
         self.last = 0.0
         self.shown = False
         self.phase, self.phase_since, self.phase_shown = "", 0.0, 0.0
         self.compiled = compiles()
         self.events = 0  # interface events already shown
+        c = session.config.counting
+        units = f"{c.unit}-byte units" if c.weight == "bytes" else "packets"
+        self.counted_as = f"{units} counted per {key_noun(c.key)}"
 
     def update(self) -> None:
+        if not self.shows:
+            return
         now = time.monotonic()
         st = self.session.source_stats()
         for event in () if st is None else st.interface_events[self.events:]:
@@ -68,15 +76,16 @@ class Progress:
         compiling = st.packets == 0 and compiles() > self.compiled
         if not self.tty and now - self.last < (PHASE_EVERY if compiling else PROGRESS_EVERY_PIPE):
             return
-        rate = st.ip_packets / elapsed if elapsed else 0.0
-        text = f"{si(st.ip_packets)} packets, {si(rate)}/s"
+        counted = self.session.truth.fed  # what the algorithms count: packets with the key, or byte units
+        rate = counted / elapsed if elapsed else 0.0
+        text = f"{si(st.packets)} packets read, {si(counted)} {self.counted_as}, {si(rate)}/s"
         if compiling:
             text = f"compiling kernels (first use since install), {elapsed:.0f} s"
         elif st.fraction:
             total = self.session.public.get("stream_length") or 0
             eta = elapsed * (1 - st.fraction) / st.fraction
-            text = (f"{si(st.packets)}/{si(total)} records ({100 * st.fraction:.0f} %), "
-                    f"{si(rate)} IP packets/s, ETA {eta:.0f} s")
+            text = (f"{si(st.packets)}/{si(total)} records read ({100 * st.fraction:.0f} %), {si(counted)} "
+                    f"{self.counted_as}, {si(rate)}/s" + (f", ETA {eta:.0f} s" if st.fraction < 1 else ""))
         self._line(text, overwrite=self.tty)
         self.last = now
 
@@ -90,14 +99,6 @@ class Progress:
         if self.shown:
             self.stream.write("\n")
             self.stream.flush()
-
-
-def si(n: float) -> str:
-    """12345678 -> '12.3M'."""
-    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g}{unit}"
-    return f"{n:.0f}"
 
 
 SECOND_SIGNAL_AFTER = 0.5
@@ -134,12 +135,15 @@ def stop_on_signals(first, second=None):
 
 
 def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | None, top: int,
-        publish: str | None = None, lines: bool = False, serve: str | None = None, facts=None) -> int:
+        publish: str | None = None, lines: bool = False, serve: str | None = None, facts=None,
+        form: str = "table", baselines: bool = False, progress: str = "auto") -> int:
     """Run a session to its end and report it (and its private view to ``publish``); returns the exit
     code. ``lines``: print one line per release while it runs (on stderr when the JSON goes to stdout).
     ``serve``: where the private feed (dptop.feed) serves while it runs (``[HOST:]PORT`` or the
-    checked ``ServeSpec`` of the ``--serve*`` options). ``facts``: what the
-    command's check read of the file (``dptop.monitor.precheck.SourceFacts``)."""
+    checked ``ServeSpec`` of the ``--serve*`` options). ``facts``: what the command's check read of
+    the file (``dptop.monitor.precheck.SourceFacts``). ``form``: the text on stdout, ``table`` or
+    ``csv`` (dptop.report); ``baselines``: show the non-private baselines; ``progress``: ``auto``
+    (on a terminal only), ``always`` or ``never``."""
     out, private_out, feed = JsonOut(json_target), None, None  # the checks ran before (cli: check_replay)
     try:
         private_out = JsonOut(publish, "the private view") if publish else None
@@ -153,7 +157,7 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
     with stop_on_signals(lambda: session.stop(flush=True), session.stop) as got:  # until the results are written: a late signal cannot cut them
         try:
             session.open(spec, facts)
-            progress = Progress(session)
+            progress = Progress(session, mode=progress)
             log = ReleaseLines(session, sys.stderr if json_target == "-" else sys.stdout) if lines else None
             while not session.wait(0.2).ended:
                 if over is None and (over := watch.exceeded()) is not None:
@@ -166,10 +170,11 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
             stats = session.source_stats()
             cut = stats is not None and stats.incomplete  # the file was read in part: its warning says why
             gone = stats is not None and stats.interface_gone  # the captured interface went away
+            shown = log.shown if log is not None else None
             result = session_json(session, command, top,
                                   partial=got["signal"] is not None or session.stopped_by is not None or cut
-                                  or gone or over is not None)
-            private = publish_json(session, command) if publish else None
+                                  or gone or over is not None, shown=shown)
+            private = publish_json(session, command, shown) if publish else None
         except BaseException:
             discard(out, private_out)
             raise
@@ -189,7 +194,7 @@ def run(command: str, spec: SourceSpec, config: RunConfig, json_target: str | No
         for warning in result["source"].get("warnings", []):
             print(f"dptop: warning: {warning}", file=sys.stderr)
         rc = rc or int(cut or gone)
-        rc = report(result, out, json_target) or rc
+        rc = report(result, out, json_target, form, baselines) or rc
         if private is not None:
             try:
                 private_out.write(private)
@@ -219,14 +224,15 @@ def discard(*outputs: JsonOut | None) -> None:
             output.close()
 
 
-def report(result: dict, out: JsonOut, json_target: str | None) -> int:
-    """The table on stdout (unless the JSON goes there) and the JSON; 1 if either cannot be written
-    (one line: a closed pipe, a full disk, a permission)."""
+def report(result: dict, out: JsonOut, json_target: str | None, form: str = "table",
+           baselines: bool = False) -> int:
+    """The table (or CSV) on stdout unless the JSON goes there, and the JSON; 1 if either cannot be
+    written (one line: a closed pipe, a full disk, a permission)."""
     rc = 0
     try:
         if json_target != "-":
             try:
-                print_table(result)
+                sys.stdout.write((render_csv if form == "csv" else render_text)(result, baselines))
                 sys.stdout.flush()
             except BrokenPipeError:
                 silence_stdout()
@@ -241,59 +247,8 @@ def report(result: dict, out: JsonOut, json_target: str | None) -> int:
     return rc
 
 
-def print_table(result: dict, file=None) -> None:
-    file = file or sys.stdout
-    src = result["source"]
-    where = src.get("path") or src.get("iface") or ", ".join(src.get("paths", []))
-    missing = result.get("missing") or []
-    partial = "" if not result.get("partial") else \
-        f" (partial: {len(missing)} capture file(s) not covered)" if missing else " (partial: interrupted)"
-    print(f"{where}: {src['packets']} packets, {src['ip_packets']} with an IP source{partial}", file=file)
-    if "agents" in result:  # several capture points: which the figures below cover
-        print(f"  covered: {', '.join(a['path'] for a in result['agents']) or 'none'}"
-              + (f"; NOT covered: {', '.join(m['path'] for m in missing)}" if missing else ""), file=file)
-    for reason, n in result.get("dropped", {}).items():
-        print(f"  dropped by the public clock: {n} {reason}", file=file)
-    if result.get("drops", {}).get("total"):
-        drops = Drops.from_json(result["drops"])
-        print(f"  {drops.text()}", file=file)
-        for loss in drops.by_lane:
-            if loss.missed:
-                print(f"  {loss.name}: {drops.lane_text(loss.name)}", file=file)
-    print("exact top (non-private):", ", ".join(f"{r['address']} {r['count']}" for r in result["exact"]["top"][:10]),
-          file=file)
-    for name, a in result["algorithms"].items():
-        if a.get("guarantee") is None and a.get("error"):
-            print(f"\n{name}: error: {a['error']}", file=file)
-            continue
-        label = a["guarantee"]["text"] if a.get("guarantee") else "non-private"
-        rel = a["releases"][-1] if a["releases"] else None
-        items = ", ".join(f"{i['address']} {i['estimate']:.0f}" for i in rel["items"][:10]) if rel else ""
-        thr = f" threshold {rel['threshold']:.1f}" if rel and rel["threshold"] is not None else ""
-        print(f"\n{name} [{label}] {si(a['packets_per_second'])} packets/s "
-              f"(busy {100 * a['busy_share']:.0f} % of a core){thr}", file=file)
-        if not items:
-            items = "(nothing released" + (f": {why}" if (why := empty_reason(a)) else "") + ")"
-        print(f"  {items}", file=file)
-    budget = result.get("budget")
-    if budget:
-        print(f"\nprivacy budget: {budget['total']}", file=file)
-
-
-def empty_reason(algorithm: dict) -> str:
-    """Why a private panel is empty, from public figures only (its parameters and limits)."""
-    st = algorithm.get("status") or {}
-    limit = st.get("detectable") or {}
-    if limit.get("note"):
-        return str(limit["note"])
-    if limit.get("count"):
-        return (f"a source needs >= {limit['count']} packets ({100 * limit['share']:.1f} %) in {limit['over']} "
-                f"to be released with probability 0.9")
-    return str(st.get("note", ""))
-
-
 def run_archive(paths, config: RunConfig, cluster: str | None, json_target: str | None, top: int,
-                time_range: tuple[int, int] | None) -> int:
+                time_range: tuple[int, int] | None, form: str = "table", baselines: bool = False) -> int:
     """``dptop replay A B ... [--cluster ...]``: each file a capture point, summaries merged and
     released once (dptop.cluster.archive); the same JSON contract plus ``agents`` and ``missing``.
     A file that cannot be read is one line and missing from the merge (exit 1, the others'
@@ -322,7 +277,7 @@ def run_archive(paths, config: RunConfig, cluster: str | None, json_target: str 
         print(f"dptop: error: not covered: {m.error if m.name in m.error else f'{m.name}: {m.error}'}",
               file=sys.stderr)
     result = archive_json(merged, paths, config, top)
-    rc = report(result, out, json_target)
+    rc = report(result, out, json_target, form, baselines)
     if got["signal"] is not None:
         return 128 + int(got["signal"])
     return rc or (1 if merged.missing else 0)

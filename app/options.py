@@ -16,6 +16,38 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"dptop: error: {message} (see {self.prog} -h)\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse, but an unknown option is sent to the help of the subcommand it was given
+        to (``dptop replay -h``), not to ``dptop -h``."""
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(namespace, "command", None)
+            prog = f"{self.prog} {command}" if command else self.prog
+            self.exit(2, f"dptop: error: unrecognized arguments: {' '.join(extras)} (see {prog} -h)\n")
+        return namespace
+
+
+def document_defaults(parser: argparse.ArgumentParser) -> None:
+    """Name the default in every option's help that does not say it yet, in every subcommand:
+    ``(default: 16)``, ``(default: off)`` for a switch; an option without help is left to its
+    test (tests/test_cli_help.py)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                document_defaults(sub)
+            continue
+        text = action.help
+        if not text or text == argparse.SUPPRESS or "default" in text.lower() or action.required \
+                or isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            continue
+        if isinstance(action, argparse._StoreTrueAction):
+            value = "off"
+        elif action.default is None or action.default == []:
+            continue  # what "not given" means needs words: the help says it itself
+        else:
+            value = action.default
+        action.help = f"{text} (default: {value})"
+
 
 def ranged(rule: Range):
     """argparse ``type=`` for a number in ``rule``."""

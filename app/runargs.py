@@ -33,28 +33,28 @@ def add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
                    help="comma-separated names (default: the private trio and the baselines available); "
                         "'dptop list' shows them")
     p.add_argument("--k", type=ranged(RANGES["k"]), default=defaults.K,
-                   help=f"heavy hitters: report items above n/k (default {defaults.K})")
+                   help=f"report the keys above 1/k of the traffic, at most k of them (default {defaults.K})")
     p.add_argument("--k-tilde", type=ranged(RANGES["k_tilde"]), default=None,
-                   help="tracked counters/candidates k~ (default per algorithm)")
+                   help="counters or candidates each algorithm keeps, k~ (default: each algorithm's own, see dptop list)")
     p.add_argument("--epsilon", type=ranged(RANGES["epsilon"]), default=defaults.EPSILON,
                    help=f"privacy budget epsilon per packet and algorithm (default {defaults.EPSILON:g}; continual "
                         "observation needs < 1)")
     p.add_argument("--delta", type=ranged(RANGES["delta"]), default=defaults.DELTA,
                    help=f"privacy budget delta (default {defaults.DELTA:g})")
     p.add_argument("--seed", type=ranged(SEED), default=None,
-                   help="seed the noise for a reproducible run (the output is then NOT private)")
+                   help="seed the noise for a reproducible run (the output is then NOT private; default: none, fresh noise from the operating system)")
     p.add_argument("--epoch-packets", type=ranged(RANGES["epoch_packets"]), default=None,
-                   help="single-release epochs of N packets")
+                   help="single-release algorithms publish once per N packets (default: time epochs on a live interface, else one release at the end of the file)")
     p.add_argument("--epoch-seconds", type=ranged(RANGES["epoch_seconds"]), default=None,
-                   help="single-release epochs of S seconds of packet time")
+                   help="single-release algorithms publish once per S seconds of packet time (default: 10 s on a live interface and in dptop top, else one release at the end of the file)")
     p.add_argument("--horizon", type=ranged(RANGES["horizon"]), default=None,
-                   help="continual observation horizon T_max in packets")
-    p.add_argument("--restart", action="store_true", help="continual observation: fresh instance every horizon")
-    p.add_argument("--window", type=ranged(RANGES["window"]), default=None, help="sliding window w in packets")
+                   help="continual algorithms (lazyhh) count at most N packets, their horizon (default: the file's packet count, or about a million on a live interface)")
+    p.add_argument("--restart", action="store_true", help="continual algorithms start afresh after each horizon instead of stopping")
+    p.add_argument("--window", type=ranged(RANGES["window"]), default=None, help="sliding-window algorithms (dpsw) look at the last N packets (default 100,000, or the whole file when shorter)")
     p.add_argument("--gamma", type=ranged(RANGES["gamma"]), default=None,
-                   help="sliding window heavy-hitter fraction G (items above G*w)")
+                   help="sliding-window algorithms report keys holding more than this share of the window (default: 1/k)")
     p.add_argument("--param", type=param_arg, action="append", default=[], metavar="NAME=VALUE",
-                   help="algorithm-specific option, e.g. --param depth=5 (repeatable)")
+                   help="an option of one algorithm, e.g. --param depth=5 (repeatable; default: none, each algorithm's own choice; dptop list says which an algorithm reads)")
     p.add_argument("--key", choices=KEY_KINDS, default="src",
                    help="count per source address (default), destination address, destination port, IP protocol, "
                         "(source, destination) pair, or source/destination network (IPv4 /24 or /16, IPv6 /48 or /32)")
@@ -74,12 +74,12 @@ def add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
                         f"{ENV}, else a quarter of the machine's memory)")
     if json_out:
         p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
-                       help="write the JSON result to OUT or stdout")
+                       help="write the JSON result to the file OUT, or to stdout with - (default: no JSON)")
         p.add_argument("--publish", type=PUBLISH_TARGET, default=None, metavar="OUT",
                        help="write the private view to OUT: the releases with their guarantees, the budget and the "
-                            "public facts with their provenance; nothing exact")
+                            "public facts with their provenance; nothing exact (default: not written)")
         add_serve_options(p, "serve the private view while running: /releases (JSON) and /metrics (Prometheus); "
-                             "loopback unless HOST is given (needs the 'feed' extra)")
+                             "loopback unless HOST is given (needs the 'feed' extra; default: not served)")
 
 
 def add_serve_options(p: argparse.ArgumentParser, text: str) -> None:
@@ -87,9 +87,9 @@ def add_serve_options(p: argparse.ArgumentParser, text: str) -> None:
     p.add_argument("--serve", type=serve_arg, default=None, metavar="[HOST:]PORT", help=text)
     p.add_argument("--serve-config", type=nonempty("--serve-config"), default=None, metavar="FILE",
                    help="the feed's TLS certificate and key, client CA and basic-auth users (bcrypt), in the "
-                        "Prometheus exporters' web configuration format; needed for a HOST beyond loopback")
+                        "Prometheus exporters' web configuration format; needed for a HOST beyond loopback (default: plain HTTP on loopback)")
     p.add_argument("--serve-insecure", action="store_true",
-                   help="allow --serve on a HOST beyond loopback without TLS (anyone who reaches it reads the feed)")
+                   help="allow --serve on a HOST beyond loopback without TLS (anyone who reaches it reads the feed; default: refused)")
 
 
 def check_serve(args) -> None:
@@ -103,6 +103,33 @@ def check_serve(args) -> None:
         from dptop.feedconfig import serve_spec
 
         args.serve = serve_spec(serve, args.serve_config, args.serve_insecure)
+
+
+FORMATS = ("table", "csv", "json")
+
+
+def add_report_options(p: argparse.ArgumentParser) -> None:
+    """What ``replay`` and ``capture`` print on stdout at the end."""
+    p.add_argument("--format", choices=FORMATS, default="table",
+                   help="what goes to stdout at the end: aligned tables for people, csv (one row per key shown) "
+                        "or json (the same as --json -) for scripts (default table)")
+    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                   help="progress lines on stderr: auto shows them on a terminal only, never on a pipe or a file "
+                        "(default auto)")
+    p.add_argument("--baselines", action="store_true",
+                   help="also print the non-private baselines (SpaceSaving, Misra-Gries, CountMin) beside the "
+                        "exact top; the JSON holds them either way (default: not printed)")
+
+
+def report_form(args) -> str:
+    """``--format``, with ``json`` turned into the JSON on stdout (``--json -``)."""
+    if args.format != "json":
+        return args.format
+    if args.json_out not in (None, "-"):
+        raise ValueError(f"--format json writes the JSON to stdout: drop --json {args.json_out}, or keep it and "
+                         f"choose --format table or csv")
+    args.json_out = "-"
+    return "table"
 
 
 def add_live_options(p: argparse.ArgumentParser) -> None:

@@ -1,13 +1,17 @@
 """``dptop top``: the terminal view, in the manner of iftop and htop (Textual).
 
 The same ``dptop.monitor.session.Session`` as the window and the CLI, polled on a timer: a status
-line (source, state, packets, rate, drops), the selected private panel's guarantee and the
-session's budget, the private release beside the exact (non-private) baseline, and the same
-explanation as the window where a panel is empty (dptop.monitor.explain). Keys: ``a``/``z``
-next/previous private algorithm, ``s`` sort (private estimate or address), ``k`` the next key kind
-(source, destination, port, protocol, pair, networks: restarts the session, a new key is a new
-stream), space freezes the tables, ``q`` quits. Fits an 80x24 terminal (ssh, tmux). With
-``serve`` the private feed (dptop.feed) serves whichever session the view runs.
+line (source, state, packets, drops, the key counted, the sort), each shown private panel's
+guarantee in short and the session's budget, the private releases beside the exact (non-private)
+baseline, and the same explanation as the window where a panel is empty (dptop.monitor.explain),
+in the words of the key counted. Every text wraps at word boundaries, so an 80x24 terminal (ssh,
+tmux) shows it whole; ``g`` shows the guarantees in full. A wide terminal shows two or more
+private panels side by side (``PANEL_WIDTH`` columns each). Keys: ``a``/``z`` next/previous
+private algorithm, ``s`` sort (private estimate or address), ``k`` the next key kind (source,
+destination, port, protocol, pair, networks: restarts the session, a new key is a new stream),
+``g`` the full guarantees, space freezes the tables, ``q`` quits (the sessions are told to stop
+and the view exits at once; they are joined after the terminal is restored). With ``serve`` the
+private feed (dptop.feed) serves whichever session the view runs.
 """
 from __future__ import annotations
 
@@ -23,10 +27,18 @@ from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.explain import detectable_text, drops_of, reason_text, threshold_of
 from dptop.monitor.session import Session
+from dptop.report import key_noun
 
 REFRESH_SECONDS = 0.5
 ROWS = 40  # rows kept in each table (the terminal scrolls them)
 SORTS = ("estimate", "address")
+PANEL_WIDTH = 44  # columns a private panel needs (key, estimate, exact and the border)
+EXACT_WIDTH = 50  # columns the exact panel keeps beside several private ones (an IPv6 address and a count)
+
+
+def panels_that_fit(width: int, private: int) -> int:
+    """How many private panels side by side a terminal ``width`` columns wide shows (at least one)."""
+    return max(1, min(private, (width - EXACT_WIDTH) // PANEL_WIDTH))
 
 
 def fmt_count(x: float) -> str:
@@ -64,32 +76,41 @@ def exact_rows(session: Session, snap, sort: str) -> tuple[str, list[tuple[str, 
     return where, [(it.address, fmt_count(it.estimate)) for it in items]
 
 
-def guarantee_lines(name: str | None, g, budget: str) -> list[str]:
-    """Three lines: the selected panel's guarantee in numbers and neighbours, its scope, and the
-    session's budget (every private panel together)."""
-    if g is None:
-        first, scope = f"{name or 'no private algorithm'}: not started", ""
-    else:
-        first, scope = f"{name}: {g.measure} ({', '.join(g.numbers())}) · {g.model} · {g.neighbouring}", g.scope
-    return [first, scope, f"budget, all panels: {budget or '—'}"]
+def guarantee_lines(panels: list[tuple[str | None, object]], budget: str, full: bool = False) -> list[str]:
+    """One line per shown panel: its guarantee in numbers and neighbours (``full``: with its model
+    and scope, every word of it), then the session's budget (every private panel together)."""
+    lines = []
+    for name, g in panels or [(None, None)]:
+        if g is None:
+            lines.append(f"{name or 'no private algorithm'}: not started")
+        elif full:
+            lines.append(f"{name}: {g.measure} ({', '.join(g.numbers())}) · {g.describe()}")
+        else:
+            lines.append(f"{name}: {g.measure} ({', '.join(g.numbers())}) · {g.neighbouring}")
+    lines.append(f"budget, all panels: {budget or '—'}")
+    if not full:
+        lines.append("g: each guarantee in full (model, neighbours, scope)")
+    return lines
 
 
 class TopApp(App):
     """The terminal view of one session (a new one when the counted key changes)."""
 
     TITLE = "dptop top"
+    ENABLE_COMMAND_PALETTE = False  # its footer entry would push "q quit" off an 80-column line
     CSS = """
     Screen { layout: vertical; }
-    #status { height: 1; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
-    #guarantee { height: 3; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
-    #tables { height: 1fr; }
-    #private { width: 3fr; }
-    #exact { width: 2fr; }
-    DataTable { border: round $primary-darken-2; }
+    #status { height: auto; max-height: 2; background: $boost; }
+    #guarantee { height: auto; max-height: 8; color: $text-muted; }
+    #tables { height: 1fr; min-height: 6; }
+    .private { width: 1fr; }
+    #exact { width: 1fr; }
+    DataTable { border: round $primary-darken-2; height: 100%; }
     #reason { height: auto; max-height: 4; color: $warning; }
     """
-    BINDINGS = [("a", "algorithm(1)", "next alg"), ("z", "algorithm(-1)", "prev alg"), ("s", "sort", "sort"),
-                ("k", "key", "key"), ("space", "freeze", "freeze"), ("q", "quit", "quit")]
+    BINDINGS = [("a", "algorithm(1)", "next"), ("z", "algorithm(-1)", "previous"), ("s", "sort", "sort"),
+                ("k", "key", "key"), ("g", "guarantee", "guarantee"), ("space", "freeze", "freeze"),
+                ("q", "quit", "quit")]
 
     def __init__(self, spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS,
                  serve: str | None = None, facts=None):
@@ -108,6 +129,7 @@ class TopApp(App):
         self.selected = 0
         self.sort = SORTS[0]
         self.frozen = False
+        self.full = False  # the guarantees in full (g)
         self.last_text: dict[str, str] = {}
 
     # ----- layout and session --------------------------------------------------------------
@@ -115,14 +137,14 @@ class TopApp(App):
         yield Static(id="status")
         yield Static(id="guarantee")
         with Horizontal(id="tables"):
-            yield DataTable(id="private", show_cursor=False, zebra_stripes=True)
+            for i in range(max(1, len(self.private_names))):
+                yield DataTable(id=self.panel_id(i), classes="private", show_cursor=False, zebra_stripes=True)
             yield DataTable(id="exact", show_cursor=False, zebra_stripes=True)
         yield Static(id="reason")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#private", DataTable).add_columns("private key", "estimate", "exact")
-        self.query_one("#exact", DataTable).add_columns("exact key", "count")
+        self.label_columns()
         self.open_session()
         self.set_interval(self.refresh_seconds, self.refresh_view)
         self.refresh_view()
@@ -143,6 +165,36 @@ class TopApp(App):
             alive += s.close(timeout)
         self.old = []
         return alive
+
+    def label_columns(self) -> None:
+        """Column headers in the counted key kind's words (again after ``k``)."""
+        for table in self.query(".private").results(DataTable):
+            table.clear(columns=True)
+            table.add_columns(f"private {self.noun}", "estimate", "exact")
+        exact = self.query_one("#exact", DataTable)
+        exact.clear(columns=True)
+        exact.add_columns(f"exact {self.noun}", "count")
+        self.last_text = {k: v for k, v in self.last_text.items() if not k.endswith("-rows")}
+
+    @staticmethod
+    def panel_id(i: int) -> str:
+        """The table of the i-th shown private panel: ``private`` (the selected one), ``private-1``, ..."""
+        return "private" if i == 0 else f"private-{i}"
+
+    @property
+    def noun(self) -> str:
+        """The counted key kind in one word or two: source, destination, port, ..."""
+        return key_noun(self.config.counting.key)
+
+    def shown(self) -> list[str]:
+        """The private algorithms shown side by side, the selected one first."""
+        if not self.private_names:
+            return []
+        n = panels_that_fit(self.size.width, len(self.private_names))
+        return [self.private_names[(self.selected + j) % len(self.private_names)] for j in range(n)]
+
+    def on_resize(self, event) -> None:
+        self.refresh_view(force=True)
 
     # ----- keys ------------------------------------------------------------------------------
     def action_algorithm(self, step: int) -> None:
@@ -165,8 +217,19 @@ class TopApp(App):
         now = counting.kind if counting.kind in kinds else kinds[-1]
         after = kinds[(kinds.index(now) + 1) % len(kinds)]
         self.config = replace(self.config, counting=replace(counting, key=after.value))
+        self.label_columns()
         self.open_session()
         self.refresh_view(force=True)
+
+    def action_guarantee(self) -> None:
+        self.full = not self.full
+        self.refresh_view(force=True)
+
+    def action_quit(self) -> None:
+        """Exit at once: the sessions are told to stop now and joined once the terminal is back."""
+        for s in [*self.old, *([self.session] if self.session is not None else [])]:
+            s.stop()
+        self.exit()
 
     def action_freeze(self) -> None:
         self.frozen = not self.frozen
@@ -183,18 +246,27 @@ class TopApp(App):
             return
         snap = session.snapshot()
         self._set("status", self.status_line(snap))
-        view = next((v for v in snap.lanes if v.name == self.algorithm), None)
-        g = None if view is None or view.algorithm is None else view.algorithm.guarantee
+        shown = self.shown()
+        views = {v.name: v for v in snap.lanes}
+        panels = [(name, None if views.get(name) is None or views[name].algorithm is None
+                   else views[name].algorithm.guarantee) for name in shown]
         budget = (snap.budget or {}).get("total", "")
-        self._set("guarantee", "\n".join(guarantee_lines(self.algorithm, g, budget)))
+        self._set("guarantee", "\n".join(guarantee_lines(panels, budget, self.full)))
         if self.frozen and not force:
             return
-        if view is not None:
-            self._set("reason", self.explanation(view, drops_of(snap).lane_text(view.name)))
-            self._fill("private", private_rows(view, self.sort), f"{view.name}{self._span(view)}")
-        else:
-            self._set("reason", "")
-            self._fill("private", [], "no private algorithm selected")
+        self.query_one("#exact").styles.min_width = EXACT_WIDTH if len(shown) > 1 else None
+        view = views.get(self.algorithm)
+        self._set("reason", "" if view is None else self.explanation(view, drops_of(snap).lane_text(view.name)))
+        for i, table in enumerate(self.query(".private").results(DataTable)):
+            name = shown[i] if i < len(shown) else None
+            table.display = i == 0 or name is not None
+            if name is None and i > 0:
+                continue
+            v = views.get(name)
+            if v is not None:
+                self._fill(self.panel_id(i), private_rows(v, self.sort), f"{v.name}{self._span(v)}")
+            else:
+                self._fill(self.panel_id(i), [], "no private algorithm selected" if name is None else f"{name}")
         where, rows = exact_rows(session, snap, self.sort)
         self._fill("exact", rows, f"exact, NOT private: {where}")
 
@@ -208,9 +280,9 @@ class TopApp(App):
                 f"per {key} · by {self.sort}{frozen}")
 
     def explanation(self, view, loss: str = "") -> str:
-        parts = [reason_text(view), loss]
+        parts = [reason_text(view, self.noun), loss]
         thr = threshold_of(view)
-        limit = detectable_text(view.status.detectable)
+        limit = detectable_text(view.status.detectable, self.noun)
         tail = " · ".join(x for x in (f"τ = {thr:,.0f}" if thr is not None else "", limit) if x)
         return "\n".join(p for p in (*parts, tail) if p)
 

@@ -335,6 +335,15 @@ def _is_up(iface: str) -> bool:
     return bool(struct.unpack("16sH14x", raw)[1] & IFF_UP)
 
 
+def probe(iface: str, bpf: str | None = None) -> None:
+    """Open the capture socket of ``iface`` with ``bpf`` and close it again, compiling nothing (the
+    checks a command runs before any output): an unknown interface or a filter that does not
+    compile is ``CaptureError``, a missing permission ``CapturePermissionError``."""
+    if iface not in list_interfaces():
+        raise CaptureError(f"no network interface {iface!r}; interfaces: {', '.join(list_interfaces())}")
+    _open_socket(iface, bpf).close()
+
+
 def _ignore_outgoing(sock: socket.socket) -> None:
     try:
         sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)

@@ -21,7 +21,8 @@ def data_dir() -> Path:
 def shared_pcaps() -> Path:
     """../shared/pcaps (main/, robust/, STATS.txt); the test is skipped when it is absent."""
     if not SHARED_PCAPS.is_dir():
-        pytest.skip(f"{SHARED_PCAPS} not present (clean clone)")
+        pytest.skip(f"needs the larger collection of real captures (a pcaps/ folder at {SHARED_PCAPS}), "
+                    "which is not part of the repository")
     return SHARED_PCAPS
 
 
@@ -29,5 +30,6 @@ def shared_pcaps() -> Path:
 def shared_dir() -> Path:
     """../shared (pcaps/, spec/, seeds/); the test is skipped when it is absent."""
     if not SHARED_DIR.is_dir():
-        pytest.skip(f"{SHARED_DIR} not present (clean clone)")
+        pytest.skip(f"needs the papers, specifications and real captures kept beside the repository "
+                    f"(a folder at {SHARED_DIR}), which is not part of the repository")
     return SHARED_DIR

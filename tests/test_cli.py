@@ -107,21 +107,25 @@ def test_list_names_the_baselines(capsys):
 
 
 def test_list_aligns_its_columns_and_gives_whole_descriptions(capsys):
-    """Every row starts its description at the same column, and a docstring's first paragraph
-    that spans several lines is printed whole."""
-    from dptop.engine.core import registry
+    """Every row starts its description at the same column, wrapped lines continue under it, and
+    each algorithm's plain description (dptop.monitor.catalogue) is printed whole."""
+    from dptop.monitor import catalogue
 
     assert main(["list"]) == 0
-    rows = capsys.readouterr().out.splitlines()
-    assert len(rows) == len(registry.names())
-    starts = set()
-    for row in rows:
-        name = row.split()[0]
-        paragraph = " ".join(registry.get(name).__doc__.strip().split("\n\n")[0].split()).replace("``", "")
-        assert row.endswith("  " + paragraph), row
-        starts.add(len(row) - len(paragraph))
+    lines = capsys.readouterr().out.splitlines()
+    starts, described, name = set(), {}, None
+    for line in lines:
+        if not line.startswith(" "):
+            name = line.split()[0]
+            start = line.rindex("  ") + 2  # columns are two spaces apart or more, a description's words one
+            starts.add(start)
+            described[name] = line[start:]
+        else:
+            starts.add(len(line) - len(line.lstrip()))
+            described[name] += " " + line.strip()
     assert len(starts) == 1, starts
-    assert any("is measured against" in row for row in rows)
+    assert described == {e.name: e.summary for e in catalogue.entries()}
+    assert any("is measured against" in d for d in described.values())
 
 
 def test_demo_without_display_says_so_and_replays_headless(monkeypatch, capsys):
@@ -130,4 +134,4 @@ def test_demo_without_display_says_so_and_replays_headless(monkeypatch, capsys):
     assert main(["demo"]) == 0
     captured = capsys.readouterr()
     assert "no display found" in captured.err and "headless replay" in captured.err
-    assert "152629 packets" in captured.out and "24.132.150.54" in captured.out  # resources/SOURCES.md
+    assert "152,629 packets" in captured.out and "24.132.150.54" in captured.out  # resources/SOURCES.md

@@ -25,7 +25,8 @@ def _dptop(*argv, **kw):
 def test_a_signal_leaves_a_valid_partial_json_with_the_exact_counts_so_far(tmp_path, sig, code):
     pcap, out = tmp_path / "z.pcap", tmp_path / "out.json"
     write_zipf_pcap(pcap, 1.1, 1000, 200_000, seed=1, rate_pps=10_000)  # 20 s of packet time
-    proc = _dptop("replay", str(pcap), "--algorithms", "dpss,exact", "--speed", "1", "--json", str(out))
+    proc = _dptop("replay", str(pcap), "--algorithms", "dpss,exact", "--speed", "1", "--json", str(out),
+                  "--progress", "always")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and "records" not in proc.stderr.readline():
         pass  # the first progress line: the replay is under way
@@ -51,7 +52,8 @@ def test_one_request_delivered_twice_still_flushes_everything(tmp_path):
     # as fast as it goes: the slow lanes have batches queued when the signal comes (PunctualSketch,
     # the slow baseline, holds the reader back, so the signal lands mid-stream however fast the
     # machine: the other three finish 2^23 packets in about a second)
-    proc = _dptop("replay", str(pcap), "--algorithms", "lazyhh,dpsw,punctual-cms,exact", "--json", str(out))
+    proc = _dptop("replay", str(pcap), "--algorithms", "lazyhh,dpsw,punctual-cms,exact", "--json", str(out),
+                  "--progress", "always")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and "records" not in proc.stderr.readline():
         pass

@@ -87,7 +87,7 @@ def test_a_long_start_is_never_silent_for_more_than_a_few_seconds(monkeypatch):
     monkeypatch.setattr(headless, "compiles", lambda: next(compiled))
     fake = SimpleNamespace(phase="counting packets", source_stats=lambda: None)
     out = io.StringIO()
-    progress = headless.Progress(fake, out)
+    progress = headless.Progress(fake, out, mode="always")  # a StringIO is no terminal
     for _ in range(14):  # one update a second: lines at 1, 6 and 11 s
         progress.update()
     lines = out.getvalue().splitlines()

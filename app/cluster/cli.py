@@ -219,38 +219,44 @@ def add_subcommands(subparsers) -> None:
     p = subparsers.add_parser("agent", help="run a live capture point that joins a Dask scheduler")
     p.add_argument("--iface", type=nonempty("--iface"), required=True,
                    help="interface to capture on (needs root or CAP_NET_RAW)")
-    p.add_argument("--scheduler", type=scheduler_arg, required=True, metavar="tcp|tls://HOST:PORT")
+    p.add_argument("--scheduler", type=scheduler_arg, required=True, metavar="tcp|tls://HOST:PORT",
+                   help="the Dask scheduler to join")
     p.add_argument("--name", type=nonempty("--name"), default=None,
                    help="capture point name (default HOSTNAME:IFACE; unique per scheduler)")
-    p.add_argument("--bpf", default=None, help="BPF capture filter")
+    p.add_argument("--bpf", default=None, help="BPF capture filter (default: every packet)")
     p.add_argument("--insecure", action="store_true",
-                   help="allow a plain tcp:// scheduler beyond loopback (anyone on the network can then run code here)")
+                   help="allow a plain tcp:// scheduler beyond loopback (anyone on the network can then run code "
+                        "here; default: refused)")
     p.set_defaults(func=cmd_agent, check=check_agent)
 
     p = subparsers.add_parser("collect", help="merge the live capture points of a Dask scheduler and release")
-    p.add_argument("--scheduler", type=scheduler_arg, required=True, metavar="tcp|tls://HOST:PORT")
+    p.add_argument("--scheduler", type=scheduler_arg, required=True, metavar="tcp|tls://HOST:PORT",
+                   help="the Dask scheduler the capture points joined")
     p.add_argument("--algorithms", type=nonempty("--algorithms"), default=",".join(LIVE_DEFAULT),
                    help="comma-separated mergeable algorithms (exact, spacesaving, misragries, countmin, dpmg, eehh-cms)")
-    p.add_argument("--k", type=ranged(RANGES["k"]), default=16)
-    p.add_argument("--k-tilde", type=ranged(RANGES["k_tilde"]), default=None)
-    p.add_argument("--epsilon", type=ranged(RANGES["epsilon"]), default=0.5)
-    p.add_argument("--delta", type=ranged(RANGES["delta"]), default=1e-6)
-    p.add_argument("--seed", type=ranged(SEED), default=None, help="seeded noise: reproducible and NOT private")
+    p.add_argument("--k", type=ranged(RANGES["k"]), default=16, help="report the keys above 1/k of the traffic")
+    p.add_argument("--k-tilde", type=ranged(RANGES["k_tilde"]), default=None,
+                   help="counters each algorithm keeps (default: each algorithm's own)")
+    p.add_argument("--epsilon", type=ranged(RANGES["epsilon"]), default=0.5, help="privacy budget epsilon per epoch")
+    p.add_argument("--delta", type=ranged(RANGES["delta"]), default=1e-6, help="privacy budget delta per epoch")
+    p.add_argument("--seed", type=ranged(SEED), default=None, help="seeded noise: reproducible and NOT private (default: none, fresh noise)")
     p.add_argument("--epoch-seconds", type=ranged(RANGES["epoch_seconds"]), default=None,
                    help="time epochs (default: one epoch, the whole run)")
-    p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
+                   help="an option of one algorithm, e.g. --param width=2048 (repeatable; default: none)")
     p.add_argument("--duration", type=ranged(DURATION), default=None, help="stop after S seconds (default: Ctrl-C)")
     p.add_argument("--expect", type=nonempty("--expect"), default=None, metavar="NAME,NAME",
                    help="agents the run is for: epochs wait for them (up to --expect-timeout), and those that "
-                        "never join are named as not covered")
+                        "never join are named as not covered (default: whoever joins)")
     p.add_argument("--expect-timeout", type=ranged(EXPECT_TIMEOUT), default=60.0, metavar="S",
                    help="how long to wait for the expected agents (default 60)")
-    p.add_argument("--top", type=ranged(replace(EXTRA_RANGES["top"], name="top")), default=10)
-    p.add_argument("--json", dest="json_out", type=json_target, default=None,
-                   metavar="OUT|-")
+    p.add_argument("--top", type=ranged(replace(EXTRA_RANGES["top"], name="top")), default=10,
+                   help="length of the exact top in the JSON")
+    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
+                   help="write the JSON result to the file OUT, or to stdout with - (default: no JSON)")
     p.add_argument("--insecure", action="store_true",
                    help="allow a plain tcp:// scheduler beyond loopback (anyone on the network can then read "
-                        "the summaries and run code on the agents)")
+                        "the summaries and run code on the agents; default: refused)")
     p.set_defaults(func=cmd_collect, check=check_collect)
 
 

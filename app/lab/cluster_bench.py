@@ -112,8 +112,9 @@ def add_subcommand(subparsers) -> None:
     """Add ``cluster-bench`` to an argparse subparsers object."""
     p = subparsers.add_parser("cluster-bench", help="archive replay speed-up on 1, 2, 4 Dask workers and bytes shipped")
     p.add_argument("--quick", action="store_true", help="small files (a smoke run)")
-    p.add_argument("--workers", type=ranged_list(local_workers()), default="1,2,4")
-    p.add_argument("--files", type=ranged(BENCH_FILES), default=8)
+    p.add_argument("--workers", type=ranged_list(local_workers()), default="1,2,4", help="comma-separated worker counts to time")
+    p.add_argument("--files", type=ranged(BENCH_FILES), default=8, help="capture files in the archive")
     p.add_argument("--packets", type=ranged(BENCH_PACKETS), default=None, help="packets per file (default 2^22, quick 2^18)")
-    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT")
+    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT",
+                   help="write the report as JSON to OUT (default: no JSON)")
     p.set_defaults(func=cmd_cluster_bench)

@@ -35,12 +35,14 @@ def cmd_sweep_lazyhh(args) -> int:
 def _add_sweep_lazyhh(sub) -> None:
     p = sub.add_parser("sweep-lazyhh", help="LazyHH recall/precision over epsilon x k~/k (Zipf 1.1)")
     p.add_argument("--length", type=ranged(SWEEP_LENGTH), default=1 << 24, help="stream length = horizon (default 2^24)")
-    p.add_argument("--k", type=ranged(RANGES["k"]), default=128)
-    p.add_argument("--delta", type=ranged(RANGES["delta"]), default=1e-3)
-    p.add_argument("--epsilons", type=ranged_list(RANGES["epsilon"]), default="0.1,0.2,0.32,0.5,0.9")
+    p.add_argument("--k", type=ranged(RANGES["k"]), default=128, help="heavy hitters: the keys above 1/k")
+    p.add_argument("--delta", type=ranged(RANGES["delta"]), default=1e-3, help="privacy budget delta")
+    p.add_argument("--epsilons", type=ranged_list(RANGES["epsilon"]), default="0.1,0.2,0.32,0.5,0.9",
+                   help="comma-separated privacy budgets epsilon to sweep")
     p.add_argument("--ratios", type=ranged_list(RATIO), default="1,2,4,8",
                    help="k~/k values; 1 runs k~ = k + 1 (k~ > k is required)")
-    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-")
+    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
+                   help="write the rows as JSON to the file OUT, or to stdout with - (default: no JSON)")
     p.set_defaults(func=cmd_sweep_lazyhh)
 
 
@@ -63,16 +65,19 @@ def cmd_sweep_ldp(args) -> int:
 
 def _add_sweep_ldp(sub) -> None:
     p = sub.add_parser("sweep-ldp", help="local-DP schemes: NDCG/precision/recall against epsilon")
-    p.add_argument("--schemes", type=names_arg("--schemes", SCHEMES), default="bgr,dsr,bdr,cnr")
-    p.add_argument("--epsilons", type=ranged_list(RANGES["epsilon"]), default="0.5,1,2,4,8")
+    p.add_argument("--schemes", type=names_arg("--schemes", SCHEMES), default="bgr,dsr,bdr,cnr",
+                   help="comma-separated local-DP schemes to compare")
+    p.add_argument("--epsilons", type=ranged_list(RANGES["epsilon"]), default="0.5,1,2,4,8",
+                   help="comma-separated privacy budgets epsilon per report")
     p.add_argument("--data", choices=("zipf", "normal", "exponential"), default="zipf",
                    help="zipf (1.5), normal or exponential")
     p.add_argument("--domain", type=ranged(synth.DOMAIN), default=1000, help="domain size d (default 1000)")
     p.add_argument("--length", type=ranged(SWEEP_LENGTH), default=1 << 20, help="reports per run (default 2^20)")
-    p.add_argument("--k", type=ranged(RANGES["k"]), default=10)
-    p.add_argument("--runs", type=ranged(SWEEP_RUNS), default=3)
+    p.add_argument("--k", type=ranged(RANGES["k"]), default=10, help="heavy hitters: the k most frequent")
+    p.add_argument("--runs", type=ranged(SWEEP_RUNS), default=3, help="runs per point, averaged")
     p.add_argument("--seed", type=ranged(SEED), default=1, help="seed streams and randomizers (NOT private)")
-    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-")
+    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
+                   help="write the rows as JSON to the file OUT, or to stdout with - (default: no JSON)")
     p.set_defaults(func=cmd_sweep_ldp)
 
 

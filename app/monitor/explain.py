@@ -21,8 +21,9 @@ def threshold_of(view) -> float | None:
     return view.status.threshold
 
 
-def reason_text(view) -> str:
-    """Why the panel is empty (or a caveat about what it shows); '' when there is nothing to say."""
+def reason_text(view, noun: str = "source") -> str:
+    """Why the panel is empty (or a caveat about what it shows); '' when there is nothing to say.
+    ``noun``: the counted key kind in the view's words (source, destination, port, ...)."""
     if view.error:
         return f"Cannot run with these settings: {view.error}"
     a = view.algorithm
@@ -45,7 +46,7 @@ def reason_text(view) -> str:
     if empty and st.detectable is not None and st.detectable.note:
         return st.detectable.note
     # from the parameters alone (no count of this epoch's packets: that is exact)
-    floor = (f" An epoch needs at least {st.min_packets:,} packets before any source can pass the threshold, "
+    floor = (f" An epoch needs at least {st.min_packets:,} packets before any {noun} can pass the threshold, "
              "even without noise.") if st.min_packets else ""
     if rel is None:
         if a.private and a.family == "single-release":
@@ -54,12 +55,12 @@ def reason_text(view) -> str:
     if empty:
         thr = threshold_of(view)
         if thr is not None:
-            return f"No source above the threshold τ = {thr:,.0f} in this release.{floor}"
+            return f"No {noun} above the threshold τ = {thr:,.0f} in this release.{floor}"
         return f"The release is empty.{floor}"
     return ""
 
 
-def detectable_text(limit: DetectionLimit | None) -> str:
+def detectable_text(limit: DetectionLimit | None, noun: str = "source") -> str:
     """The a-priori detection limit (count and share, either may be unknown): the smallest source
     the algorithm can release at all, known before any packet; with ``after`` (continual
     observation on a live stream) the packets a source of a given share needs before it is released."""
@@ -70,8 +71,8 @@ def detectable_text(limit: DetectionLimit | None) -> str:
     bits = [b for b in bits if b]
     text = f"detectable: {' and '.join(bits)}" if bits else ""
     if limit.after:
-        when = ", ".join(f"{share:.0%} source after {n:,} pkts" if n is not None
-                         else f"{share:.0%} source never in a segment" for share, n in limit.after)
+        when = ", ".join(f"{share:.0%} {noun} after {n:,} pkts" if n is not None
+                         else f"{share:.0%} {noun} never in a segment" for share, n in limit.after)
         text = f"{text}; {when}" if text else when
     return text
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dptop import __version__
 from dptop.engine.core.facts import Provenance, PublicFact
 from dptop.monitor.precheck import FILE_SPAN
+from dptop.monitor.result import shown_releases
 from dptop.monitor.session import Session
 from dptop.output import JsonOut
 
@@ -75,8 +76,10 @@ def _release(release, family: str, facts, scale: int, session: Session) -> dict:
             "guarantee": g.to_json()}
 
 
-def publish_json(session: Session, command: str) -> dict:
-    """The private view of ``session`` (see the module docstring)."""
+def publish_json(session: Session, command: str, shown: dict | None = None) -> dict:
+    """The private view of ``session`` (see the module docstring); ``shown``: per algorithm, the
+    releases a view printed while it ran (dptop.monitor.result.shown_releases)."""
+
     snap = session.snapshot()
     c = session.config.counting
     scale = c.unit if c.weight == "bytes" else 1
@@ -89,7 +92,8 @@ def publish_json(session: Session, command: str) -> dict:
             continue
         given = (*grid, *session.ledger.tuned(v.name))
         facts.update({f.name: f for f in (*s.guarantee.facts, *given)})
-        rels = [r for r in session.releases(v.name) if r.guarantee is not None]
+        rels = [r for r in shown_releases(session.releases(v.name), (shown or {}).get(v.name, []))
+                if r.guarantee is not None]
         algorithms[v.name] = {"family": s.family, "guarantee": s.guarantee.with_facts(given).to_json(),
                               "releases": [_release(r, s.family, given, scale, session) for r in rels]}
     guarantees = [a["guarantee"] for a in algorithms.values()]

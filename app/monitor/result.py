@@ -16,10 +16,15 @@ from dptop import __version__
 from dptop.monitor.explain import drops_of
 from dptop.monitor.ledger import Ledger
 from dptop.monitor.session import Session
+from dptop.monitor.truth import resolve_span, slice_truth
+
+TRUTH_RELEASES = 3
+"""Releases per algorithm whose exact counts (over the packets each covers) the JSON carries: the
+last few, the ones the table shows."""
 
 
 NON_PRIVATE = ("source", "exact", "dropped", "drops", "public",
-               "algorithms.*.{packets, drops, status, updates_per_second, packets_per_second, busy_share}")
+               "algorithms.*.{packets, drops, status, updates_per_second, packets_per_second, busy_share, truth}")
 NON_PRIVATE_NOTE = ("exact operational figures for the operator (packet counts, drops, the ground truth); "
                     "not private, never part of a release or of the export")
 
@@ -86,7 +91,7 @@ def algorithm_json(lane_view, releases, scale: int = 1) -> dict:
     return algorithm_entry(s.private, s.guarantee, [release_json(r, scale) for r in releases], family=s.family,
                            packets=s.packets, updates_per_second=s.updates_per_second,
                            packets_per_second=s.packets_per_second, busy_share=s.busy_share, drops=s.drops,
-                           status=s.status, error=s.error, published=s.releases)
+                           status=s.status, error=s.error, published=max(s.releases, len(releases)))
 
 
 def exact_json(total: int, distinct: int, items) -> dict:
@@ -107,12 +112,55 @@ def result_json(command: str, settings, source: dict, exact: dict, algorithms: d
     return out
 
 
-def session_json(session: Session, command: str, top: int | None, partial: bool = False) -> dict:
+def shown_releases(kept: list, shown: list) -> list:
+    """The releases a session kept and those a view showed while it ran (a continual or
+    sliding-window algorithm's current answer, printed once per epoch: dptop.releaselines), each
+    once, in the order they were made."""
+    if not shown:
+        return list(kept)
+    ids = {id(r) for r in kept}
+    merged = [*kept, *(r for r in shown if id(r) not in ids)]
+    return sorted(merged, key=lambda r: (r.span.t_end or 0.0, r.span.end))
+
+
+def truth_json(session: Session, name: str, releases: list, scale: int, last: int = TRUTH_RELEASES) -> list[dict]:
+    """Exact counts of the released labels over exactly the packets each of the ``last`` releases
+    covers (dptop.monitor.truth.resolve_span), in counted units times ``scale``: ``release`` (its
+    index in ``releases``), ``packets`` (the span's length), ``counts`` (in release order), or a
+    ``note`` when the span is older than the truth's recording. Call once the session ended."""
+    lane = session.lanes.get(name)
+    if lane is None:
+        return []
+    rec, out = session.truth.rec, []
+    for i in range(max(0, len(releases) - last), len(releases)):
+        release = releases[i]
+        try:
+            span = resolve_span(release, lane.origin or 0, rec, True)
+        except LookupError as exc:
+            out.append({"release": i, "packets": None, "counts": None, "note": str(exc)})
+            continue
+        if span is None:
+            continue
+        keys, _ = rec.slice(*span)
+        counts, _, _ = slice_truth(release, keys, lane.settings.k, lane.settings.gamma)
+        out.append({"release": i, "packets": (span[1] - span[0]) * scale, "counts": [c * scale for c in counts]})
+    return out
+
+
+def session_json(session: Session, command: str, top: int | None, partial: bool = False,
+                 shown: dict | None = None) -> dict:
+    """The run's JSON; ``shown``: per algorithm, the releases a view printed while it ran
+    (``shown_releases``), so the JSON holds every release a user saw."""
     session.truth.wait_idle()
     snap = session.snapshot()
     c = session.config.counting
     scale = c.unit if c.weight == "bytes" else 1
-    algorithms = {v.name: algorithm_json(v, session.releases(v.name), scale) for v in snap.lanes}
+    algorithms = {}
+    for v in snap.lanes:
+        releases = shown_releases(session.releases(v.name), (shown or {}).get(v.name, []))
+        algorithms[v.name] = entry = algorithm_json(v, releases, scale)
+        if entry.get("private"):
+            entry["truth"] = truth_json(session, v.name, releases, scale)
     return result_json(command, session.config.settings, source_json(session),
                        exact_json(*session.exact(top or None)), algorithms, snap.budget, partial, snap.error,
                        counting={**vars(c), "text": c.describe()}, public=public_json(session),

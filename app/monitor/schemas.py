@@ -14,6 +14,11 @@ _SPAN = {"type": "object", "required": ["kind", "index"],
 _RELEASE = {"type": "object", "required": ["span", "threshold", "items"],
             "properties": {"span": _SPAN, "threshold": NUMBER_OR_NULL, "items": {"type": "array", "items": _ITEM},
                            "guarantee": {"oneOf": [{"type": "null"}, GUARANTEE_SCHEMA]}, "status": {"type": "object"}}}
+_TRUTH = {"type": "object", "required": ["release", "packets"],
+          "properties": {"release": {"type": "integer", "minimum": 0}, "packets": {"type": ["integer", "null"]},
+                         "counts": {"type": ["array", "null"], "items": {"type": "integer"}},
+                         "note": {"type": "string"}}}
+"""Exact counts of one shown release's labels over the packets it covers (NOT private)."""
 _ALGORITHM = {"type": "object", "required": ["private", "releases"],
               "properties": {"private": {"type": ["boolean", "null"]},
                              "guarantee": {"oneOf": [{"type": "null"}, GUARANTEE_SCHEMA]},
@@ -21,7 +26,8 @@ _ALGORITHM = {"type": "object", "required": ["private", "releases"],
                              "packets": {"type": "integer"}, "drops": {"type": "integer"},
                              "status": {"type": "object"}, "error": {"type": ["string", "null"]},
                              "releases_published": {"type": "integer"},
-                             "releases": {"type": "array", "items": _RELEASE}}}
+                             "releases": {"type": "array", "items": _RELEASE},
+                             "truth": {"type": "array", "items": _TRUTH}}}
 _EXACT = {"type": "object", "required": ["total", "top"],
           "properties": {"total": {"type": "integer", "minimum": 0}, "distinct": {"type": "integer", "minimum": 0},
                          "top": {"type": "array", "items": {

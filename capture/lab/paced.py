@@ -74,12 +74,18 @@ def send(rate: float, seconds: float, shares: dict[str, float], others: int = 20
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dptop.capture.lab.paced")
-    p.add_argument("--rate", type=float, default=2000.0)
-    p.add_argument("--seconds", type=float, default=10.0)
-    p.add_argument("--share", action="append", default=[], metavar="ADDRESS=SHARE")
-    p.add_argument("--others", type=int, default=20)
-    p.add_argument("--port", type=int, default=PORT)
+    p = argparse.ArgumentParser(prog="python -m dptop.capture.lab.paced",
+                                description="Send UDP packets on loopback at a steady rate from 127.0.0.x sources, "
+                                            "some with a fixed share of the traffic (a test sender for dptop capture).")
+    p.add_argument("--rate", type=float, default=2000.0, help="packets per second (default 2000)")
+    p.add_argument("--seconds", type=float, default=10.0, help="how long to send, in seconds (default 10)")
+    p.add_argument("--share", action="append", default=[], metavar="ADDRESS=SHARE",
+                   help="a source address and its share of the packets, e.g. 127.0.0.2=0.3 (repeatable; "
+                        "default: none, every source alike)")
+    p.add_argument("--others", type=int, default=20,
+                   help="how many other sources share the rest of the packets evenly (default 20)")
+    p.add_argument("--port", type=int, default=PORT,
+                   help=f"UDP destination port, for a capture filter such as 'udp dst port {PORT}' (default {PORT})")
     args = p.parse_args(argv)
     shares = {a: float(v) for a, _, v in (s.partition("=") for s in args.share)}
     print(json.dumps(send(args.rate, args.seconds, shares, args.others, args.port)), flush=True)
