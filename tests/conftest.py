@@ -23,11 +23,3 @@ def shared_pcaps() -> Path:
     if not SHARED_PCAPS.is_dir():
         pytest.skip(f"{SHARED_PCAPS} not present (clean clone)")
     return SHARED_PCAPS
-
-
-@pytest.fixture
-def shared_dir() -> Path:
-    """../shared (pcaps/, spec/, seeds/); the test is skipped when it is absent."""
-    if not SHARED_DIR.is_dir():
-        pytest.skip(f"{SHARED_DIR} not present (clean clone)")
-    return SHARED_DIR

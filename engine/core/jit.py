@@ -2,7 +2,7 @@
 
 ``kernel`` is ``numba.njit(cache=True, nogil=True)``: compiled once and cached on disk (so a
 restart does not recompile), and releasing the GIL so the runner's one-thread-per-algorithm
-design really runs algorithms in parallel (HOUSE_STYLE.md, "Kernels vs. classes").
+design really runs algorithms in parallel (ARCHITECTURE.md, "Adding an algorithm").
 
 ``inner`` is the same plus ``inline="always"``, for the small helpers called per packet from
 inside a kernel (hash, probe, linked-list steps). Inlining at numba-IR level removes the call and

@@ -1,4 +1,4 @@
-"""OLH and Hadamard Response frequency oracles (spec §1.2, §1.3; 003 A.1), with exact samplers.
+"""OLH and Hadamard Response frequency oracles (docs/local-dp.md §1.2, §1.3; 003 A.1), with exact samplers.
 
 Both are the baselines 003 compares with; the heavy-hitter schemes use GRR. Their privacy maps
 are those of GRR/RR over a smaller alphabet (``rr_weights``), so the same integer weights fix the
@@ -90,7 +90,7 @@ def hr_variance(n: int, f, p: float):
 
 
 def hr_variance_eq7(n: int, epsilon: float) -> float:
-    """003's eq. (7), n·4(e^ε+1)²/(e^ε−1)²: 4× the derived variance (spec §1.3, [checked])."""
+    """003's eq. (7), n·4(e^ε+1)²/(e^ε−1)²: 4× the derived variance (docs/local-dp.md §1.3, [checked])."""
     e = math.exp(epsilon)
     return n * 4 * (e + 1) ** 2 / (e - 1) ** 2
 

@@ -1,4 +1,4 @@
-"""What agents and the collector exchange (spec §10.1), and nothing else.
+"""What agents and the collector exchange (docs/local-dp.md §10.1), and nothing else.
 
 * Collector -> agents: a ``Snapshot`` (version, phase, hot item IDs, and in prefix mode the
   parent prefixes that define the level's domain). It is a function of the collector's sketch,
