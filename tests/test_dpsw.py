@@ -86,11 +86,22 @@ def test_checkpoint_golden_lists(L, alpha, expected):
     assert list(Ip) == [L - v + 1 for v in expected]
 
 
-def test_closed_form_equals_literal_procedure():
+def closed_form_equals_literal_procedure(lengths):
     for alpha in ALPHAS:
         a = Fraction(alpha)
-        for L in range(1, 301):
+        for L in lengths:
             assert list(checkpoints(L, a)[0]) == checkpoints_literal(L, a), (L, alpha)
+
+
+def test_closed_form_equals_literal_procedure():
+    """Every length up to 40 and lengths next to powers of two and the top of the range; every
+    length up to 300 in the slow run (the literal procedure is cubic in L)."""
+    closed_form_equals_literal_procedure([*range(1, 41), 63, 64, 65, 100, 128, 129, 256, 257, 300])
+
+
+@pytest.mark.slow
+def test_closed_form_equals_literal_procedure_for_every_length_to_300():
+    closed_form_equals_literal_procedure(range(1, 301))
 
 
 @pytest.mark.parametrize("alpha", ALPHAS)
