@@ -10,16 +10,15 @@ the per-call reference counting of every array in a state tuple, which otherwise
 microsecond per update on state tuples of a dozen arrays.
 
 The cache goes to a user-writable folder, never into site-packages (which may be read-only):
-``$NUMBA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/dptop/numba`` (``~/.cache/dptop/numba``),
-in a subfolder named by a digest of every kernel source's path, size and modification time (engine/
-and capture/; the files' status, not their bytes: what numba itself checks for a kernel's own file).
-Numba checks only a kernel's own file before it loads the kernel from its cache, not the files of
-the helpers inlined into it: after a change to a helper alone it would run the old machine code
-(which, with a changed layout, crashes). Any change to the sources names a new subfolder, so every
-kernel compiles anew. Numba fixes a kernel's cache folder when the kernel is decorated, so the
-folder is chosen when this module is imported; tidying old folders (``prune``) is left to
-``dptop compile``. Numba files each kernel under its source file's path, so two installs never
-share entries.
+``$NUMBA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/dptop/numba`` (``~/.cache/dptop/numba``), in a
+subfolder named by a digest of every kernel source (engine/ and capture/). Numba checks only a
+kernel's own file before it loads the kernel from its cache, not the files of the helpers inlined
+into it: after a change to a helper alone it would run the old machine code (which, with a changed
+layout, crashes). Any change to the sources names a new subfolder, so every kernel compiles anew.
+Numba fixes a kernel's cache folder when the kernel is decorated, so the folder (and the digest
+naming it, a few milliseconds) is chosen when this module is imported; tidying old folders
+(``prune``) is left to ``dptop compile``. Numba files each kernel under its source file's path, so
+two installs never share entries.
 """
 import hashlib
 import os
@@ -38,13 +37,14 @@ STALE_DAYS = 7
 
 
 def sources_digest(engine: Path = Path(__file__).resolve().parents[1]) -> str:
-    """16 hex digits over the path, size and modification time of every source file of ``engine``
-    and of the capture package beside it (their status only: no file is read)."""
+    """16 hex digits over the path and bytes of every source file of ``engine`` and of the capture
+    package beside it (bytes, not modification times: a checkout or a touch that leaves the sources
+    as they were keeps the compiled kernels)."""
     digest = hashlib.blake2b(digest_size=8)
     for root in (engine, engine.parent / "capture"):
         for path in sorted(root.rglob("*.py")):
-            st = path.stat()
-            digest.update(f"{path.relative_to(root.parent)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+            digest.update(str(path.relative_to(root.parent)).encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
