@@ -127,14 +127,3 @@ def hr_batch(values, K, A, B, words, pos, out, start):
         out[i] = hr_column(values[i] + 1, below(words, pos, K // 2), plus)
         i += 1
     return i
-
-
-@kernel
-def hr_support(candidates, columns):
-    """ĉ_i = #{reports c : H[i+1][c] = +1}."""
-    out = np.zeros(len(candidates), dtype=np.int64)
-    for r in range(len(columns)):
-        for i in range(len(candidates)):
-            if _parity((candidates[i] + 1) & columns[r]) == 0:
-                out[i] += 1
-    return out

@@ -58,11 +58,6 @@ def make_reports(n: int) -> Reports:
     return Reports(np.zeros(n, np.int64), np.zeros(n, np.uint8), np.zeros(n, np.int64))
 
 
-def concat_reports(parts) -> Reports:
-    parts = list(parts)
-    return Reports(*(np.concatenate([getattr(p, f) for p in parts]) for f in Reports._fields))
-
-
 def int_bytes(values: int) -> int:
     """Bytes of an integer in [0, values) in the minimal width (§1.5)."""
     return max(1, (max(int(values) - 1, 1).bit_length() + 7) // 8)
