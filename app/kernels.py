@@ -56,7 +56,10 @@ def _worker(tasks: list[str], front, back, lock, done, from_back: bool) -> None:
 def compile_kernels(tasks: list[str], workers: int | None = None, progress=None) -> list[str]:
     """Compile ``tasks`` (``PCAP``, ``PCAPNG``, ``LIVE`` and algorithm names); one progress line each as it finishes.
     Returns the errors (``"name: what"``), empty when every kernel compiled."""
+    from dptop.engine.core.jit import cache_dir, prune
+
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    prune(cache_dir())  # this install's folder marked in use, week-old folders of other sources removed
     workers = max(1, min(workers or os.cpu_count() or 1, 2, len(tasks)))
     ctx = mp.get_context("spawn")  # a fresh interpreter: no numba state or threads inherited
     front, back, lock, done = ctx.Value("i", 0, lock=False), ctx.Value("i", len(tasks) - 1, lock=False), \

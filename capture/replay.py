@@ -6,7 +6,7 @@ of (unpaused) wall time have passed; a wait longer than ``max_gap`` seconds (an 
 corrupt stamp far ahead) is cut to ``max_gap`` and reported as a warning. Batches are split at the packets due so far, so pacing is
 smooth whatever ``batch_size``; the sequence of keys and time stamps is identical at every speed
 (only batch boundaries differ), so a replay gives the same releases as the capture seen live
-(HOUSE_STYLE.md, "Replay follows packet timestamps"). Out-of-order stamps are paced by their
+(a replay follows packet timestamps). Out-of-order stamps are paced by their
 running maximum. ``loop=True`` starts over at the end with stamps shifted by one file span plus
 one mean packet gap per pass, so time keeps increasing.
 

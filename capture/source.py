@@ -2,7 +2,7 @@
 
 A ``Source`` owns one worker thread that pushes ``KeyBatch`` objects into ``sink``; the sink
 returns False when it dropped the batch (a full queue), and the source counts those packets in
-``queue_drops``. Lifecycle (HOUSE_STYLE.md "Threads"): ``start()`` once; ``stop()`` wakes a
+``queue_drops``. Lifecycle: ``start()`` once; ``stop()`` wakes a
 blocked worker at once and is harmless before ``start()`` or twice; ``join()`` re-raises the
 worker's exception; ``pause()``/``resume()``; ``stats()`` is an immutable snapshot any thread
 may take. State flags are set by the caller's thread before the worker runs (no races on start).

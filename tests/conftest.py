@@ -24,12 +24,3 @@ def shared_pcaps() -> Path:
         pytest.skip(f"needs the larger collection of real captures (a pcaps/ folder at {SHARED_PCAPS}), "
                     "which is not part of the repository")
     return SHARED_PCAPS
-
-
-@pytest.fixture
-def shared_dir() -> Path:
-    """../shared (pcaps/, spec/, seeds/); the test is skipped when it is absent."""
-    if not SHARED_DIR.is_dir():
-        pytest.skip(f"needs the papers, specifications and real captures kept beside the repository "
-                    f"(a folder at {SHARED_DIR}), which is not part of the repository")
-    return SHARED_DIR

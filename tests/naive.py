@@ -5,7 +5,7 @@ from collections import Counter
 
 
 def spacesaving(stream, capacity: int) -> dict:
-    """SpaceSaving with the paper's tie rule (dpss-eehh.md §2.1): among the minimum counters,
+    """SpaceSaving with the paper's tie rule (docs/dpss-eehh.md §2.1): among the minimum counters,
     evict the item whose last arrival is most recent."""
     counters: dict = {}
     last: dict = {}
@@ -28,7 +28,7 @@ def exact_counts(stream) -> Counter:
 
 
 def mg_merge(a: dict, b: dict, capacity: int) -> dict:
-    """Misra-Gries merge of dp-misra-gries.md §8: sum, subtract the (K+1)-th largest, keep > 0."""
+    """Misra-Gries merge of docs/dp-misra-gries.md §8: sum, subtract the (K+1)-th largest, keep > 0."""
     total = Counter(a) + Counter(b)
     values = sorted(total.values(), reverse=True)
     cut = values[capacity] if len(values) > capacity else 0

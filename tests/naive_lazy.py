@@ -1,4 +1,4 @@
-"""Slow, obviously-correct references for GaussBM, LazySketch and LazyHH (spec lazyhh §11).
+"""Slow, obviously-correct references for GaussBM, LazySketch and LazyHH (docs/lazyhh.md §11).
 
 Plain Python translations of 001 Alg 1 (with corrections C1–C2), Alg 5 and Alg 6 (option-A
 thresholds), with noise injected by the caller. The fast numba kernels are compared with these.
@@ -82,7 +82,7 @@ def ref_plain_sketch(buckets: np.ndarray, signs: np.ndarray | None, width: int) 
 
 
 class RefLazyHH:
-    """Alg 6 (spec §6.5) over noiseless LazyCMS cells, candidates as a Python list in insertion
+    """Alg 6 (docs/lazyhh.md §6.5) over noiseless LazyCMS cells, candidates as a Python list in insertion
     order; PRUNE keeps the k~ largest estimates, ties by lower position, order preserved."""
 
     def __init__(self, k, k_tilde, width, depth, gamma, bucket_of):

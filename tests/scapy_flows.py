@@ -5,8 +5,12 @@ left out, as capture does)."""
 from __future__ import annotations
 
 import functools
+import gzip
+import hashlib
 import ipaddress
+import json
 from collections import Counter
+from pathlib import Path
 
 from scapy.contrib.mpls import MPLS  # noqa: F401  (binds ethertype 0x8847 to MPLS, as dptop reads it)
 from scapy.layers.inet import IP, TCP, UDP
@@ -18,6 +22,11 @@ from scapy.packet import Padding, Raw
 from scapy.utils import PcapReader, rdpcap
 
 _EXT = (IPv6ExtHdrHopByHop, IPv6ExtHdrRouting, IPv6ExtHdrDestOpt, AH)
+KINDS = ("dport", "proto", "pair", "src/24")
+SCAPY_CANNOT = {
+    "gopacket_test_loopback.pcap": "scapy does not dissect its loopback header (family 30, IPv6)",
+    "zeek_mpls-6in6-broken.pcap.gz": "broken frames scapy reads as IPv4 where dptop counts a bad header",
+}
 
 
 def _outer_ip(pkt):
@@ -77,7 +86,7 @@ def scapy_counts(path, kind: str) -> Counter:
 @functools.lru_cache(maxsize=None)
 def _all_counts(path: str) -> dict:
     from dptop.engine.core.keys import PROTOCOL_NAMES
-    out = {kind: Counter() for kind in ("dport", "proto", "pair", "src/24")}
+    out = {kind: Counter() for kind in KINDS}
     for pkt in PcapReader(path) if not path.endswith(".gz") else rdpcap(path):
         ip = _outer_ip(pkt)
         if ip is None or not _keyed(ip):
@@ -89,3 +98,58 @@ def _all_counts(path: str) -> dict:
         out["pair"][f"{_addr(ip.src)} → {_addr(ip.dst)}"] += 1
         out["src/24"][_net(ip.src)] += 1
     return out
+
+
+# --- Golden counts: scapy's counts of the bundled captures, cached with their provenance -----------
+# Dissecting every bundled capture with scapy takes minutes; the default suite reads these counts
+# instead, after checking each capture's sha256. `python -m tests.scapy_flows` rewrites the file from
+# scapy; the slow test in test_keykinds.py redissects and compares, so the cache cannot drift.
+GOLDEN = Path(__file__).parent / "data" / "keykinds_golden.json.gz"
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def write_golden(paths) -> dict:
+    import scapy
+    doc = {"provenance": {"made_by": "python -m tests.scapy_flows (tests/scapy_flows.py, _all_counts)",
+                          "dissector": f"scapy {scapy.VERSION}",
+                          "kinds": list(KINDS)},
+           "captures": {}}
+    for path in paths:
+        counts = _all_counts(str(path))
+        doc["captures"][Path(path).name] = {
+            "sha256": _sha256(path),
+            "counts": {kind: dict(sorted(counts[kind].items())) for kind in KINDS}}
+    text = json.dumps(doc, indent=0, ensure_ascii=False) + "\n"
+    with open(GOLDEN, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+        gz.write(text.encode("utf-8"))  # no name or time stamp: the same counts give the same bytes
+    return doc
+
+
+@functools.lru_cache(maxsize=None)
+def _golden() -> dict:
+    return json.loads(gzip.decompress(GOLDEN.read_bytes()).decode("utf-8"))["captures"]
+
+
+def golden_counts(path, kind: str) -> Counter:
+    """scapy's Counter of ``kind`` for a bundled capture, from the cache; the capture must be the
+    one the cache was made from (same sha256), else the cache is stale and says how to remake it."""
+    entry = _golden().get(Path(path).name)
+    if entry is None or entry["sha256"] != _sha256(path):
+        raise AssertionError(f"{GOLDEN.name} has no counts for this copy of {Path(path).name}: "
+                             "run `python -m tests.scapy_flows` to remake them from scapy")
+    return Counter(entry["counts"][kind])
+
+
+def bundled_captures() -> list[Path]:
+    """The captures test_keykinds compares (those scapy dissects the way dptop reads them)."""
+    from dptop.resources import DEMO_CAPTURE
+    data = Path(__file__).parent / "data"
+    return sorted(p for p in data.glob("*.pcap*") if p.name not in SCAPY_CANNOT) + [Path(DEMO_CAPTURE)]
+
+
+if __name__ == "__main__":
+    made = write_golden(bundled_captures())
+    print(f"{GOLDEN}: {len(made['captures'])} captures, {made['provenance']['dissector']}")

@@ -1,5 +1,5 @@
-"""Privacy maps: exact values from the specs' worked tables (dpss-eehh.md §4.4–§4.8, §6.3;
-dp-misra-gries.md §5.5), composition, conversions, budget refusal and parameter errors."""
+"""Privacy maps: exact values from the specs' worked tables (docs/dpss-eehh.md §4.4–§4.8, §6.3;
+docs/dp-misra-gries.md §5.5), composition, conversions, budget refusal and parameter errors."""
 import math
 
 import pytest
@@ -12,7 +12,7 @@ from dptop.engine.privacy.composition import Budget, Cost
 
 @pytest.mark.parametrize("eps,gamma", [(0.01, 761.09), (0.1, 77.01), (0.5, 16.20), (1, 8.60), (10, 1.76)])
 def test_dpss_gamma_strict_discrete_table(eps, gamma):
-    # dpss-eehh.md §4.4, δ_A = 0.001, "strict discrete" column.
+    # docs/dpss-eehh.md §4.4, δ_A = 0.001, "strict discrete" column.
     assert round(dpss.dpss_gamma(eps, 1e-3), 2) == gamma
 
 
@@ -67,12 +67,12 @@ def test_dpss_min_packets_is_the_smallest_passing_length():
 
 @pytest.mark.parametrize("eps,delta,tau", [(1.0, 1e-6, 33), (0.5, 1e-6, 63), (1.0, 1e-9, 47), (0.1, 1e-6, 301)])
 def test_dpmg_mode_a_geometric_table(eps, delta, tau):
-    # dp-misra-gries.md §5.5, "Mode A geometric" column.
+    # docs/dp-misra-gries.md §5.5, "Mode A geometric" column.
     assert dpmg.dpmg_threshold_discrete(eps, delta) == tau
 
 
 def test_cms_example_at_the_experiment_point():
-    # dpss-eehh.md §6.3: T_max = 2^24, k = 128, k~ = 512, ε = 0.1, δ = 1e-3 (no length split):
+    # docs/dpss-eehh.md §6.3: T_max = 2^24, k = 128, k~ = 512, ε = 0.1, δ = 1e-3 (no length split):
     # δ_run = 4.75e-4, d = 37, b = 740, ψ ≈ 13,977, τ2 ≈ 140,236 (n_hi ≈ T).
     d_run = eehh.eehh_run_delta(0.1, 1e-3)
     assert d_run == pytest.approx(4.75e-4, rel=2e-3)

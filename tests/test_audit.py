@@ -114,7 +114,7 @@ def test_audit_of_the_known_answer_mechanism():
 # ---------------------------------------------------------------- broken building blocks
 
 def test_entry_time_spacesaving_breaks_corollary_1_on_the_frozen_pair():
-    """The broken tie rule really is broken: dpss-eehh.md §2.5 ends with 3 isolated labels per
+    """The broken tie rule really is broken: docs/dpss-eehh.md §2.5 ends with 3 isolated labels per
     side (the paper rule's bound is 2)."""
     pair = ac.frozen_tie_pair()
     a, b = EntryTimeSpaceSaving(5), EntryTimeSpaceSaving(5)
@@ -150,7 +150,7 @@ def _check(name: str, runs: int, seed: int):
     result = ac.run(name, runs, 0.95, seed=seed)
     if name == "dpss-wrong-tie":
         # The entry-time rule leaves a third isolated label at the minimum counter; DPSS's strict δ
-        # accounting (dpss-eehh.md §4.4) bounds each isolated label's release by δ_A/(2(1+e^ε_A)),
+        # accounting (docs/dpss-eehh.md §4.4) bounds each isolated label's release by δ_A/(2(1+e^ε_A)),
         # so three of them stay below δ: the leak is not visible at the output level, and the
         # audit flags it white-box, on the summaries of the frozen §2.5 pair (I1).
         assert result.violation and not result.statistical_violation, result.summary()
@@ -191,7 +191,7 @@ def test_cli_audit_list_and_json(tmp_path, capsys):
 
 
 def test_boundary_pair_puts_a_value_in_the_exact_n_gap():
-    """dpss-eehh.md §4.5: the boundary label's count c lies in (τ(n−1), τ(n)] of the exact-n rule,
+    """docs/dpss-eehh.md §4.5: the boundary label's count c lies in (τ(n−1), τ(n)] of the exact-n rule,
     so the value c is releasable on X' only; the real DPSS's threshold never sees n."""
     mech = ExactLengthDPSS(ac.DPSSTarget().settings())
     pair = ac.DPSSTarget._boundary_pair(mech)

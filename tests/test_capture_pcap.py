@@ -246,7 +246,7 @@ def test_count_packets(tmp_path, data_dir):
 
 
 def test_repo_copies_read(tmp_path, data_dir):
-    """The captures in tests/data (clean clone): counts from ../shared/pcaps/STATS.txt."""
+    """The captures in tests/data (clean clone): counts as published with the public captures (their STATS.txt; provenance in tests/data/SOURCES.md)."""
     keys, ts, stats = read_keys(DNS_CAPTURE)
     assert (stats.packets, stats.ip_packets, len(keys)) == (4412, 4412, 4412)
     assert np.all(np.diff(ts) >= 0)

@@ -48,12 +48,12 @@ def test_one_request_delivered_twice_still_flushes_everything(tmp_path):
     """``timeout`` signals the command and then its process group: the same SIGINT arrives twice
     within milliseconds. It is one request: the flush completes and the JSON holds every packet read."""
     pcap, out = tmp_path / "z.pcap", tmp_path / "out.json"
-    write_zipf_pcap(pcap, 1.1, 1 << 16, 1 << 23, seed=4)
-    # as fast as it goes: the slow lanes have batches queued when the signal comes (PunctualSketch,
-    # the slow baseline, holds the reader back, so the signal lands mid-stream however fast the
-    # machine: the other three finish 2^23 packets in about a second)
-    proc = _dptop("replay", str(pcap), "--algorithms", "lazyhh,dpsw,punctual-cms,exact", "--json", str(out),
-                  "--progress", "always")
+    write_zipf_pcap(pcap, 1.1, 1 << 16, 1 << 20, seed=4, rate_pps=1 << 18)  # 4 s of packet time
+    # paced (--speed 1): the signal lands mid-stream however fast the machine; at 262,144 packets/s
+    # the slow lanes have batches queued when it comes (PunctualSketch, the slow baseline, falls
+    # behind and holds the reader back)
+    proc = _dptop("replay", str(pcap), "--algorithms", "lazyhh,dpsw,punctual-cms,exact", "--speed", "1",
+                  "--json", str(out), "--progress", "always")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and "records" not in proc.stderr.readline():
         pass
@@ -65,20 +65,19 @@ def test_one_request_delivered_twice_still_flushes_everything(tmp_path):
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
     result = json.loads(out.read_text())
     seen = result["source"]["ip_packets"]
-    assert result["partial"] and 0 < seen < 1 << 23 and result["exact"]["total"] == seen
+    assert result["partial"] and 0 < seen < 1 << 20 and result["exact"]["total"] == seen
     assert {name: a["packets"] for name, a in result["algorithms"].items()} == \
         dict.fromkeys(("lazyhh", "dpsw", "punctual-cms", "exact"), seen)
 
 
 def test_an_unwritable_json_path_fails_before_the_replay(tmp_path):
     pcap = tmp_path / "z.pcap"
-    write_zipf_pcap(pcap, 1.1, 1000, 1000, seed=1)
+    write_zipf_pcap(pcap, 1.1, 1000, 1000, seed=1, rate_pps=1)  # 1000 s of packets: at 0.001x, 11 days
     for target in ("/dev/full", str(tmp_path / "missing" / "out.json")):
-        t0 = time.monotonic()
         proc = _dptop("replay", str(pcap), "--algorithms", "exact", "--speed", "0.001", "--json", target)
-        _, stderr = proc.communicate(timeout=60)
+        _, stderr = proc.communicate(timeout=120)  # ends only if it fails before replaying
         assert proc.returncode == 1 and stderr.startswith("dptop: error:"), stderr
-        assert "Traceback" not in stderr and time.monotonic() - t0 < 30
+        assert "Traceback" not in stderr
 
 
 def test_a_corrupt_far_future_stamp_does_not_stall_a_paced_replay(tmp_path):
@@ -86,13 +85,11 @@ def test_a_corrupt_far_future_stamp_does_not_stall_a_paced_replay(tmp_path):
     ts = T0 + np.arange(100, dtype=np.int64) * 10**6
     ts[50] = T0 + 10**18  # about 31 years ahead
     write_pcap(pcap, np.full(100, 0x0A00_0001, np.uint32), ts)
-    t0 = time.monotonic()
     proc = _dptop("replay", str(pcap), "--algorithms", "exact", "--speed", "1", "--max-gap", "1", "--json", "-")
-    stdout, stderr = proc.communicate(timeout=120)
+    stdout, stderr = proc.communicate(timeout=120)  # a stall would wait 31 years
     assert proc.returncode == 0, stderr
     result = json.loads(stdout)
     assert result["exact"]["total"] == 100 and "--max-gap" in stderr
-    assert time.monotonic() - t0 < 60
 
 
 @pytest.mark.skipif(not os.path.exists("/usr/bin/timeout"), reason="needs coreutils timeout")

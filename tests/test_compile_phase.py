@@ -122,3 +122,24 @@ def test_cache_folders_of_other_sources_unused_for_a_week_are_removed(tmp_path):
     os.utime(other, (time.time() - week - 60,) * 2)
     jit.prune(current)
     assert current.is_dir() and recent.is_dir() and other.is_dir() and not stale.exists()
+
+
+
+def test_importing_the_kernels_leaves_other_cache_folders_alone_and_compile_tidies_them(tmp_path, monkeypatch):
+    """Importing the decorators does no housekeeping: a week-old folder of other sources survives a
+    fresh interpreter's import and goes at ``dptop compile`` (``compile_kernels``)."""
+    import subprocess
+    import sys
+
+    from dptop.kernels import compile_kernels
+
+    stale = tmp_path / ("2" * 16)
+    stale.mkdir()
+    old = time.time() - jit.STALE_DAYS * 86400 - 60
+    os.utime(stale, (old, old))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    code = "from dptop.engine.core import jit; print(jit.cache_dir())"
+    folder = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.strip()
+    assert stale.is_dir() and folder == str(jit.cache_dir())
+    assert compile_kernels([], progress=lambda line: None) == []
+    assert not stale.exists() and jit.cache_dir().is_dir()

@@ -1,4 +1,4 @@
-"""Misra-Gries kernel and DP Misra-Gries releases (dp-misra-gries.md §2–§7, tests T1–T5, T10,
+"""Misra-Gries kernel and DP Misra-Gries releases (docs/dp-misra-gries.md §2–§7, tests T1–T5, T10,
 T13, T14). The plain-Python reference implements 002's Alg 1 directly; the structure lemma
 (Lemma 2: K1, K2) is checked after every prefix on random neighbouring pairs, and a seeded-random
 zero-slot choice (the negative control of T4) must break it."""
@@ -47,7 +47,7 @@ class RefMG:
 
 
 def lemma2_violations(c: dict, cp: dict, K: int) -> list[str]:
-    """(K1) and (K2) of dp-misra-gries.md §4 for c = MG(S), cp = MG(S'), S' = S minus one item."""
+    """(K1) and (K2) of docs/dp-misra-gries.md §4 for c = MG(S), cp = MG(S'), S' = S minus one item."""
     T, Tp = set(c), set(cp)
     bad = []
     if len(T & Tp) < K - 2:

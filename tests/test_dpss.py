@@ -1,7 +1,7 @@
-"""DP SpaceSaving release and the epoch machinery (dpss-eehh.md §4, §9; tests T7, T8, T11, T17).
+"""DP SpaceSaving release and the epoch machinery (docs/dpss-eehh.md §4, §9; tests T7, T8, T11, T17).
 
 Statistical tests use fixed seeds (the seeded, NOT private noise mode) and state their
-significance; the threshold is recomputed here from the spec's formulas, not from engine code.
+significance; the threshold is recomputed here from the formulas of docs/dpss-eehh.md, not from engine code.
 """
 import math
 
@@ -34,7 +34,7 @@ def _settings(**kw):
 
 
 def spec_threshold(n_noisy, k, k_tilde, eps, delta):
-    """dpss-eehh.md §4.5–§4.6 with the default split, written out independently."""
+    """docs/dpss-eehh.md §4.5–§4.6 with the default split, written out independently."""
     eps_n, delta_n = 0.1 * eps, 0.1 * delta
     eps_a, delta_a = 0.9 * eps, (delta - delta_n) / math.exp(eps_n)
     gamma = 1 + math.log(2 / delta_a) / eps_a

@@ -1,4 +1,4 @@
-"""DPSW-Sketch core (engine/sliding_window/dpsw.py) against spec dpsw-sketch.md §10 (T1-T8)."""
+"""DPSW-Sketch core (engine/sliding_window/dpsw.py) against docs/dpsw-sketch.md §10 (T1-T8)."""
 from __future__ import annotations
 
 import math
@@ -20,7 +20,7 @@ ALPHAS = ["1/10", "1/4", "1/3", "1/2", "2/3", "3/4", "9/10", "19/20", "99/100"]
 
 
 def checkpoints_literal(L: int, alpha: Fraction) -> list[int]:
-    """004 Alg 2 lines 1-8 as written in the spec §3.2 (slow reference)."""
+    """004 Alg 2 lines 1-8 as docs/dpsw-sketch.md §3.2 restates them (slow reference)."""
     I: list[int] = []
     for v in range(L, 0, -1):
         I.append(v)
@@ -86,11 +86,22 @@ def test_checkpoint_golden_lists(L, alpha, expected):
     assert list(Ip) == [L - v + 1 for v in expected]
 
 
-def test_closed_form_equals_literal_procedure():
+def closed_form_equals_literal_procedure(lengths):
     for alpha in ALPHAS:
         a = Fraction(alpha)
-        for L in range(1, 301):
+        for L in lengths:
             assert list(checkpoints(L, a)[0]) == checkpoints_literal(L, a), (L, alpha)
+
+
+def test_closed_form_equals_literal_procedure():
+    """Every length up to 40 and lengths next to powers of two and the top of the range; every
+    length up to 300 in the slow run (the literal procedure is cubic in L)."""
+    closed_form_equals_literal_procedure([*range(1, 41), 63, 64, 65, 100, 128, 129, 256, 257, 300])
+
+
+@pytest.mark.slow
+def test_closed_form_equals_literal_procedure_for_every_length_to_300():
+    closed_form_equals_literal_procedure(range(1, 301))
 
 
 @pytest.mark.parametrize("alpha", ALPHAS)
@@ -108,7 +119,7 @@ def test_worked_example_geometry_and_sigmas():
     """§3.6: w = 1000, L = 32, α = 1/2; σ_j for ε = 1, δ = 1e-6, a = 3."""
     g = Geometry.make(1000, 32, "1/2")
     assert g.Ip == (1, 17, 25, 29, 31, 32) and g.K == 33
-    rho = bun_steinke_rho(1, 1e-6)  # the spec's worked example uses §1.2's calibration
+    rho = bun_steinke_rho(1, 1e-6)  # docs/dpsw-sketch.md §3.6 uses 004's Eq. 1 (§1.2)
     sk = DPSWSketch(g, [Channel(rho)], depth=3, width=64)
     sigmas = [15.13, 52.42, 74.13, 104.84, 148.26, 209.68]
     assert sk.sigmas() == pytest.approx(sigmas, abs=0.01)
@@ -184,7 +195,7 @@ def test_plan_coverage_zero_noise(w, L, alpha):
 
 def test_single_repeated_item_returns_its_count():
     """w = 1000, 10 substreams, one address repeated: at substream ends the plan is exactly the window
-    (the authors' C++ returns 900 here, spec §8 D7). ε = 1, δ = 1e-6; tolerance 6 noise std."""
+    (the authors' C++ returns 900 here, docs/dpsw-sketch.md §8 D7). ε = 1, δ = 1e-6; tolerance 6 noise std."""
     g = Geometry.make(1000, 100, "3/4")
     rho = rho_from_epsilon_delta(1.0, 1e-6)
     sk = DPSWSketch(g, [Channel(rho)], depth=2, width=256)

@@ -1,4 +1,4 @@
-"""``dpsw`` heavy hitters (engine/sliding_window/dpsw_hh.py): hierarchy, public candidates, domain scan (spec §5)."""
+"""``dpsw`` heavy hitters (engine/sliding_window/dpsw_hh.py): hierarchy, public candidates, domain scan (docs/dpsw-sketch.md §5)."""
 from __future__ import annotations
 
 import numpy as np
@@ -153,7 +153,7 @@ def test_utility_against_exact_window_zipf():
     for g, bar in ((0.005, 0.87), (0.01, 0.93)):
         assert res["scan"][g]["f1"] >= bar, f"domain-scan F1 at gamma={g}: {res['scan'][g]} < {bar}"
         assert res["hierarchy"][g]["f1"] >= 0.9, f"hierarchy at gamma={g}: {res['hierarchy'][g]}"
-        assert res["hierarchy"][g]["recall"] >= 0.95 * res["scan"][g]["recall"]  # spec T10
+        assert res["hierarchy"][g]["recall"] >= 0.95 * res["scan"][g]["recall"]  # docs/dpsw-sketch.md §10 T10
     assert res["scan"]["mre"] < 0.3 and res["hierarchy"]["mre"] < 0.4
 
 

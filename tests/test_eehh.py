@@ -1,4 +1,4 @@
-"""Error-envelope heavy hitters over DP CountMin / CountSketch (dpss-eehh.md §6; T12, T14, T17)."""
+"""Error-envelope heavy hitters over DP CountMin / CountSketch (docs/dpss-eehh.md §6; T12, T14, T17)."""
 import json
 import math
 

@@ -1,4 +1,4 @@
-"""GaussBM (spec lazyhh §2–3, tests L1–L5): tree exactness, merge rule, sensitivity, noise law."""
+"""GaussBM (docs/lazyhh.md §2–3, tests L1–L5): tree exactness, merge rule, sensitivity, noise law."""
 import math
 
 import numpy as np

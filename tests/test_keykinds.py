@@ -1,7 +1,9 @@
 """Keys beyond the address (dptop.engine.core.keykinds): destination port, protocol, pair, networks.
 
 Against scapy on every bundled capture it dissects; through the CLI's exact baseline; DPSS finds
-the dominant port of the demo; the labels read back exactly what was counted."""
+the dominant port of the demo; the labels read back exactly what was counted. scapy's counts come
+from tests/data/keykinds_golden.json.gz (checked against each capture's sha256); the slow test
+redissects every capture with scapy and compares it with that cache."""
 import json
 from collections import Counter
 from pathlib import Path
@@ -18,15 +20,10 @@ from dptop.cli import main
 from dptop.engine.core.keykinds import PAIR_NAMES, KeyKind, network_keys, pair_keys
 from dptop.engine.core.keys import decode_key, keys_from_addresses
 from dptop.resources import DEMO_CAPTURE
-from tests.scapy_flows import scapy_counts
+from tests.scapy_flows import KINDS, bundled_captures, golden_counts, scapy_counts
 
 DATA = Path(__file__).parent / "data"
-SCAPY_CANNOT = {
-    "gopacket_test_loopback.pcap": "scapy does not dissect its loopback header (family 30, IPv6)",
-    "zeek_mpls-6in6-broken.pcap.gz": "broken frames scapy reads as IPv4 where dptop counts a bad header",
-}
-CAPTURES = sorted(p for p in DATA.glob("*.pcap*") if p.name not in SCAPY_CANNOT) + [DEMO_CAPTURE]
-KINDS = ("dport", "proto", "pair", "src/24")
+CAPTURES = bundled_captures()
 
 
 def labels(keys: np.ndarray) -> Counter:
@@ -39,7 +36,16 @@ def test_every_kind_equals_scapys_count_on_the_bundled_captures(path):
     for kind in KINDS:
         keys, has = KeyKind(kind).keys(batch)
         got = labels(keys if has is None else keys[has])
-        assert got == scapy_counts(path, kind), (path.name, kind)
+        assert got == golden_counts(path, kind), (path.name, kind)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_golden_counts_equal_scapys_dissection(path):
+    """The cache the default run reads is what scapy counts today (a changed capture, rule or scapy
+    version shows here; `python -m tests.scapy_flows` remakes it)."""
+    for kind in KINDS:
+        assert golden_counts(path, kind) == scapy_counts(path, kind), (path.name, kind)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -48,12 +54,12 @@ def test_cli_exact_counts_per_key_equal_scapys(capsys, kind):
         assert main(["replay", str(path), "--key", kind, "--algorithms", "exact", "--top", "0", "--json", "-"]) == 0
         out = json.loads(capsys.readouterr().out)
         got = {r["address"]: r["count"] for r in out["exact"]["top"]}
-        assert got == dict(scapy_counts(path, kind)), (path.name, kind)
+        assert got == dict(golden_counts(path, kind)), (path.name, kind)
         assert out["counting"]["key"] == kind and KeyKind(kind).label in out["counting"]["text"]
 
 
 def test_the_demo_has_a_dominant_port_and_dpss_releases_it(capsys):
-    ports = scapy_counts(DEMO_CAPTURE, "dport")
+    ports = golden_counts(DEMO_CAPTURE, "dport")
     (top, count), (_, second) = ports.most_common(2)
     assert count > 1.2 * second  # a dominant port: 21 (the TCP SYN attack waves)
     assert main(["replay", str(DEMO_CAPTURE), "--key", "dport", "--algorithms", "dpss", "--json", "-"]) == 0

@@ -1,4 +1,4 @@
-"""LazyHH (spec lazyhh §6–7, tests L5, L8–L13) and its horizon handling."""
+"""LazyHH (docs/lazyhh.md §6–7, tests L5, L8–L13) and its horizon handling."""
 import dataclasses
 import json
 import math
@@ -34,7 +34,7 @@ def test_delta_tilde_and_inverse():
 
 
 def test_parameters_reproduce_spec_worked_example():
-    """L5: spec §6.9, option A at 001's CAIDA point (T = 26.6e6, k = 128, k~ = 512, ε = 0.5, δ = 1e-3, β = δ/2)."""
+    """L5: docs/lazyhh.md §6.9, option A at 001's CAIDA point (T = 26.6e6, k = 128, k~ = 512, ε = 0.5, δ = 1e-3, β = δ/2)."""
     p = LazyHHParams.build(128, 512, 0.5, 1e-3, 5e-4, 26_600_000)
     assert (p.depth, p.width, p.height) == (27, 1392, 15)
     assert p.sigma == pytest.approx(215.0, abs=0.05)

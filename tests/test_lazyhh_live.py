@@ -1,4 +1,4 @@
-"""LazyHH on a live stream (spec lazyhh §7.3): segments of a public packet horizon with restart,
+"""LazyHH on a live stream (docs/lazyhh.md §7.3): segments of a public packet horizon with restart,
 k~ chosen from public parameters, the a-priori release time of a source by its share, and the
 privacy map of the segments."""
 from __future__ import annotations

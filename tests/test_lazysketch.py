@@ -1,4 +1,4 @@
-"""LazySketch and PunctualSketch (spec lazyhh §4–5, tests L6, L7, L14) and their dptop wrappers."""
+"""LazySketch and PunctualSketch (docs/lazyhh.md §4–5, tests L6, L7, L14) and their dptop wrappers."""
 import math
 
 import numpy as np
@@ -84,7 +84,7 @@ def test_lazy_neighbours_differ_in_at_most_2d_pushes_by_one():
 
 def test_count_sketch_same_cell_opposite_signs_changes_by_two_so_m_is_4d():
     """L7 (CS): find two sources sharing a bucket with opposite signs in some row; substituting one for
-    the other changes that cell's window sum by 2, which is why LazyCS uses m = 4d (spec §5.5, C8)."""
+    the other changes that cell's window sum by 2, which is why LazyCS uses m = 4d (docs/lazyhh.md §5.5, C8)."""
     w, d = 5, 3
     sk = LazySketch(100, 0.5, 1e-3, w, d, kind="cs", seed=SEED, noiseless=True)
     cand = keys_from_addresses([f"10.0.{i // 250}.{i % 250}" for i in range(2000)])
@@ -234,7 +234,7 @@ def _spread(b, g, w):
 @pytest.mark.parametrize("keys", ["random", "consecutive IPv4"])
 def test_row_hashes_spread_keys_evenly_and_independently(keys):
     """The rows (fingerprint, then a multiply-add per row) must act as independent uniform hashes
-    (the CMS/CS collision bounds, spec §5.1): over 40 000 distinct keys, each row's buckets,
+    (the CMS/CS collision bounds, docs/lazyhh.md §5.1): over 40 000 distinct keys, each row's buckets,
     every pair of rows jointly and each row's (bucket, sign) pass a chi-square test at
     p > 1e-4 (about 20 tests, seeded: a deterministic check). Rows made identical fail it."""
     rng = np.random.default_rng(SEED)

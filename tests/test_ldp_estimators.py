@@ -1,8 +1,8 @@
-"""L3: estimator bias and variance of GRR, OLH, HR and BDR (ldp-heavyguardian.md §11).
+"""L3: estimator bias and variance of GRR, OLH, HR and BDR (docs/local-dp.md §11).
 
 For fixed true counts, R independent runs of n reports each (drawn by the real samplers): every
 estimate's mean lies within 4.5 standard errors of the truth, and its empirical variance within a
-tolerance of the formula (±15 % with R = 2000 by default, the spec's ±5 % with R = 20000 in the
+tolerance of the formula (±15 % with R = 2000 by default, docs/local-dp.md §11 L3's ±5 % with R = 20000 in the
 slow run; both are > 4σ of the sampling error of a variance). HR is checked against the derived
 variance of §1.3; 003's eq. (7) is 4× larger and must *not* match (if someone "fixes" the test to
 eq. (7), this assertion fails).

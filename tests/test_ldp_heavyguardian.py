@@ -1,4 +1,4 @@
-"""HeavyGuardian: L5 (ED direction) and L6 (the non-private sketch), ldp-heavyguardian.md §11."""
+"""HeavyGuardian: L5 (ED direction) and L6 (the non-private sketch), docs/local-dp.md §11."""
 import math
 
 import numpy as np

@@ -1,5 +1,5 @@
 """Local-DP mechanisms: privacy maps by exact values, L1 transition-matrix ratios with their
-negative controls, L2 sampler goodness of fit, L4 BERN_EXP (ldp-heavyguardian.md §11)."""
+negative controls, L2 sampler goodness of fit, L4 BERN_EXP (docs/local-dp.md §11)."""
 import math
 from fractions import Fraction
 

@@ -1,4 +1,4 @@
-"""L8: NDCG (003 A.6, spec §8) and the other metrics by hand-computed values."""
+"""L8: NDCG (003 A.6, docs/local-dp.md §8) and the other metrics by hand-computed values."""
 import math
 
 import pytest

@@ -1,4 +1,4 @@
-"""L9 (protocol) and L10 (no clear-text path), ldp-heavyguardian.md §11, and the halves'
+"""L9 (protocol) and L10 (no clear-text path), docs/local-dp.md §11, and the halves'
 interface: only (version, tag, symbol) reports and public snapshots cross between them."""
 import pickle
 

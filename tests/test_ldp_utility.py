@@ -1,4 +1,4 @@
-"""Utility of the local-DP algorithms end to end (spec §11 L7, the acceptance figures).
+"""Utility of the local-DP algorithms end to end (docs/local-dp.md §11 L7, the acceptance figures).
 
 Fast: a small stream through the product path. Slow: the acceptance streams (Zipf 1.5, 2^22
 packets) through the registered algorithms fed ``KeyBatch``es, as ``dptop replay`` runs them, and

@@ -1,6 +1,6 @@
 """Mergeable summaries (dptop.engine.baselines.merge): merges against naive references, algebra
 (associative and commutative where the structure is), merged error bounds for every key, and the
-structure of merged Misra-Gries neighbours (dp-misra-gries.md §8, test T8)."""
+structure of merged Misra-Gries neighbours (docs/dp-misra-gries.md §8, test T8)."""
 from collections import Counter
 
 import numpy as np

@@ -1,5 +1,5 @@
-"""Exact discrete samplers (engine/privacy/noise.py) against their analytic laws (dpss-eehh.md T8,
-dp-misra-gries.md T9). Chi-square tests at significance ALPHA with fixed seeds; the power test
+"""Exact discrete samplers (engine/privacy/noise.py) against their analytic laws (docs/dpss-eehh.md T8,
+docs/dp-misra-gries.md T9). Chi-square tests at significance ALPHA with fixed seeds; the power test
 shows the harness rejects a sampler with the wrong scale (2/ε instead of 1/ε)."""
 import math
 from fractions import Fraction
@@ -46,7 +46,7 @@ def test_dlap_chi_square(eps):
 @pytest.mark.slow
 @pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
 def test_dlap_chi_square_million(eps):
-    # T8/T9 as the spec states them: 10^6 draws, |z| <= 20.
+    # T8/T9 (docs/dpss-eehh.md §12, docs/dp-misra-gries.md §13): 10^6 draws, |z| <= 20.
     draws = np.array(_draws(eps, 1_000_000, seed=12))
     p = chi_square_p(draws, math.exp(-eps))
     assert p > ALPHA, f"chi-square p = {p:.3g} <= {ALPHA} for ε = {eps}"

@@ -1,4 +1,4 @@
-"""SpaceSaving kernel vs the plain-Python reference with the paper's tie rule (dpss-eehh.md §2)."""
+"""SpaceSaving kernel vs the plain-Python reference with the paper's tie rule (docs/dpss-eehh.md §2)."""
 import random
 
 import numpy as np
@@ -41,7 +41,7 @@ def test_matches_reference_on_random_streams(seed):
 
 
 def test_frozen_tie_rule_example():
-    # dpss-eehh.md §2.5: at the last arrival 4 and 3 both have count 1 and 3 arrived more
+    # docs/dpss-eehh.md §2.5: at the last arrival 4 and 3 both have count 1 and 3 arrived more
     # recently, so the paper rule evicts 3.
     got, _ = _run([4, 3, 1, 2, 1, 2, 9], 4)
     assert got == {4: 1, 1: 2, 2: 2, 9: 2}

@@ -1,4 +1,4 @@
-"""Corollary 1 of seed 000 on neighbouring streams (dpss-eehh.md §2.4–§2.6, tests T2–T5).
+"""Corollary 1 of seed 000 on neighbouring streams (docs/dpss-eehh.md §2.4–§2.6, tests T2–T5).
 
 X is the longer stream and X' is X without the element at position i. After every prefix
 t >= i + 1 the summaries SS(X[:t]) and SS(X'[:t−1]) must satisfy (I1)–(I5) of §2.6. The paper's
@@ -141,7 +141,7 @@ def test_frozen_counterexample_entry_rule():
 
 
 def test_frozen_dphh_ring_mismatch():
-    # dpss-eehh.md §2.5: the paper rule evicts 3 (the more recent of the two count-1 items).
+    # docs/dpss-eehh.md §2.5: the paper rule evicts 3 (the more recent of the two count-1 items).
     assert _final([4, 3, 1, 2, 1, 2, 9], 4, "paper") == {4: 1, 1: 2, 2: 2, 9: 2}
     assert _kernel_summary([4, 3, 1, 2, 1, 2, 9], 4) == {4: 1, 1: 2, 2: 2, 9: 2}
 

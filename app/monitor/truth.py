@@ -294,11 +294,6 @@ class Truth:
         with self._lock:
             return self._results.get(panel)
 
-    def forget(self, panel: str) -> None:
-        with self._lock:
-            self._requests.pop(panel, None)
-            self._results.pop(panel, None)
-
     def count_all(self) -> None:
         """Keep exact counts of every packet from now on (the session calls it before the first
         batch unless an ``exact`` lane already counts them)."""

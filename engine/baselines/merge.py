@@ -5,7 +5,7 @@ Every summary is a frozen value built from a kernel state's public ``snapshot`` 
 counter's items); ``merge`` returns a new summary and never touches its inputs.
 
 * ``CountSummary`` — exact counts: key-wise sum. Associative and commutative.
-* ``MGSummary`` — Misra-Gries with K counters, merged as dp-misra-gries.md §8 (Agarwal et al.'s
+* ``MGSummary`` — Misra-Gries with K counters, merged as docs/dp-misra-gries.md §8 (Agarwal et al.'s
   mergeable summaries): sum the counters key-wise, subtract the (K+1)-th largest value, drop the
   non-positive ones. Commutative, not associative; after any tree of merges every estimate lies in
   ``[f(x) − (n − Σc)/(K+1), f(x)]`` (``error_bound``), and ``(n − Σc)/(K+1) <= n/(K+1)``.
@@ -132,7 +132,7 @@ class MGSummary(_Counters):
         return cls(*sum_by_key(keys[keep], counts[keep]), n, len(counts))
 
     def merge(self, other: "MGSummary") -> "MGSummary":
-        """dp-misra-gries.md §8: sum, subtract the (K+1)-th largest, drop non-positive counters."""
+        """docs/dp-misra-gries.md §8: sum, subtract the (K+1)-th largest, drop non-positive counters."""
         _check_same("capacity K", self.capacity, other.capacity)
         keys, counts = sum_by_key(np.concatenate([self.keys, other.keys]),
                                   np.concatenate([self.counts, other.counts]))

@@ -1,5 +1,5 @@
 """Misra-Gries in the form seed 002 requires [002 Alg 1], O(1) amortised per update, as numba
-kernels (dp-misra-gries.md §2–§3.4).
+kernels (docs/dp-misra-gries.md §2–§3.4).
 
 Exactly K (key, counter) pairs at all times, starting from K dummy keys ``(SENTINEL_HI, j)`` with
 counter 0. Dummy keys sort after every real key (real sources never have ``hi = SENTINEL_HI``,
@@ -266,7 +266,7 @@ def _smallest_zero(L, zq):
 
 @hot
 def update_batch(st, keys):
-    """UPDATE(x) of dp-misra-gries.md §3.3 for every key of the batch, in order."""
+    """UPDATE(x) of docs/dp-misra-gries.md §3.3 for every key of the batch, in order."""
     L, zq, digits, key_hi, key_lo, slot_home = st.links, st.zq, st.digits, st.key_hi, st.key_lo, st.home
     tab_hi, tab_lo, tab_val, hashing = st.tab
     L[-W + N] += len(keys)

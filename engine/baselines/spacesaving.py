@@ -1,4 +1,4 @@
-"""SpaceSaving with the paper's eviction rule, O(1) per update (dpss-eehh.md §2–§3.1).
+"""SpaceSaving with the paper's eviction rule, O(1) per update (docs/dpss-eehh.md §2–§3.1).
 
 Among the minimum counters, evict the item whose **last arrival is most recent** [000 Alg 2].
 The stream-summary layout (``summary``) makes that the tail of the minimum bucket: inside a
@@ -47,7 +47,7 @@ def state_bytes(capacity: int) -> int:
 
 @hot
 def update_batch(st, keys):
-    """SS_UPDATE (dpss-eehh.md §3.1 UPDATE) for every key of the batch, in order."""
+    """SS_UPDATE (docs/dpss-eehh.md §3.1 UPDATE) for every key of the batch, in order."""
     L = st.links
     slot_hi = st.slot_hi
     slot_lo = st.slot_lo

@@ -1,5 +1,5 @@
-"""The stream-summary layout shared by SpaceSaving and Misra-Gries (dpss-eehh.md §3.1,
-dp-misra-gries.md §3.4), as numba helpers over one packed int64 array ``L``.
+"""The stream-summary layout shared by SpaceSaving and Misra-Gries (docs/dpss-eehh.md §3.1,
+docs/dp-misra-gries.md §3.4), as numba helpers over one packed int64 array ``L``.
 
 Slots are grouped in buckets of equal counter value; the buckets form a doubly linked list sorted by
 value, and each bucket keeps its slots in the order they entered it (head = oldest), so moving a

@@ -3,7 +3,7 @@
 A ring buffer of the last ``w`` keys and an open-addressing count table (``dptop.engine.core.hashtable``) of
 fixed capacity >= 2w (at most ``w`` distinct keys, so the load stays <= 1/2). Each arrival evicts
 the key ``w`` positions back (decrement; delete at zero by backward shift) and counts the new one.
-Not private: the GUI's comparison column and the metrics' truth for DPSW (dpsw-sketch.md).
+Not private: the GUI's comparison column and the metrics' truth for DPSW (docs/dpsw-sketch.md).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Gaussian binary mechanism (GaussBM) over a grid of counters [001 §3, Alg 1, Alg 2; spec lazyhh §2–3].
+"""Gaussian binary mechanism (GaussBM) over a grid of counters [001 §3, Alg 1, Alg 2; docs/lazyhh.md §2–3].
 
 Every counter is a binary tree of dyadic intervals of its own updates. Each node holds its exact
 sum and its **own** fresh N(0, σ²) draw, made when the node is completed; the released value after
@@ -9,7 +9,7 @@ State is a ``BMState`` of preallocated arrays over a ``d × w`` grid, stored col
 column). All cells of a column are pushed together (LazySketch pushes one column per arrival, PunctualSketch and the n-counter
 problem push every column), so the merge pattern is computed once per column.
 
-Corrections of 001 used here (spec §9): the merge test runs on the counter's own 0-based update
+Corrections of 001 used here (docs/lazyhh.md §9): the merge test runs on the counter's own 0-based update
 count (C1), the query accumulates (C2), σ keeps Alg 1's factor 2 (C3), the error bound is derived
 from that σ (C4), and ε must lie in (0, 1) (C5).
 """
@@ -34,16 +34,16 @@ NOISE_SEEDED = "seeded generator (Settings.seed): reproducible, NOT private"
 
 
 class HorizonExceeded(RuntimeError):
-    """More updates than the horizon the noise was calibrated for (spec §2.3 step 1, §7.2)."""
+    """More updates than the horizon the noise was calibrated for (docs/lazyhh.md §2.3 step 1, §7.2)."""
 
 
 def check_gaussbm_epsilon(epsilon: float) -> float:
-    """ε ∈ (0, 1): the classical Gaussian mechanism behind Alg 1's σ is valid only there (spec §2.6)."""
+    """ε ∈ (0, 1): the classical Gaussian mechanism behind Alg 1's σ is valid only there (docs/lazyhh.md §2.6)."""
     epsilon = float(epsilon)
     if not 0.0 < epsilon < 1.0:
         raise ValueError(
             f"epsilon ({epsilon:g}) must be in (0, 1): GaussBM uses the classical Gaussian "
-            "mechanism, which is not valid for epsilon >= 1 (spec lazyhh §2.6)"
+            "mechanism, which is not valid for epsilon >= 1 (docs/lazyhh.md §2.6)"
         )
     return epsilon
 
@@ -56,13 +56,13 @@ def check_gaussbm_delta(delta: float, upper: float = 1.0) -> float:
 
 
 def tree_height(updates: int) -> int:
-    """H = ⌈log2(T + 1)⌉ levels for a counter of at most T updates (spec §2.1); capacity 2^H − 1."""
+    """H = ⌈log2(T + 1)⌉ levels for a counter of at most T updates (docs/lazyhh.md §2.1); capacity 2^H − 1."""
     updates = check_positive_int("horizon (updates per counter)", updates)
     return updates.bit_length()
 
 
 def gaussbm_sigma(height: int, epsilon: float, delta: float, m: int) -> float:
-    """σ = (1/ε)·sqrt(2·h·m·ln(1.25/δ)), the standard deviation of every node (spec §2.1, §2.4)."""
+    """σ = (1/ε)·sqrt(2·h·m·ln(1.25/δ)), the standard deviation of every node (docs/lazyhh.md §2.1, §2.4)."""
     epsilon = check_gaussbm_epsilon(epsilon)
     delta = check_gaussbm_delta(delta)
     m = check_positive_int("m (counters a neighbour may change)", m)
@@ -71,7 +71,7 @@ def gaussbm_sigma(height: int, epsilon: float, delta: float, m: int) -> float:
 
 def noise_bound(sigma: float, height: int, pairs: int, beta: float) -> float:
     """E_noise(N, β) = σ·sqrt(2h·ln(2N/β)): with probability ≥ 1 − β every one of N
-    (counter, time) releases is within this of its exact prefix sum (spec §2.5, Fact 1 + union)."""
+    (counter, time) releases is within this of its exact prefix sum (docs/lazyhh.md §2.5, Fact 1 + union)."""
     if not 0.0 < beta < 1.0:
         raise ValueError(f"beta ({beta:g}) must be in (0, 1)")
     return sigma * math.sqrt(2.0 * height * math.log(2.0 * pairs / beta))
@@ -118,7 +118,7 @@ def make_bm_state(depth: int, width: int, height: int, exact=np.int64) -> BMStat
 
 @inner
 def push_column(ex, sx, pre, upd, j, inc, sigma, z, zo, clear):
-    """GBM_PUSH(inc[j, i]) into every cell (i, j) of column ``j`` (spec §2.3), arrays of a
+    """GBM_PUSH(inc[j, i]) into every cell (i, j) of column ``j`` (docs/lazyhh.md §2.3), arrays of a
     ``BMState``; cell i's new node draws ``z[zo + i]``; ``clear`` zeroes ``inc[j]`` after it.
 
     The new node lands on level L = number of trailing ones of u: the completed siblings below
@@ -250,5 +250,5 @@ class GaussBM:
         return self.state.pre.T.copy()
 
     def error_bound(self, pairs: int, beta: float) -> float:
-        """E_noise(pairs, β) for the σ in use (spec §2.5)."""
+        """E_noise(pairs, β) for the σ in use (docs/lazyhh.md §2.5)."""
         return noise_bound(self.noise_sigma, self.height, pairs, beta)

@@ -1,4 +1,4 @@
-"""The horizon T of continual-observation algorithms and the two ways to run past it (spec lazyhh §7).
+"""The horizon T of continual-observation algorithms and the two ways to run past it (docs/lazyhh.md §7).
 
 GaussBM trees, the sketch depth and the thresholds are calibrated for at most T arrivals, fixed
 before the first packet. ``ContinualAlgorithm`` handles the two options of §7:
@@ -52,7 +52,7 @@ def resolve_horizon(settings: Settings, facts: PublicFacts = NO_FACTS, counting:
     if settings.horizon is not None:
         horizon = check_positive_int("horizon", settings.horizon)
         if horizon < minimum:
-            raise ValueError(f"horizon ({horizon}) must be >= {minimum} (T_max >= k~, spec lazyhh §6.1)")
+            raise ValueError(f"horizon ({horizon}) must be >= {minimum} (T_max >= k~, docs/lazyhh.md §6.1)")
         return horizon, "--horizon"
     if facts.length:
         length = check_positive_int("stream_length", facts.length)
@@ -180,7 +180,7 @@ class ContinualAlgorithm(Algorithm):
 
     def arrival_rate(self) -> float | None:
         """Arrivals per second of packet time in this segment (public under substitution: every
-        arrival and its time are, spec §1.2); None before two stamps."""
+        arrival and its time are, docs/lazyhh.md §1.2); None before two stamps."""
         if self._t_first is None or self._t_last is None or self._t_last <= self._t_first or self.t < 2:
             return None
         return (self.t - 1) / (self._t_last - self._t_first)

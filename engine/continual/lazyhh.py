@@ -1,11 +1,11 @@
-"""LazyHH: private heavy hitters under continual observation [001 §5, Alg 6, Thm 3; spec lazyhh §6].
+"""LazyHH: private heavy hitters under continual observation [001 §5, Alg 6, Thm 3; docs/lazyhh.md §6].
 
 A d × w LazyCMS (``dptop.engine.continual.lazysketch``) plus a candidate set C kept in a hash table. Every arrival
 updates the sketch and joins C if new. Every k~ arrivals (t ≡ 0 mod k~, a public schedule: P1)
 OUTPUT queries the sketch for every candidate and publishes H = {(y, v_y) : v_y > τ(t)}; PRUNE then
 keeps the k~ candidates with the largest estimates. Between outputs H is re-released unchanged.
 
-Parameters follow spec §6.3 (option A by default: w = ⌈e·k~⌉; option B: w = k~), with γ derived
+Parameters follow docs/lazyhh.md §6.3 (option A by default: w = ⌈e·k~⌉; option B: w = k~), with γ derived
 from the σ in use: γ = σ·sqrt(2H·ln(4N/β)), N = ⌈T/k~⌉·d·w. Thresholds: λ1 = γ + w,
 λ2(t) = e·t/w + γ, τ(t) = max(t/k, t/k~ + λ1 + 2λ2(t)) + 1, release iff v > τ(t).
 
@@ -51,14 +51,14 @@ def delta_tilde(epsilon: float, delta: float) -> float:
 
 
 def delta_for(epsilon: float, target_delta_tilde: float) -> float:
-    """The δ giving a target δ~ (spec §6.7): δ = (−a + sqrt(a² + 2δ~))/2 with a = 3/2 + e^ε."""
+    """The δ giving a target δ~ (docs/lazyhh.md §6.7): δ = (−a + sqrt(a² + 2δ~))/2 with a = 3/2 + e^ε."""
     a = 1.5 + math.exp(epsilon)
     return (-a + math.sqrt(a * a + 2.0 * target_delta_tilde)) / 2.0
 
 
 @dataclass(frozen=True)
 class LazyHHParams:
-    """Every derived constant of one LazyHH instance (spec §6.3), computable before any data."""
+    """Every derived constant of one LazyHH instance (docs/lazyhh.md §6.3), computable before any data."""
 
     k: int
     k_tilde: int
@@ -75,21 +75,21 @@ class LazyHHParams:
 
     @classmethod
     def build(cls, k, k_tilde, epsilon, delta, beta, horizon, option="A") -> "LazyHHParams":
-        """Validate (spec §6.1, L13) and derive d, w, H, σ, γ (spec §6.3)."""
+        """Validate (docs/lazyhh.md §6.1, L13) and derive d, w, H, σ, γ (docs/lazyhh.md §6.3)."""
         k = check_positive_int("k", k)
         k_tilde = check_positive_int("k~", k_tilde)
         if k_tilde <= k:
-            raise ValueError(f"k~ ({k_tilde}) must be > k ({k}) (spec lazyhh §6.1)")
+            raise ValueError(f"k~ ({k_tilde}) must be > k ({k}) (docs/lazyhh.md §6.1)")
         epsilon = check_gaussbm_epsilon(epsilon)
         delta = float(delta)
         if not 0.0 < delta < 0.5:
-            raise ValueError(f"delta ({delta:g}) must be in (0, 0.5) (spec lazyhh §6.1, Lem 6)")
+            raise ValueError(f"delta ({delta:g}) must be in (0, 0.5) (docs/lazyhh.md §6.1, Lem 6)")
         beta = float(beta)
         if not 0.0 < beta < delta:
-            raise ValueError(f"beta ({beta:g}) must be in (0, delta = {delta:g}) (spec lazyhh §6.1)")
+            raise ValueError(f"beta ({beta:g}) must be in (0, delta = {delta:g}) (docs/lazyhh.md §6.1)")
         horizon = check_positive_int("horizon", horizon)
         if horizon < k_tilde:
-            raise ValueError(f"horizon ({horizon}) must be >= k~ ({k_tilde}) (spec lazyhh §6.1)")
+            raise ValueError(f"horizon ({horizon}) must be >= k~ ({k_tilde}) (docs/lazyhh.md §6.1)")
         if option not in ("A", "B"):
             raise ValueError(f"option ({option!r}) must be 'A' (w = ceil(e k~)) or 'B' (w = k~)")
         depth = math.ceil(math.log(4.0 * horizon / beta))
@@ -105,11 +105,11 @@ class LazyHHParams:
         return delta_tilde(self.epsilon, self.delta)
 
     def threshold(self, t: int) -> float:
-        """τ(t): a released estimate must exceed it (spec §6.5 OUTPUT step 1)."""
+        """τ(t): a released estimate must exceed it (docs/lazyhh.md §6.5 OUTPUT step 1)."""
         return float(suppression_threshold(t, self.k, self.k_tilde, self.width, self.gamma))
 
     def tau1_binds_after(self) -> float | None:
-        """The t after which τ1 = t/k is the binding threshold (None: never), spec §6.9."""
+        """The t after which τ1 = t/k is the binding threshold (None: never), docs/lazyhh.md §6.9."""
         slope = 1.0 / self.k - 1.0 / self.k_tilde - 2.0 * E / self.width
         if slope <= 0:
             return None
@@ -118,7 +118,7 @@ class LazyHHParams:
 
 def detection_limit(p: LazyHHParams) -> tuple[int, float]:
     """(count released w.p. >= 0.9 by t = T, error bound of an estimate): LazySketch never
-    underestimates but for its Gaussian noise, bounded by γ w.p. >= 1 − β (spec §6.3), so a count
+    underestimates but for its Gaussian noise, bounded by γ w.p. >= 1 − β (docs/lazyhh.md §6.3), so a count
     of τ(T) + γ passes; the error is the CountMin collision bound e·T/w plus γ."""
     T = p.horizon
     return math.ceil(p.threshold(T) + p.gamma), E * T / p.width + p.gamma
@@ -132,7 +132,7 @@ def release_after(p: LazyHHParams, share: float) -> int | None:
     """Arrivals into a horizon (segment) after which a source sending ``share`` of them is
     released with probability >= 0.9: the first output step t (a multiple of k~) with
     share·t >= τ(t) + γ, as ``detection_limit``; None when no t <= T qualifies. Exact from the two
-    linear pieces of τ (spec §6.3): t(share − 1/k) >= γ + 1 and
+    linear pieces of τ (docs/lazyhh.md §6.3): t(share − 1/k) >= γ + 1 and
     t(share − 1/k~ − 2e/w) >= 4γ + w + 1."""
     need = 0.0
     for slope, height in ((share - 1.0 / p.k, p.gamma + 1.0),
@@ -167,7 +167,7 @@ def shortest_stream(settings, share: float) -> int | None:
 
 @inner
 def suppression_threshold(t, k, k_tilde, width, gamma):
-    """τ(t) = max(t/k, t/k~ + λ1 + 2λ2(t)) + 1 with λ1 = γ + w, λ2 = e·t/w + γ (spec §6.3)."""
+    """τ(t) = max(t/k, t/k~ + λ1 + 2λ2(t)) + 1 with λ1 = γ + w, λ2 = e·t/w + γ (docs/lazyhh.md §6.3)."""
     lam1 = gamma + width
     lam2 = 2.718281828459045 * t / width + gamma
     tau1 = t / k
@@ -224,7 +224,7 @@ def hh_state_bytes(depth: int, width: int, height: int, k_tilde: int) -> int:
 
 @kernel
 def _output(st, t, k, k_tilde, gamma):
-    """OUTPUT(t): estimate every candidate, publish those above τ(t) (spec §6.5).
+    """OUTPUT(t): estimate every candidate, publish those above τ(t) (docs/lazyhh.md §6.5).
 
     PRUNE keeps the k~ largest estimates: the k~-th largest of all is at least the smallest of
     the first k~ (any k~ of them), L. So past the first k~ a candidate's estimate stops once its
@@ -257,7 +257,7 @@ def _output(st, t, k, k_tilde, gamma):
 @kernel
 def _prune(st, k_tilde):
     """PRUNE(): keep the k~ candidates with the largest estimates (ties: lower index first),
-    compacting in place, and rebuild the key table (spec §6.5)."""
+    compacting in place, and rebuild the key table (docs/lazyhh.md §6.5)."""
     n = st.meta[CAND_N]
     if n <= k_tilde:
         return
@@ -299,7 +299,7 @@ def _prune(st, k_tilde):
 
 @hot
 def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
-    """LAZYHH_UPDATE for every key (spec §6.5); returns the index of the last output step or -1.
+    """LAZYHH_UPDATE for every key (docs/lazyhh.md §6.5); returns the index of the last output step or -1.
     The per-arrival loop works on unpacked arrays (see ``gaussbm.push_column``). A key already in
     C adds to P through the cells stored when it entered (the same cells ``row_buckets`` gives):
     most arrivals are candidates' and skip the d hashes. The candidate lookup comes first; C is
@@ -339,7 +339,7 @@ def _hh_batch(st, keys, sigma, rng, k, k_tilde, gamma):
             cand_home[n_cand] = h
             store(tab_hi, tab_lo, tab_val, q, hi, lo, row)
             n_cand += 1
-        for i in range(d):  # LAZY_UPDATE (spec §5.2): x into P through its cells, then push a column
+        for i in range(d):  # LAZY_UPDATE (docs/lazyhh.md §5.2): x into P through its cells, then push a column
             flat_p[own[i]] += 1
         pos = push_next(p, ex, sx, pre, upd, pos, sigma, z, (n % CHUNK) * d)
         if until == 0:  # t ≡ 0 mod k~, counted down (a division per arrival costs more)
@@ -498,8 +498,8 @@ class LazyHH(ContinualAlgorithm):
                 f"γ = {p.gamma:.4g}; output recomputed every k~ = {p.k_tilde} arrivals, re-released in between.",
                 "Released: labels whose LazyCMS estimate exceeds τ(t) = max(t/k, t/k~ + λ1 + 2λ2) + 1; "
                 "never the candidate set, its size or failed estimates.",
-                "Only substitution of one packet's key is protected, not packet presence (spec §1.2).",
-                "Thm 3's proof treats the common candidate set as fixed (spec §6.7 caveat).",
+                "Only substitution of one packet's key is protected, not packet presence (docs/lazyhh.md §1.2).",
+                "Thm 3's proof treats the common candidate set as fixed (docs/lazyhh.md §6.7 caveat).",
             ),
         ).counted(counted_unit(self.counting))
 

@@ -1,8 +1,8 @@
 """Private frequency sketches under continual observation: PunctualSketch and LazySketch
-[001 §4, Alg 3–5, Thm 2; spec lazyhh §4–5].
+[001 §4, Alg 3–5, Thm 2; docs/lazyhh.md §4–5].
 
 Both hold a d × w grid O of GaussBM counters (``dptop.engine.continual.gaussbm``) with secret
-random row hashes h_i (and signs g_i for Count Sketch, spec §5.1): a key's 64-bit fingerprint
+random row hashes h_i (and signs g_i for Count Sketch, docs/lazyhh.md §5.1): a key's 64-bit fingerprint
 f(x) under a secret seed, then one multiply-add per row, a_i·f + b_i mod 2^64 with secret a_i
 (odd) and b_i: multiply-shift hashing, 2-universal in each row and independent across rows, as
 the CMS/CS bounds need. O is released at every step and may be queried for any label at any
@@ -15,7 +15,7 @@ time: CMS f̂(x) = min_i O[i, h_i(x)], CS f̂(x) = median_i g_i(x)·O[i, h_i(x)]
   once per w arrivals, so cells are GaussBM(⌈T/w⌉) and an update costs d pushes, not d·w.
 
 A substitution changes ≤ 2 cells per row by 1 (CMS): m = 2d; for CS one cell can change by 2
-when the two sources share a bucket with opposite signs, so m = 4d (spec §5.5, C8).
+when the two sources share a bucket with opposite signs, so m = 4d (docs/lazyhh.md §5.5, C8).
 """
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ def _estimates(st, signed, keys, out):
 
 @inner
 def lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, zo):
-    """LAZY_UPDATE(x) (spec §5.2) for x's cells ``bk`` (flat indices, ``row_buckets``) and signs
+    """LAZY_UPDATE(x) (docs/lazyhh.md §5.2) for x's cells ``bk`` (flat indices, ``row_buckets``) and signs
     ``sg`` (all 1 for CMS): add x to P, then push column ``pos`` of P (zeros too, with draws
     ``z[zo:zo+d]``) and clear it; returns the next column."""
     flat = p.reshape(-1)
@@ -196,7 +196,7 @@ def lazy_update(p, bk, sg, ex, sx, pre, upd, pos, sigma, z, zo):
 
 @inner
 def push_next(p, ex, sx, pre, upd, pos, sigma, z, zo):
-    """LAZY_UPDATE step 2–3 (spec §5.2): push column ``pos`` of P into O (zeros too, draws
+    """LAZY_UPDATE step 2–3 (docs/lazyhh.md §5.2): push column ``pos`` of P into O (zeros too, draws
     ``z[zo:zo+d]``) and clear it; returns the next column."""
     push_column(ex, sx, pre, upd, pos, p, sigma, z, zo, True)
     return pos + 1 if pos + 1 < p.shape[0] else 0
@@ -249,7 +249,7 @@ def exact_dtype(horizon: int):
 
 def pending_dtype(width: int):
     """The dtype of P: a lazy cell gathers the increments of at most the w arrivals between two
-    pushes of its column (spec §5.2: one column a step, round robin), a punctual one those of one
+    pushes of its column (docs/lazyhh.md §5.2: one column a step, round robin), a punctual one those of one
     arrival; so int16 below w = 2^15 (the d increments of every arrival touch half the bytes),
     else int32."""
     return np.int16 if width < 1 << 15 else np.int32
@@ -280,7 +280,7 @@ class PrivateSketch:
         self.width = check_positive_int("width", width)
         self.depth = check_positive_int("depth", depth)
         if kind == "cs" and self.depth % 2 == 0:
-            raise ValueError(f"depth ({self.depth}) must be odd for Count Sketch (median of rows, spec §5.3)")
+            raise ValueError(f"depth ({self.depth}) must be odd for Count Sketch (median of rows, docs/lazyhh.md §5.3)")
         self.epsilon = check_gaussbm_epsilon(epsilon)
         self.delta = check_gaussbm_delta(delta)
         self.kind, self.signed = kind, kind == "cs"
@@ -362,7 +362,7 @@ class PrivateSketch:
 
     def noise_error(self, pairs: int, beta: float) -> float:
         """E_noise: every one of ``pairs`` (cell, time) releases within this of its exact value
-        with probability ≥ 1 − β (spec §2.5, σ in use)."""
+        with probability ≥ 1 − β (docs/lazyhh.md §2.5, σ in use)."""
         return noise_bound(self.noise_sigma, self.height, pairs, beta)
 
 
@@ -386,7 +386,7 @@ class LazySketch(PrivateSketch):
         return -(-horizon // width)
 
     def lag_bound(self) -> int:
-        """Lazy delay: at most w arrivals per cell wait in P (spec §5.6)."""
+        """Lazy delay: at most w arrivals per cell wait in P (docs/lazyhh.md §5.6)."""
         return self.width
 
 
@@ -413,7 +413,7 @@ class _SketchAlgorithm(ContinualAlgorithm):
     """A private sketch as a dptop algorithm: O is released at every arrival (a release per
     batch), queried only for the labels the user gives in ``extra['query']`` (comma-separated
     addresses). With no labels the items are empty and the status says why: labels taken from
-    the traffic or from a non-private structure would not be private (spec §5.4, P15)."""
+    the traffic or from a non-private structure would not be private (docs/lazyhh.md §5.4, P15)."""
 
     parameters = ("beta", "width", "depth", "query")
 
@@ -481,10 +481,10 @@ class _SketchAlgorithm(ContinualAlgorithm):
             seeded=self.settings.seed is not None, facts=self.horizon_facts(),
             notes=(
                 f"{self.name}: d×w = {sk.depth}×{sk.width} GaussBM cells, m = {sk.m} "
-                f"({'4d: Count Sketch signs, spec §5.5' if sk.signed else '2d'}), H = {sk.height}, σ = {sk.sigma:.4g}",
+                f"({'4d: Count Sketch signs, docs/lazyhh.md §5.5' if sk.signed else '2d'}), H = {sk.height}, σ = {sk.sigma:.4g}",
                 "Released: the sketch's estimates for user-given labels only (extra 'query'); "
-                "no labels are taken from the traffic (spec §5.4, P15).",
-                "Only substitution of one packet's key is protected, not packet presence (spec §1.2).",
+                "no labels are taken from the traffic (docs/lazyhh.md §5.4, P15).",
+                "Only substitution of one packet's key is protected, not packet presence (docs/lazyhh.md §1.2).",
             ),
         ).counted(counted_unit(self.counting))
 

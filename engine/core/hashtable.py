@@ -2,7 +2,7 @@
 
 Linear probing, backward-shift deletion (no tombstones), power-of-two capacity, home position
 ``hash_key(hi, lo, seed) >> shift`` with ``shift = 64 - log2(capacity)``
-(dp-misra-gries.md §3.3). The seed comes from the OS: it defends against hash flooding by
+(docs/dp-misra-gries.md §3.3). The seed comes from the OS: it defends against hash flooding by
 crafted source addresses and never affects privacy (every structure here is a deterministic
 function of the stream whatever the hash). Callers keep the load at most 1/2.
 """

@@ -2,7 +2,7 @@
 
 ``kernel`` is ``numba.njit(cache=True, nogil=True)``: compiled once and cached on disk (so a
 restart does not recompile), and releasing the GIL so the runner's one-thread-per-algorithm
-design really runs algorithms in parallel (HOUSE_STYLE.md, "Kernels vs. classes").
+design really runs algorithms in parallel (ARCHITECTURE.md, "Adding an algorithm").
 
 ``inner`` is the same plus ``inline="always"``, for the small helpers called per packet from
 inside a kernel (hash, probe, linked-list steps). Inlining at numba-IR level removes the call and
@@ -10,13 +10,15 @@ the per-call reference counting of every array in a state tuple, which otherwise
 microsecond per update on state tuples of a dozen arrays.
 
 The cache goes to a user-writable folder, never into site-packages (which may be read-only):
-``$NUMBA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/dptop/numba`` (``~/.cache/dptop/numba``),
-in a subfolder named by a digest of every kernel source (engine/ and capture/). Numba checks only a
+``$NUMBA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/dptop/numba`` (``~/.cache/dptop/numba``), in a
+subfolder named by a digest of every kernel source (engine/ and capture/). Numba checks only a
 kernel's own file before it loads the kernel from its cache, not the files of the helpers inlined
 into it: after a change to a helper alone it would run the old machine code (which, with a changed
-layout, crashes). Any change to the sources names a new subfolder, so every kernel compiles anew;
-subfolders not written for a week are removed. Numba files each kernel under its source file's
-path, so two installs never share entries.
+layout, crashes). Any change to the sources names a new subfolder, so every kernel compiles anew.
+Numba fixes a kernel's cache folder when the kernel is decorated, so the folder (and the digest
+naming it, a few milliseconds) is chosen when this module is imported; tidying old folders
+(``prune``) is left to ``dptop compile``. Numba files each kernel under its source file's path, so
+two installs never share entries.
 """
 import hashlib
 import os
@@ -36,7 +38,8 @@ STALE_DAYS = 7
 
 def sources_digest(engine: Path = Path(__file__).resolve().parents[1]) -> str:
     """16 hex digits over the path and bytes of every source file of ``engine`` and of the capture
-    package beside it."""
+    package beside it (bytes, not modification times: a checkout or a touch that leaves the sources
+    as they were keeps the compiled kernels)."""
     digest = hashlib.blake2b(digest_size=8)
     for root in (engine, engine.parent / "capture"):
         for path in sorted(root.rglob("*.py")):
@@ -56,7 +59,7 @@ def cache_dir() -> Path:
 
 def prune(folder: Path) -> None:
     """Mark ``folder`` as in use and remove its sibling subfolders (other sources) that were not
-    used for ``STALE_DAYS``."""
+    used for ``STALE_DAYS`` (``dptop compile`` calls it; importing this module does not)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         os.utime(folder)
@@ -75,8 +78,6 @@ _DIGEST = sources_digest()
 # Read by numba when each decorated function's cache is first located, so it must be set before
 # any kernel below is decorated; setting it here (the only place kernels are decorated) suffices.
 numba.config.CACHE_DIR = str(cache_dir())
-prune(cache_dir())
-
 
 
 class _Compiles(event.Listener):

@@ -5,7 +5,7 @@ Every kind is a 128-bit key in the ``dptop.engine.core.keys`` layout, so every a
 every kind unchanged. Address kinds (``src``, ``dst``) are the addresses themselves. The others live
 in ``ffff::/16``, which no counted packet has as source or destination (capture drops those), with
 a 16-bit tag that says how to read them back, so a label is always exactly what was counted
-(dpss-eehh.md P11):
+(docs/dpss-eehh.md P11):
 
 * ``dport``  ``hi = TAG_PORT``, ``lo`` = the TCP/UDP/SCTP destination port (packets without one
   are not counted under this kind);
@@ -70,7 +70,7 @@ class KeyKind(enum.Enum):
 
     def hierarchy(self) -> tuple[tuple[int, int, int, tuple[int, ...]], ...]:
         """Prefix trees over this kind's keys for a search that expands heavy prefixes (DPSW's
-        hierarchy, spec dpsw-sketch.md §5.2 (b)): ``(hi, lo, base, levels)`` per tree, the fixed
+        hierarchy, docs/dpsw-sketch.md §5.2 (b)): ``(hi, lo, base, levels)`` per tree, the fixed
         words, the length in the 128-bit key space they fix, and the levels to expand. A network
         kind's tree ends at its own prefix: its keys are the hierarchy's last level."""
         if self is KeyKind.DPORT:

@@ -1,8 +1,8 @@
 """Item keys: one source address as two unsigned 64-bit words ``(hi, lo)``.
 
 Every address is stored as its full 128-bit IPv6 form, so no two addresses ever share a key and
-the label shown for a key is exactly the address that was counted (dpss-eehh.md pitfall P11,
-dp-misra-gries.md §3.2: no 64-bit fold of IPv6).
+the label shown for a key is exactly the address that was counted (docs/dpss-eehh.md pitfall P11,
+docs/dp-misra-gries.md §3.2: no 64-bit fold of IPv6).
 
 * IPv6 ``a``: ``hi`` = upper 64 bits, ``lo`` = lower 64 bits.
 * IPv4 ``a.b.c.d``: the IPv4-mapped IPv6 address ``::ffff:a.b.c.d``, i.e. ``hi = 0`` and

@@ -3,7 +3,7 @@
 A ``Release`` names the algorithm, the span of the stream it covers, the items with their
 estimates (already thresholded), the threshold applied and, for private algorithms, the
 ``Guarantee`` it was produced under (``dptop.engine.privacy.guarantee``, not imported here: the
-privacy package builds on the core; HOUSE_STYLE.md: results are typed, not bare tuples).
+privacy package builds on the core: results are typed, not bare tuples).
 ``to_json()`` gives the CLI's JSON contract.
 """
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Release:
     """One output of one algorithm.
 
     ``items`` is ordered by estimate descending, ties by key (a function of released data only,
-    never of true counts or slot order: dpss-eehh.md P12). ``threshold`` is the value an item's
+    never of true counts or slot order: docs/dpss-eehh.md P12). ``threshold`` is the value an item's
     estimate had to exceed (``None`` for plain top-k baselines). ``status`` carries public,
     display-only facts such as the noisy stream length or the packets still needed before
     anything can pass the threshold.

@@ -3,8 +3,7 @@
 
 One frozen ``Settings`` holds every user-facing parameter and nothing read from the data; each
 algorithm reads the fields it needs and validates them in its constructor with messages that name
-the parameter, the value and the rule (HOUSE_STYLE.md). Fields left ``None`` take the algorithm's
-documented default.
+the parameter, the value and the rule. Fields left ``None`` take the algorithm's documented default.
 """
 from __future__ import annotations
 
@@ -161,7 +160,7 @@ RANGES = {r.name: r for r in (
     Range("k_tilde", 2, 1 << 24, integer=True),
     Range("epsilon", 1e-6, 64.0),  # below, noise scales (1/ε, ρ = ε²/2...) leave the float range
     Range("delta", 1e-100, 0.5, open_high=True),  # below, δ split over releases underflows to 0
-    # (ln(1/δ) overflows); under 1/2 as LazyHH's analysis needs (spec lazyhh §6.1), so every algorithm
+    # (ln(1/δ) overflows); under 1/2 as LazyHH's analysis needs (docs/lazyhh.md §6.1), so every algorithm
     # takes every δ of the range
     Range("epoch_packets", 1, 1 << 40, integer=True),
     Range("epoch_seconds", 1e-6, 1e7),

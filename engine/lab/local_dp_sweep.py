@@ -1,4 +1,4 @@
-"""Utility of the four schemes against ε: NDCG, precision, recall and AAE (spec §8, test L7).
+"""Utility of the four schemes against ε: NDCG, precision, recall and AAE (docs/local-dp.md §8, test L7).
 
 ``sweep`` runs each scheme's agent and collector (``pipeline``) over the same synthetic item
 streams for every ε and averages the metrics over ``runs`` streams. It is what ``dptop

@@ -1,4 +1,4 @@
-"""Local-DP mode (ldp-heavyguardian.md, seed 003): agents randomize, an untrusted collector finds
+"""Local-DP mode (docs/local-dp.md, seed 003): agents randomize, an untrusted collector finds
 the heavy hitters with HeavyGuardian.
 
 Frequency oracles with exact integer samplers on OS entropy (``grr``, ``olh_hr``, ``entropy``),

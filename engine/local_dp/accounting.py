@@ -1,4 +1,4 @@
-"""Local-DP accounting (spec §10.2) and the guarantee the local-DP panels carry.
+"""Local-DP accounting (docs/local-dp.md §10.2) and the guarantee the local-DP panels carry.
 
 * An agent sends at most R reports per window (``--param reports=R``), a uniform sample of the
   window's packets; ``--epsilon`` is then the agent's **window budget** ε_w and each report gets
@@ -26,7 +26,7 @@ MODEL_LOCAL = "local DP"
 DEFAULT_REPORTS = 1000
 DEFAULT_WINDOW_SECONDS = 1.0
 GAPS = ("the collector needs no trust, but it sees which agent reported and how often: report "
-        "counts reveal traffic volume (spec §10.3 item 1)",
+        "counts reveal traffic volume (docs/local-dp.md §10.3 item 1)",
         "a malicious agent can send arbitrary symbols (poisoning, §10.3 item 6); malformed or "
         "expired reports are rejected and counted",
         "no amplification by sampling is claimed (§10.3 item 7)",

@@ -1,6 +1,6 @@
 """The local-DP algorithms of ``dptop list``: ldp-bgr, ldp-dsr, ldp-bdr, ldp-cnr, ldp-dsr-prefix.
 
-Each is an ordinary registered ``Algorithm`` fed ``KeyBatch``es (spec §10): the **agent** half
+Each is an ordinary registered ``Algorithm`` fed ``KeyBatch``es (docs/local-dp.md §10): the **agent** half
 maps each packet's source into the public domain, samples at most R packets per window
 (``accounting``), randomizes them (ε-LDP per report) and sends (version, tag, symbol); the
 **collector** half, which nobody has to trust, validates and debiases the reports into its
@@ -315,7 +315,7 @@ class _DomainScheme(LocalDP):
     @staticmethod
     def grr_error(reports: int, epsilon: float, domain_size: int) -> float:
         """A-priori standard deviation of one item's estimate after ``reports`` GRR reports over the
-        whole domain (spec §1.1; BGR, DSR's entire phase): from the parameters alone."""
+        whole domain (docs/local-dp.md §1.1; BGR, DSR's entire phase): from the parameters alone."""
         m = grr_mechanism(epsilon, domain_size)
         return float(math.sqrt(grr_variance(reports, 0, m.p, m.q)))
 
@@ -362,7 +362,7 @@ class _DomainScheme(LocalDP):
                 "grr_error_per_item": self.grr_error(max(sent, 1), self.epsilon, self.domain.size)}
 
     def notes(self):
-        return (f"{self.scheme.upper()} over {self.domain.describe()}: one HeavyGuardian bucket (w = 1, spec "
+        return (f"{self.scheme.upper()} over {self.domain.describe()}: one HeavyGuardian bucket (w = 1, docs/local-dp.md "
                 f"§2.1) of λ_h = {self.heavy} cells, ED P = b^-C with ln b = 77/1000 ({self.ed}); agents "
                 f"randomize against a hot-set snapshot refreshed every {self.every} reports",)
 
@@ -389,7 +389,7 @@ class _Engine:
 
 @register
 class LDPBGR(_DomainScheme):
-    """BGR: GRR over the whole domain into HeavyGuardian (spec §4), epsilon-LDP per report."""
+    """BGR: GRR over the whole domain into HeavyGuardian (docs/local-dp.md §4), epsilon-LDP per report."""
 
     name = "ldp-bgr"
     scheme = "bgr"
@@ -397,7 +397,7 @@ class LDPBGR(_DomainScheme):
 
 @register
 class LDPDSR(_DomainScheme):
-    """DSR: domain shrinking to the hot set while HeavyGuardian is full (spec §5), epsilon-LDP per report."""
+    """DSR: domain shrinking to the hot set while HeavyGuardian is full (docs/local-dp.md §5), epsilon-LDP per report."""
 
     name = "ldp-dsr"
     scheme = "dsr"
@@ -405,7 +405,7 @@ class LDPDSR(_DomainScheme):
 
 @register
 class LDPBDR(_DomainScheme):
-    """BDR: budget division, judge hot/cold then GRR within (spec §6.1-6.2), epsilon-LDP per report."""
+    """BDR: budget division, judge hot/cold then GRR within (docs/local-dp.md §6.1-6.2), epsilon-LDP per report."""
 
     name = "ldp-bdr"
     scheme = "bdr"
@@ -419,14 +419,14 @@ class LDPBDR(_DomainScheme):
 
 @register
 class LDPCNR(LDPBDR):
-    """CNR: BDR with a buffer that nominates cold candidates (spec §6.3, low confidence), epsilon-LDP per report."""
+    """CNR: BDR with a buffer that nominates cold candidates (docs/local-dp.md §6.3, low confidence), epsilon-LDP per report."""
 
     name = "ldp-cnr"
     scheme = "cnr"
     parameters = (*COMMON, "split", "light")
 
     def notes(self):
-        return (*super().notes(), "CNR is known only from the reference implementation [C] (spec §6.3): low "
+        return (*super().notes(), "CNR is known only from the reference implementation [C] (docs/local-dp.md §6.3): low "
                                   f"confidence; buffer of {self.light or self.heavy} cold candidates")
 
 

@@ -1,4 +1,4 @@
-"""BDR and CNR (spec §6; 003 Thm 4.1, 4.2): agent and collector halves.
+"""BDR and CNR (docs/local-dp.md §6; 003 Thm 4.1, 4.2): agent and collector halves.
 
 **Agent** (``BDRAgent``), (ε1 + ε2)-LDP per report with ε1 = α·ε, ε2 = (1 − α)·ε (Thm 4.1):
 M_judge reports "v ∈ H" truthfully with p1 = e^ε1/(e^ε1 + 1); judged hot, M_hot applies GRR over
@@ -17,7 +17,7 @@ snapshot). Publish: count/s clipped at 0, which is Thm 4.2's unbiased estimator.
 
 * BDR: a cold report of an item not in the heavy part goes through ED (§2.2 case 3) and takes
   the weakest cell once it is at or below 0.
-* CNR (``nominate=True``; spec §6.3, known from [C] only: low confidence): the light part is a
+* CNR (``nominate=True``; docs/local-dp.md §6.3, known from [C] only: low confidence): the light part is a
   buffer of λ_l ⟨ID, count⟩ cold candidates in units p1(p3 − q3), debiased per report by
   ((1 − ĥ)·p1·q3 + ĥ·q1/(d − h)) (the §6.3 [R] terms) with its own ED; a cold report decays the
   weakest heavy cell and enters the buffer; when the weakest heavy count reaches 0 the strongest

@@ -1,4 +1,4 @@
-"""The public finite domain Ω every agent and the collector share (spec §10.1 step 1).
+"""The public finite domain Ω every agent and the collector share (docs/local-dp.md §10.1 step 1).
 
 A packet's item is the index of its source address in Ω, ``0 <= item < size``:
 

@@ -1,4 +1,4 @@
-"""BGR and DSR (spec §4, §5; 003 Thm 3.2, Alg 12/13): agent and collector halves.
+"""BGR and DSR (docs/local-dp.md §4, §5; 003 Thm 3.2, Alg 12/13): agent and collector halves.
 
 **Agent** (``DSRAgent.randomize(items, snapshot) -> Reports``), ε-LDP per report:
 

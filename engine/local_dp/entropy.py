@@ -1,13 +1,13 @@
 """Random words for the local-DP kernels: OS entropy, consumed by exact integer samplers.
 
-ldp-heavyguardian.md §10.1 step 4: the randomizers draw from the OS CSPRNG, not from numba's
+docs/local-dp.md §10.1 step 4: the randomizers draw from the OS CSPRNG, not from numba's
 PRNG. ``Entropy`` hands out ``uint64`` words from ``os.urandom`` (or, with a seed, from a seeded
 PCG64 generator whose label says NOT private); a ``WordBuffer`` holds a block of them with a
 cursor that the kernels advance. Every sampler below uses integers only:
 
 * ``below(m)``: uniform in ``[0, m)`` by rejection of the top ``2^64 mod m`` words (exact);
 * ``bern_exp(num, den)``: Bernoulli(exp(−num/den)) for integers, Canonne–Kamath–Steinke
-  (003 ref [15], spec §2.3 BERN_EXP), the exact ED decay test.
+  (003 ref [15], docs/local-dp.md §2.3 BERN_EXP), the exact ED decay test.
 
 A kernel processes one report at a time after checking that ``RESERVE`` words remain; the
 samplers never read past the block (they set the overflow flag ``pos[1]`` and the kernel raises),
@@ -116,7 +116,7 @@ def _bern_exp_le1(words, pos, num, den):
 
 @inner
 def bern_exp(words, pos, num, den):
-    """True with probability exactly exp(−num/den) (integers, num >= 0, den >= 1; spec §2.3)."""
+    """True with probability exactly exp(−num/den) (integers, num >= 0, den >= 1; docs/local-dp.md §2.3)."""
     while num > den:
         if not _bern_exp_le1(words, pos, 1, 1):
             return False

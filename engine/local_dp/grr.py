@@ -1,4 +1,4 @@
-"""GRR and binary randomized response: privacy map, exact sampler, estimator (spec §1.1, §1.4).
+"""GRR and binary randomized response: privacy map, exact sampler, estimator (docs/local-dp.md §1.1, §1.4).
 
 Privacy map (pure functions of public parameters): ``rr_weights(ε, d)`` gives integers A, B with
 A/B <= e^ε (checked in 40-digit decimal arithmetic, rounded down) so that the sampler's

@@ -1,4 +1,4 @@
-"""HeavyGuardian (003 A.7.2, ref [62]; spec §2): the base sketch, with exact exponential decay.
+"""HeavyGuardian (003 A.7.2, ref [62]; docs/local-dp.md §2): the base sketch, with exact exponential decay.
 
 ``w`` buckets of ``λ_h`` heavy cells ⟨ID, count⟩ and ``λ_l`` light counters. INSERT(e) (§2.2):
 a heavy cell holding e counts +1; else an empty heavy cell takes ⟨e, 1⟩; else the weakest cell
@@ -113,7 +113,7 @@ def hg_insert_batch(st, items, words, pos, start):
 
 
 class HeavyGuardian:
-    """Non-private HeavyGuardian over int64 items (spec §2; the baseline of tests L5/L6)."""
+    """Non-private HeavyGuardian over int64 items (docs/local-dp.md §2; the baseline of tests L5/L6)."""
 
     def __init__(self, buckets: int = 1, heavy: int = 16, light: int = 0, rule: str = "b^-C",
                  seed: int | None = None):
@@ -159,7 +159,7 @@ def ed_decay(cnt, j, words, pos, rule):
 def ed_place_at(ids, cnt, stamp, j, empty, x, now, words, pos, rule):
     """A report of item ``x`` that matched no cell, with ``j`` the weakest cell (``empty``: an
     empty one): an empty cell takes ⟨x, 1⟩; else cell j decays (ED) and, once <= 0, is replaced
-    by ⟨x, 1⟩ (plain 1: no history compensation, spec §3). True if ``x`` took cell j."""
+    by ⟨x, 1⟩ (plain 1: no history compensation, docs/local-dp.md §3). True if ``x`` took cell j."""
     if not empty:
         ed_decay(cnt, j, words, pos, rule)
     if empty or cnt[j] <= 0.0:

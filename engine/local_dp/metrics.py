@@ -1,4 +1,4 @@
-"""Utility of a top-k list against exact counts: NDCG (003 A.6, spec §8), precision, recall, AAE.
+"""Utility of a top-k list against exact counts: NDCG (003 A.6, docs/local-dp.md §8), precision, recall, AAE.
 
 * True ranks are 1-based; ties in the true counts are broken by item key ascending [D].
 * rel(v) = |k − |rank_true(v) − rank_est(v)|| for v in the true top-k, else 0;

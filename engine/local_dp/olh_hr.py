@@ -1,4 +1,4 @@
-"""OLH and Hadamard Response frequency oracles (spec §1.2, §1.3; 003 A.1), with exact samplers.
+"""OLH and Hadamard Response frequency oracles (docs/local-dp.md §1.2, §1.3; 003 A.1), with exact samplers.
 
 Both are the baselines 003 compares with; the heavy-hitter schemes use GRR. Their privacy maps
 are those of GRR/RR over a smaller alphabet (``rr_weights``), so the same integer weights fix the
@@ -90,7 +90,7 @@ def hr_variance(n: int, f, p: float):
 
 
 def hr_variance_eq7(n: int, epsilon: float) -> float:
-    """003's eq. (7), n·4(e^ε+1)²/(e^ε−1)²: 4× the derived variance (spec §1.3, [checked])."""
+    """003's eq. (7), n·4(e^ε+1)²/(e^ε−1)²: 4× the derived variance (docs/local-dp.md §1.3, [checked])."""
     e = math.exp(epsilon)
     return n * 4 * (e + 1) ** 2 / (e - 1) ** 2
 
@@ -127,14 +127,3 @@ def hr_batch(values, K, A, B, words, pos, out, start):
         out[i] = hr_column(values[i] + 1, below(words, pos, K // 2), plus)
         i += 1
     return i
-
-
-@kernel
-def hr_support(candidates, columns):
-    """ĉ_i = #{reports c : H[i+1][c] = +1}."""
-    out = np.zeros(len(candidates), dtype=np.int64)
-    for r in range(len(columns)):
-        for i in range(len(candidates)):
-            if _parity((candidates[i] + 1) & columns[r]) == 0:
-                out[i] += 1
-    return out

@@ -1,4 +1,4 @@
-"""The agent and collector halves wired in one process (spec §10.1), and the agent's sampler.
+"""The agent and collector halves wired in one process (docs/local-dp.md §10.1), and the agent's sampler.
 
 ``Pipeline.run(items)`` hands the agent a snapshot, lets it randomize up to ``every`` items
 against it, passes the ``Reports`` to the collector, and takes a fresh snapshot every ``every``

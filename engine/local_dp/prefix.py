@@ -1,6 +1,6 @@
 """Prefix extension over the public IPv4 prefix tree: full addresses without a domain scan.
 
-003 has no answer for huge domains (spec §10.3 item 2, §12 item 7): GRR over 2^32 addresses is
+003 has no answer for huge domains (docs/local-dp.md §10.3 item 2, §12 item 7): GRR over 2^32 addresses is
 hopeless. ``PrefixSearch`` runs one DSR agent/collector pair per level of the public tree
 (default /8, /16, /24, /32). Level 1 randomizes over the 256 /8 prefixes; level ℓ > 1 over the
 2^(len_ℓ − len_ℓ−1) children of the ``fanout`` hottest prefixes of level ℓ − 1 at the time of its

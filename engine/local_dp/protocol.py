@@ -1,4 +1,4 @@
-"""What agents and the collector exchange (spec §10.1), and nothing else.
+"""What agents and the collector exchange (docs/local-dp.md §10.1), and nothing else.
 
 * Collector -> agents: a ``Snapshot`` (version, phase, hot item IDs, and in prefix mode the
   parent prefixes that define the level's domain). It is a function of the collector's sketch,
@@ -56,11 +56,6 @@ class Reports(NamedTuple):
 
 def make_reports(n: int) -> Reports:
     return Reports(np.zeros(n, np.int64), np.zeros(n, np.uint8), np.zeros(n, np.int64))
-
-
-def concat_reports(parts) -> Reports:
-    parts = list(parts)
-    return Reports(*(np.concatenate([getattr(p, f) for p in parts]) for f in Reports._fields))
 
 
 def int_bytes(values: int) -> int:

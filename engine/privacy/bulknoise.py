@@ -1,6 +1,6 @@
 """Fast bulk noise for per-update mechanisms (GaussBM, Private CountMin cells), in numba.
 
-DEVELOPERS.md allows bulk per-update noise from a fast generator seeded from the OS; release-time
+The project's standard (docs/README.md, Noise) allows bulk per-update noise from a fast generator seeded from the OS; release-time
 noise on released counts uses ``dptop.engine.privacy.noise`` (CSPRNG, exact discrete samplers) instead. The
 generator is xoshiro256** with explicit state arrays, so each algorithm owns its stream (no hidden
 per-thread numba state) and a test can pass a fixed seed. ``fill_normal`` draws normals by the

@@ -1,4 +1,4 @@
-"""Generic privacy composition as pure functions: parameters -> cost (OpenDP style; HOUSE_STYLE.md).
+"""Generic privacy composition as pure functions: parameters -> cost (OpenDP style).
 
 ``Cost`` is a mechanism's internal (ε, δ) pair; ``compose_sequential`` adds costs on the same
 packets, and ``Budget`` refuses to spend past its total **before** any noise is drawn. Typed
@@ -48,7 +48,7 @@ class Budget:
     """A budget ledger: ``spend`` raises before any noise is drawn if the total would be exceeded.
 
     Single-release mechanisms own one ``Budget`` per instance (per epoch) sized to the configured
-    (ε, δ), so a second release from the same instance is refused (dpss-eehh.md P4, P5).
+    (ε, δ), so a second release from the same instance is refused (docs/dpss-eehh.md P4, P5).
     """
 
     def __init__(self, total: Cost):

@@ -3,7 +3,7 @@ Steinke 2020, "The Discrete Gaussian for Differential Privacy", Alg. 3; CKS20 be
 
 Pr[Y = y] ∝ exp(−y²/(2σ²)) over the integers, with σ² = a/b an exact rational. The sampler uses only
 uniform integers, so its output law is exactly the stated one (no floating point, no precision
-attack; dp-misra-gries.md P8):
+attack; docs/dp-misra-gries.md P8):
 
 1. t = ⌊σ⌋ + 1; U uniform in {0..t−1}; keep on Bernoulli(exp(−U/t)), else restart;
 2. V = number of Bernoulli(exp(−1)) successes before the first failure; a fair sign bit B;

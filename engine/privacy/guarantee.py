@@ -105,5 +105,5 @@ class Guarantee:
     @property
     def packet_relation(self) -> Relation:
         """The packet relation ``per_packet`` holds under: a local-DP report covers a changed
-        item, not a packet's presence (report counts are visible, spec §10.3 item 1)."""
+        item, not a packet's presence (report counts are visible, docs/local-dp.md §10.3 item 1)."""
         return Relation.SUBSTITUTE if self.unit.kind is UnitKind.REPORT else self.relation

@@ -137,7 +137,7 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 
 
 def zcdp_rho(epsilon: float, delta: float) -> float:
-    """The largest ρ whose tight conversion gives (ε, δ)-DP (DPSW's calibration, dpsw-sketch.md §1.2)."""
+    """The largest ρ whose tight conversion gives (ε, δ)-DP (DPSW's calibration, docs/dpsw-sketch.md §1.2)."""
     epsilon, delta = _check("epsilon", epsilon), _check("delta", delta, 1.0)
     if epsilon == 0.0 or delta == 0.0:
         raise ValueError(f"(ε={epsilon:g}, δ={delta:g}): zCDP needs ε > 0 and δ > 0 to state (ε, δ)")

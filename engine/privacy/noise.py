@@ -1,4 +1,4 @@
-"""Release-time noise: exact discrete samplers on a CSPRNG (dp-misra-gries.md §5.3, dpss-eehh.md §4.3).
+"""Release-time noise: exact discrete samplers on a CSPRNG (docs/dp-misra-gries.md §5.3, docs/dpss-eehh.md §4.3).
 
 Counts are integers, so released counts get **discrete Laplace** (two-sided geometric) noise,
 Pr[Z = z] = ((1 − α)/(1 + α))·α^|z| with α = exp(−1/scale). The sampler is the exact construction
@@ -126,7 +126,7 @@ class NoiseSource:
         return self._below(n)
 
     def exponential(self) -> float:
-        """A standard exponential draw (pure-DP order statistics, dp-misra-gries.md §7.2)."""
+        """A standard exponential draw (pure-DP order statistics, docs/dp-misra-gries.md §7.2)."""
         return self._rng.expovariate(1.0)
 
 
@@ -136,7 +136,7 @@ def dlap_pmf(z: int, alpha: float) -> float:
 
 
 def dlap_upper_tail(t: int, alpha: float) -> float:
-    """Pr[Z >= t] for integer t >= 0: α^t/(1 + α) (dpss-eehh.md §4.3)."""
+    """Pr[Z >= t] for integer t >= 0: α^t/(1 + α) (docs/dpss-eehh.md §4.3)."""
     if t < 0:
         raise ValueError(f"t ({t}) must be >= 0")
     return alpha ** t / (1 + alpha)

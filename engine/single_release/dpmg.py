@@ -1,13 +1,13 @@
-"""DP Misra-Gries (``dpmg``): the releases of seed 002 on ``dptop.engine.baselines.misragries`` (dp-misra-gries.md).
+"""DP Misra-Gries (``dpmg``): the releases of seed 002 on ``dptop.engine.baselines.misragries`` (docs/dp-misra-gries.md).
 
-The summary has K = k~ counters (default 2k, dpss-eehh.md §7) and keeps zero-count keys with the
+The summary has K = k~ counters (default 2k, docs/dpss-eehh.md §7) and keeps zero-count keys with the
 smallest-key replacement rule, so Mode A's threshold applies. Two release modes
 (``--param mode=A|pure``):
 
-* **Mode A, discrete** (default; dp-misra-gries.md §5.1, §5.3): one shared η and a fresh Z_j per
+* **Mode A, discrete** (default; docs/dp-misra-gries.md §5.1, §5.3): one shared η and a fresh Z_j per
   stored key, both discrete Laplace with α = e^(−ε_A); zero-count keys are noised too (they belong
   to T), dummies are skipped. Keep iff the noisy count is >= τ = 1 + 2⌈ln(6e^ε/((e^ε+1)δ))/ε⌉
-  **and** >= ñ/k, the heavy filter of dpss-eehh.md §7 on a noisy length ñ = n + DLap(ε_n)
+  **and** >= ñ/k, the heavy filter of docs/dpss-eehh.md §7 on a noisy length ñ = n + DLap(ε_n)
   (never the exact n, P5). Cost: (ε_A, δ) + (ε_n, 0) = (ε, δ) by basic composition (the filter is
   post-processing of both), with ε_n = 0.1ε.
 * **Pure** (§6–§7.2): Alg 3 (subtract γ = Σc/(K+1), keep c > γ), then noise on **every** universe
@@ -48,7 +48,7 @@ def universe_top_noise(noise, count: int, m: int, alpha: float) -> list[int]:
 
     The j-th largest has upper-tail probability T_j, the j-th smallest of m uniforms; for huge m,
     T_j = (E_1 + ... + E_j)/m with standard exponentials E_i. The value is then the largest z with
-    Pr[Z >= z] = α^z/(1+α) >= T_j, i.e. ⌊ln(T_j(1+α))/ln α⌋ (dp-misra-gries.md §7.2)."""
+    Pr[Z >= z] = α^z/(1+α) >= T_j, i.e. ⌊ln(T_j(1+α))/ln α⌋ (docs/dp-misra-gries.md §7.2)."""
     out, s = [], 0.0
     log_alpha = math.log(alpha)
     for _ in range(count):
@@ -92,10 +92,10 @@ class DPMisraGries(Epoched):
 
     def notes(self):
         if self.mode == "pure":
-            return (f"DP Misra-Gries pure mode (dp-misra-gries.md §7.2): K={self.k_tilde} counters, "
+            return (f"DP Misra-Gries pure mode (docs/dp-misra-gries.md §7.2): K={self.k_tilde} counters, "
                     f"Alg 3 offset, discrete Laplace α=exp(−ε/(2K+1)) on every universe element; "
                     f"never-seen addresses may appear",)
-        return (f"DP Misra-Gries Mode A (dp-misra-gries.md §5.3): K={self.k_tilde} counters, smallest-key "
+        return (f"DP Misra-Gries Mode A (docs/dp-misra-gries.md §5.3): K={self.k_tilde} counters, smallest-key "
                 f"zero replacement, shared + per-key discrete Laplace (ε_A={self.eps_a:.4g}), keep if "
                 f">= {self.tau} and >= ñ/k with noisy length ñ (ε_n={self.eps_n:.4g})",)
 
@@ -167,10 +167,10 @@ class DPMisraGries(Epoched):
         return items, None, None, {"mode": "pure", "k": self.k, "k_tilde": K}
 
 
-# --- DP-MG privacy map (dp-misra-gries.md §5.3): pure functions of public parameters.
+# --- DP-MG privacy map (docs/dp-misra-gries.md §5.3): pure functions of public parameters.
 
 def dpmg_threshold_discrete(epsilon: float, delta: float) -> int:
-    """Mode A with geometric noise: τ = 1 + 2·⌈ln(6e^ε/((e^ε + 1)δ))/ε⌉ (dp-misra-gries.md §5.3);
+    """Mode A with geometric noise: τ = 1 + 2·⌈ln(6e^ε/((e^ε + 1)δ))/ε⌉ (docs/dp-misra-gries.md §5.3);
     keep when the noisy count is >= τ."""
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
     e = math.exp(epsilon)

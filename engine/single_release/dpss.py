@@ -1,6 +1,6 @@
-"""DP SpaceSaving (DPSS): SpaceSaving with k~ counters, released once per epoch (dpss-eehh.md §4).
+"""DP SpaceSaving (DPSS): SpaceSaving with k~ counters, released once per epoch (docs/dpss-eehh.md §4).
 
-The summary is ``dptop.engine.baselines.spacesaving`` (the paper's tie rule, §2–§3). The release is the spec's
+The summary is ``dptop.engine.baselines.spacesaving`` (the paper's tie rule, §2–§3). The release is docs/dpss-eehh.md's
 recommended procedure (§4.6):
 
 1. the budget (ε, δ) is split into (ε_A, δ_A) for the counters and (ε_n, δ_n) for the stream
@@ -52,7 +52,7 @@ def by_key(keys: np.ndarray) -> np.ndarray:
 
 @register
 class DPSpaceSaving(Epoched):
-    """DPSS [000 Alg 3] with the spec's corrections: discrete noise, strict δ, noisy length."""
+    """DPSS [000 Alg 3] with the corrections of docs/dpss-eehh.md: discrete noise, strict δ, noisy length."""
 
     name = "dpss"
     parameters = ("recall_beta",)
@@ -81,7 +81,7 @@ class DPSpaceSaving(Epoched):
         return dpss_threshold(n_noisy, n_noisy + self.slack + 1, self.k, self.k_tilde, self.gamma, self.margin)
 
     def notes(self):
-        return (f"DPSS (dpss-eehh.md §4.6): k={self.k}, k~={self.k_tilde}, discrete Laplace on every "
+        return (f"DPSS (docs/dpss-eehh.md §4.6): k={self.k}, k~={self.k_tilde}, discrete Laplace on every "
                 f"tracked counter (ε_A={self.eps_a:.4g}), γ={self.gamma:.4g}, τ = max(ñ/k − m, "
                 f"n_hi/k~ + 1 + γ) with noisy length ñ (ε_n={self.eps_n:.4g}, δ_n={self.delta_n:.3g}, "
                 f"slack s_n={self.slack}), recall margin m={self.margin:.4g} (β={self.recall_beta:g})",)
@@ -136,16 +136,16 @@ class DPSpaceSaving(Epoched):
         return sorted_items(keys[:, 0], keys[:, 1], vals[keep]), tau, n_noisy, status
 
 
-# --- DPSS privacy map (dpss-eehh.md §4.4–§4.8): pure functions of public parameters.
+# --- DPSS privacy map (docs/dpss-eehh.md §4.4–§4.8): pure functions of public parameters.
 
 def dpss_gamma(eps_a: float, delta_a: float) -> float:
-    """γ = 1 + ln(2/δ_A)/ε_A for discrete Laplace with strict accounting (dpss-eehh.md §4.4)."""
+    """γ = 1 + ln(2/δ_A)/ε_A for discrete Laplace with strict accounting (docs/dpss-eehh.md §4.4)."""
     eps_a, delta_a = check_epsilon(eps_a), check_delta(delta_a)
     return 1.0 + math.log(2.0 / delta_a) / eps_a
 
 
 def dpss_threshold(n_noisy: int, n_hi: int, k: int, k_tilde: int, gamma: float, margin: float | None = None) -> float:
-    """τ = max(ñ/k − m, n_hi/k~ + 1 + γ) (dpss-eehh.md §4.6 step 4; m = γ unless given)."""
+    """τ = max(ñ/k − m, n_hi/k~ + 1 + γ) (docs/dpss-eehh.md §4.6 step 4; m = γ unless given)."""
     return max(n_noisy / k - (gamma if margin is None else margin), n_hi / k_tilde + 1.0 + gamma)
 
 
@@ -161,7 +161,7 @@ def dpss_recall_margin(k: int, eps_a: float, eps_n: float, beta: float = RECALL_
 
 def dpss_k_tilde_for(n_min: int, k: int, gamma: float, slack: int | None = None) -> int:
     """Smallest k~ for which the admission term binds on an epoch of ``n_min`` packets
-    (dpss-eehh.md §4.8): k~ >= n/(n/k − 1 − 2γ), or (n + s_n + 1)/(n/k − 1 − 2γ) with the
+    (docs/dpss-eehh.md §4.8): k~ >= n/(n/k − 1 − 2γ), or (n + s_n + 1)/(n/k − 1 − 2γ) with the
     noisy-length slack s_n. Needs n/k > 1 + 2γ."""
     n_min, k = check_positive_int("n_min", n_min), check_positive_int("k", k)
     room = n_min / k - 1.0 - 2.0 * gamma

@@ -1,4 +1,4 @@
-"""Error-envelope heavy hitters over a DP CountMin / DP CountSketch (dpss-eehh.md §5–§6).
+"""Error-envelope heavy hitters over a DP CountMin / DP CountSketch (docs/dpss-eehh.md §5–§6).
 
 A sketch with d rows and w columns gets discrete Laplace noise of scale b = 2d/ε_S in every cell,
 drawn once at INIT (its final state is then ε_S-DP). Each arrival updates the sketch and evaluates
@@ -211,7 +211,7 @@ def _admit(tab_hi, tab_lo, tab_val, hashing, slot_hi, slot_lo, val, meta, heap, 
 
 @hot
 def update_batch(st, keys, signed):
-    """Sketch update and TRACK_UPDATE (dpss-eehh.md §6.1) for every key of the batch: the k~
+    """Sketch update and TRACK_UPDATE (docs/dpss-eehh.md §6.1) for every key of the batch: the k~
     labels with the largest recorded estimates, in an indexed binary min-heap (ties arbitrary, as
     §6.1 allows). CountMin estimates of a label only grow, so there the heap keys are lower bounds,
     refreshed when the minimum is needed; CountSketch rekeys at once. The common cases (a tracked
@@ -286,7 +286,7 @@ class _EEHH(Epoched):
                          f"k~ = {plan.k_tilde} (a {plan.depth} x {plan.width} sketch)")
 
     def _configure(self, settings, facts):
-        """k~, the budget split and the sketch's depth and width (dpss-eehh.md §4.5, §6)."""
+        """k~, the budget split and the sketch's depth and width (docs/dpss-eehh.md §4.5, §6)."""
         self.k, self.k_tilde = check_k_tilde(settings.k, settings.k_tilde or 4 * settings.k)
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
         self.settings_width = settings.extra.get("width")
@@ -306,7 +306,7 @@ class _EEHH(Epoched):
         self._plan(self.length_share, t_max, n_public)  # the chosen one sets the attributes last
 
     def _plan(self, share: float, t_max: int | None, n_public: int | None) -> dict:
-        """Set the sizes for one share of the budget spent on ñ (dpss-eehh.md §4.5); return the
+        """Set the sizes for one share of the budget spent on ñ (docs/dpss-eehh.md §4.5); return the
         threshold at the public length (T_max less its slack when no length is public)."""
         self.eps_s, self.delta_s, self.eps_n, self.delta_n = split_length_budget(self.epsilon, self.delta, share)
         eps_s, slack = self.eps_s, length_slack(self.eps_n, self.delta_n)
@@ -395,7 +395,7 @@ class CountMinEEHH(_EEHH):
 
     def notes(self):
         env = self.envelope
-        return (f"EEHH over DP CountMin (dpss-eehh.md §6.2–§6.3, row-wise envelope): k={self.k}, "
+        return (f"EEHH over DP CountMin (docs/dpss-eehh.md §6.2–§6.3, row-wise envelope): k={self.k}, "
                 f"k~={self.k_tilde}, d={self.depth}, w={self.width}, cell noise discrete Laplace "
                 f"b={self.scale:.4g}; γ1(t) = {env.lam:g}t/w + {env.psi1(self.scale):.4g}, "
                 f"γ2 = −{self.psi:.4g}; T_max={self.t_max}; {self.length_share:g} of ε and δ on the "
@@ -421,14 +421,14 @@ class CountSketchEEHH(_EEHH):
         return cs_threshold(n_noisy, n_hi, self.k, self.k_tilde, self.width, self.psi, f2)
 
     def notes(self):
-        return ("EXPERIMENTAL: the CountSketch error envelope is not established (dpss-eehh.md §6.4): "
+        return ("EXPERIMENTAL: the CountSketch error envelope is not established (docs/dpss-eehh.md §6.4): "
                 "its collision bound uses an F2 estimate from the data, outside 000's Thm 3; the "
                 "(ε, δ) shown assumes the envelope holds",
                 f"EEHH over DP CountSketch: k={self.k}, k~={self.k_tilde}, d={self.depth}, w={self.width}, "
                 f"cell noise discrete Laplace b={self.scale:.4g}, ψ={self.psi:.4g}, T_max={self.t_max}")
 
 
-# --- EEHH privacy map (dpss-eehh.md §6.2–§6.4): pure functions of public parameters.
+# --- EEHH privacy map (docs/dpss-eehh.md §6.2–§6.4): pure functions of public parameters.
 
 def eehh_run_delta(eps_s: float, delta_s: float) -> float:
     """δ_run = δ_S/(1 + e^(ε_S)): per-run failure budget with strict accounting (§6.3)."""
@@ -440,7 +440,7 @@ def _check_t_max(t_max: int) -> int:
 
 
 def cms_depth(t_max: int, k_tilde: int, delta_run: float) -> int:
-    """d = ⌈log2(2(T_max + k~)/δ_run)⌉ rows for width >= 2k~ (dpss-eehh.md §6.3, D8)."""
+    """d = ⌈log2(2(T_max + k~)/δ_run)⌉ rows for width >= 2k~ (docs/dpss-eehh.md §6.3, D8)."""
     return math.ceil(math.log2(2.0 * (_check_t_max(t_max) + k_tilde) / delta_run))
 
 

@@ -1,4 +1,4 @@
-"""The error envelope of EEHH over a DP CountMin, row by row (dpss-eehh.md §6.2–§6.3, a tighter
+"""The error envelope of EEHH over a DP CountMin, row by row (docs/dpss-eehh.md §6.2–§6.3, a tighter
 valid analysis than §6.3's table): pure functions of public parameters.
 
 A sketch of d rows and w columns (w a power of two, strongly universal row hashes) carries discrete
@@ -92,7 +92,7 @@ def cms_envelope_depth(t_max: int, delta_run: float, lam: float, q: float) -> in
 
 
 def cms_scale(depth: int, eps_s: float) -> float:
-    """b = 2d/ε_S (ℓ1 sensitivity 2d, dpss-eehh.md §6.3)."""
+    """b = 2d/ε_S (ℓ1 sensitivity 2d, docs/dpss-eehh.md §6.3)."""
     return 2.0 * depth / check_epsilon(eps_s)
 
 
@@ -126,7 +126,7 @@ def next_pow2(x: int) -> int:
     return 1 << max(1, math.ceil(math.log2(x)))
 
 
-# --- CountSketch (dpss-eehh.md §6.4), the same row-wise argument for the median.
+# --- CountSketch (docs/dpss-eehh.md §6.4), the same row-wise argument for the median.
 
 CS_Q = 1.0 / 64
 """Per-row noise failure of the CountSketch envelope: Pr[|Z| > ψ] <= q."""

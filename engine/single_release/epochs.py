@@ -1,4 +1,4 @@
-"""One release per epoch for single-release mechanisms (dpss-eehh.md §9, dp-misra-gries.md §10).
+"""One release per epoch for single-release mechanisms (docs/dpss-eehh.md §9, docs/dp-misra-gries.md §10).
 
 A single-release mechanism (DPSS, DP-MG, EEHH) reads a stream once and publishes once. The live
 monitor cuts the stream into public tumbling **epochs**; each epoch gets a fresh instance (new
@@ -15,7 +15,7 @@ summary, new noise, new hash seeds), is released once when it closes, and is the
   (ε, δ) per packet by parallel composition. An open-ended range (live capture without a
   duration) releases through the cell its final tick names. The session starts each instance with
   a tick naming its first cell (0, or the clock's cell when an Apply restarts it).
-* ``--epoch-packets N``: epochs of N packets. The spec warns (§9, P16) that count-based boundaries
+* ``--epoch-packets N``: epochs of N packets. docs/dpss-eehh.md warns (§9, P16) that count-based boundaries
   shift when one packet is removed, so the add/remove guarantee does **not** compose across
   epochs. What does hold: under *substitution* of one packet's source the boundaries are fixed,
   so each epoch's add/remove (ε, δ) gives (2ε, 2e^ε·δ) per packet by group privacy, and that is
@@ -62,7 +62,7 @@ BULK_DRAWS = 1 << 20
 """Noisy lengths drawn per kernel call (bounded memory for any run of empty epochs)."""
 
 COUNT_EPOCH_NOTE = (
-    "count-based epochs: boundaries shift when one packet is removed (dpss-eehh.md §9, P16), so "
+    "count-based epochs: boundaries shift when one packet is removed (docs/dpss-eehh.md §9, P16), so "
     "the add/remove guarantee holds only within one epoch; across epochs the stated guarantee is "
     "for substitution of one packet's key, by group privacy (2ε, (1+e^ε)·δ)")
 

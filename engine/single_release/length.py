@@ -1,4 +1,4 @@
-"""The noisy stream length ñ shared by DPSS and EEHH (dpss-eehh.md §4.5): its share of the budget,
+"""The noisy stream length ñ shared by DPSS and EEHH (docs/dpss-eehh.md §4.5): its share of the budget,
 its public slack and the composed cost. Thresholds never use the exact n (pitfall P3)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dptop.engine.core.settings import check_delta, check_epsilon, check_positiv
 from dptop.engine.privacy.composition import Cost
 
 LENGTH_SHARE = 0.1
-"""Share of ε and δ spent on the noisy stream length ñ (dpss-eehh.md §4.5 default split)."""
+"""Share of ε and δ spent on the noisy stream length ñ (docs/dpss-eehh.md §4.5 default split)."""
 
 
 def split_length_budget(epsilon: float, delta: float, share: float = LENGTH_SHARE) -> tuple[float, float, float, float]:
@@ -29,12 +29,12 @@ def length_slack(eps_n: float, delta_n: float) -> int:
 
 
 def length_composed_cost(eps_a: float, delta_a: float, eps_n: float, delta_n: float) -> Cost:
-    """A release whose threshold uses ñ: (ε_A + ε_n, e^(ε_n)·δ_A + δ_n) (dpss-eehh.md §4.5)."""
+    """A release whose threshold uses ñ: (ε_A + ε_n, e^(ε_n)·δ_A + δ_n) (docs/dpss-eehh.md §4.5)."""
     return Cost(eps_a + eps_n, math.exp(eps_n) * delta_a + delta_n)
 
 
 def check_k_tilde(k: int, k_tilde: int) -> tuple[int, int]:
-    """k >= 1 and k~ > k (dpss-eehh.md §4.6 step 1)."""
+    """k >= 1 and k~ > k (docs/dpss-eehh.md §4.6 step 1)."""
     k = check_positive_int("k", k)
     k_tilde = check_positive_int("k~", k_tilde)
     if not k_tilde > k:

@@ -5,7 +5,7 @@ and ship them; the collector merges them and releases once per epoch with fresh 
 packet lies in one capture point's stream and one epoch, so the releases compose in parallel as in
 a single process.
 
-* ``MergedDPMG`` (``dpmg``) — DP Misra-Gries on the bounded-memory merge (dp-misra-gries.md §8).
+* ``MergedDPMG`` (``dpmg``) — DP Misra-Gries on the bounded-memory merge (docs/dp-misra-gries.md §8).
   Merged neighbours differ by exactly 1, in the same direction, on at most K keys (K = k~ counters
   per capture point), so Mode A's shared-offset release does not apply; this is the threshold
   variant §8 names [derived constants]. Every stored counter gets discrete Laplace with
@@ -14,7 +14,7 @@ a single process.
   |Pr[M(c') ∈ E] − Pr[M(c'') ∈ E]| <= δ₁ = K·Pr[Z >= t], and the two directions give
   (ε_A, e^(ε_A)·δ₁)-DP. So t = ⌈ln(K·e^(ε_A)/((1 + α)·δ))·K/ε_A⌉ and a key is kept iff its noisy
   count is >= 1 + t and >= ñ/k (noisy length ñ, ε_n = 0.1ε, as Mode A). Error O(K·log(K/δ)/ε).
-* ``MergedEEHH`` (``eehh-cms``) — EEHH over the summed CountMin (dpss-eehh.md §6). Capture points
+* ``MergedEEHH`` (``eehh-cms``) — EEHH over the summed CountMin (docs/dpss-eehh.md §6). Capture points
   keep noise-free CountMin sketches hashed with the collector's secret seeds and track their own
   top-k~ labels by their local estimates; the collector sums the cells, adds the cell noise once
   (the sum is the sketch of the union stream, so the noisy sum is the single-process DP sketch)
@@ -56,12 +56,12 @@ class MergedDPMG(DPMisraGries):
     def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
         if str(settings.extra.get("mode", "A")) != "A":
             raise ValueError(f"dpmg mode ({settings.extra['mode']!r}): merged sketches have only the "
-                             f"threshold release of dp-misra-gries.md §8; leave mode at A in cluster mode")
+                             f"threshold release of docs/dp-misra-gries.md §8; leave mode at A in cluster mode")
         super().__init__(settings, facts, counting)
         self.t = merged_mg_threshold(self.eps_a, self.delta, self.k_tilde)
 
     def notes(self):
-        return (f"DP Misra-Gries on summaries merged from several capture points (dp-misra-gries.md §8): "
+        return (f"DP Misra-Gries on summaries merged from several capture points (docs/dp-misra-gries.md §8): "
                 f"K={self.k_tilde} counters each, bounded-memory merge, discrete Laplace α=exp(−ε_A/K) "
                 f"per counter (ε_A={self.eps_a:.4g}), keep if >= {1 + self.t} and >= ñ/k with noisy "
                 f"length ñ (ε_n={self.eps_n:.4g})",)

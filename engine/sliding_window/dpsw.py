@@ -1,4 +1,4 @@
-"""DPSW-Sketch: private frequencies over the last w packets (spec dpsw-sketch.md, seed 004).
+"""DPSW-Sketch: private frequencies over the last w packets (docs/dpsw-sketch.md, seed 004).
 
 The stream is cut into substreams of ``L`` items. Each substream owns ``2m-1`` Private Count-Min
 Sketches (PCMS, §2): the whole ``C_1``, ``m-1`` prefixes ``C_j`` (its first ``I[j]`` items) and
@@ -17,7 +17,7 @@ queries ran. Sketches that expire unread never draw noise: at w = 100 000 nearly
 made the per-substream draws cost as much as the ingest; and no cell ever holds noise, so half the
 bytes of float64 cells serve, and cells of a family no item reached are never touched. A new
 instance reuses the cells of the expired one and clears them only if an item of its channel's
-address family was written since the last reset (``_fresh``). This module implements 004 with the spec's fixes
+address family was written since the last reset (``_fresh``). This module implements 004 with the fixes of docs/dpsw-sketch.md
 (§8 D5-D9): variance ``a/ρ_j``, prefixes frozen at their checkpoint, the newest complete substream
 included, suffix ``l'`` (not ``l``), suffix ranges holding ``I[j]`` items.
 

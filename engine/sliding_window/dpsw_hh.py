@@ -1,5 +1,5 @@
 """``dpsw``: heavy hitters of the last w packets from DPSW-Sketch, without scanning the address space
-(spec dpsw-sketch.md §5).
+(docs/dpsw-sketch.md §5).
 
 Three ways to pick the labels, all post-processing of frozen sketches and public values (§5.2):
 
@@ -21,7 +21,7 @@ Candidates are **never** taken from the monitored traffic (§5.2 (c): the label 
 
 Query defaults: ``plan=noise-aware``, ``estimator=sum-min``, ``debias=true`` (§4.4 (i)-(iii)) and
 ``scale=true`` (rescale to the window length by the plan's public coverage). All are
-post-processing of frozen sketches with public numbers, so they cost no privacy. Spec §4.4 asks to
+post-processing of frozen sketches with public numbers, so they cost no privacy. docs/dpsw-sketch.md §4.4 asks to
 ship them behind flags with 004's rule as the default and to compare them on traces; the comparison
 is why the default differs: on the reference setting (Zipf 1.1, w = 250000, ε = 1, depth 5, domain
 scan, ``bench_window.window_experiment``) 004's rule gives F1 0.84 / 0.91 at γ = 0.005 / 0.01 and
@@ -182,7 +182,7 @@ class DPSWHeavyHitters(Algorithm):
 
     def _configure(self, settings):
         """The window geometry, the sketch sizes and the labels' source from the parameters
-        (dpsw-sketch.md §4-§5); builds nothing."""
+        (docs/dpsw-sketch.md §4-§5); builds nothing."""
         self.settings = settings
         x = dict(settings.extra)
         window = DEFAULT_WINDOW if settings.window is None else settings.window
@@ -452,7 +452,7 @@ class DPSWHeavyHitters(Algorithm):
             else:
                 notes.append("IPv6 sources are not reported (ipv6_levels off)")
             notes.append("IPv4 and IPv6 levels share one position counter, so each family may use the full rho "
-                         "(spec dpsw-sketch.md §5.2, derived)")
+                         "(docs/dpsw-sketch.md §5.2, derived)")
         elif self.mode == "candidates":
             notes.append(f"labels from a public candidate list of {len(self.domain)} addresses (never from traffic)")
         else:

@@ -1,4 +1,4 @@
-"""DPSW-Sketch's privacy map and geometry (dpsw-sketch.md §3, §4.1), as pure functions of public
+"""DPSW-Sketch's privacy map and geometry (docs/dpsw-sketch.md §3, §4.1), as pure functions of public
 parameters: (ε, δ) -> ρ, the checkpoint list I, the per-sketch budgets ρ_j and widths, and the query
 plans that say which frozen sketches answer a window. The sketch itself is ``dpsw.DPSWSketch``."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Gaussian sparse histogram mechanism, GSHM [002 Thm 5, Lemma 6, Thm 12] (dp-misra-gries.md §9.3):
+"""Gaussian sparse histogram mechanism, GSHM [002 Thm 5, Lemma 6, Thm 12] (docs/host-level.md §5):
 the privacy map as pure functions of public parameters, and the release.
 
 GSHM(T, c, l, σ, τ) adds N(0, σ²) to every stored (non-zero) counter and keeps the noisy values

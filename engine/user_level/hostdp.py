@@ -1,5 +1,5 @@
 """Popular hosts under user-level privacy: ``hostdp-dst`` and ``hostdp-src`` (seed 002 §8,
-dp-misra-gries.md §9), with the exact baselines ``exact-clients`` and ``exact-servers``.
+docs/host-level.md), with the exact baselines ``exact-clients`` and ``exact-servers``.
 
 ``hostdp-dst`` answers "which servers are contacted by the most clients?" while hiding whether a
 given client contacted a given server: the user is the **source** host, the items its distinct

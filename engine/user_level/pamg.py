@@ -1,4 +1,4 @@
-"""Privacy-Aware Misra-Gries, PAMG [002 Alg 4] (dp-misra-gries.md §9.3), as numba kernels.
+"""Privacy-Aware Misra-Gries, PAMG [002 Alg 4] (docs/host-level.md §4), as numba kernels.
 
 The input is a sequence of user sets S_1, S_2, ... of distinct items. For each set: every item's
 counter goes up by 1 (a new item enters with 1), then, **once per user**, if more than k keys are

@@ -1,5 +1,5 @@
 """Per-epoch user sets: the distinct (user, item) pairs of an epoch, at most ``m`` items per user
-(dp-misra-gries.md §1.4 and §9: contributions are bounded **before** sketching, P14).
+(docs/host-level.md §1.2: contributions are bounded **before** sketching, P1).
 
 A user is one host (the packet source for ``hostdp-dst``), an item another host (the packet
 destination). Each user keeps its first ``m`` distinct items in arrival order; packets of further

@@ -1,7 +1,7 @@
 """Build ``resources/demo.pcap.gz``, the capture ``dptop demo`` replays, from public captures.
 
-``python -m dptop.resources.lab.build_demo [--captures DIR] [--out FILE]`` (DIR defaults to
-``../shared/pcaps/main`` beside the repository; provenance and licences in SOURCES.md).
+``python -m dptop.resources.lab.build_demo [--captures DIR] [--out FILE]`` (DIR defaults to the
+shared captures folder beside the repository; provenance and licences in resources/SOURCES.md).
 
 The demo is a *composed* stream: real packets of public attack captures (real addresses, wire
 lengths and order) laid on one timeline of ``DURATION`` seconds by ``PLAN``. Each part takes a
@@ -11,7 +11,7 @@ evenly). Frames keep their link-layer and IP headers and the transport's two por
 monitor reads nothing else) and their original wire length. The output is deterministic: gzip without name or time stamp.
 
 Why repeat: the continual-observation panel (LazyHH) releases a source only once it has sent
-some 15k packets (its suppression threshold at ε = 0.5, spec lazyhh §6.3), and the public
+some 15k packets (its suppression threshold at ε = 0.5, docs/lazyhh.md §6.3), and the public
 captures hold at most 2,000 packets of any one Internet source. The copies model recurring
 attack waves so that three sources pass that bar within the demo's first minute of capture
 time, while the per-epoch and sliding-window panels see several heavy sources throughout.
@@ -38,7 +38,7 @@ FLOOD = "pkt.TCP.synflood.spoofed.pcap"
 BACNET = "amp.UDP.bacnet.IOT.37810.pcapng"
 REFLECTION = "amp.TCP.reflection.SYNACK.pcap"
 
-INPUTS = {  # name -> sha256 of the file as published (../shared/pcaps/SOURCES.md)
+INPUTS = {  # name -> sha256 of the file as published (resources/SOURCES.md)
     DNS: "db8b55f728bd3828e0669190ddfd828d588db180a3f6b315a1677336719933c8",
     SYN: "4ee88c005948234120dd9a1ce76168d763c42babd8aae54bf0d98d4ae336c97a",
     ECHO: "381cdf0c0aa8e2ac1c72296a32e05b28afe935b55c567d368cdabd118bda8c5d",
@@ -165,7 +165,7 @@ def main(argv=None) -> int:
     resources = Path(__file__).resolve().parents[1]
     parser = argparse.ArgumentParser(prog="python -m dptop.resources.lab.build_demo", description=__doc__.split("\n")[0])
     parser.add_argument("--captures", type=Path, default=resources.parent.parent / "shared" / "pcaps" / "main",
-                        help="folder holding the public captures (default: ../shared/pcaps/main)")
+                        help="folder holding the public captures (default: the shared captures folder beside the repository)")
     parser.add_argument("--out", type=Path, default=resources / "demo.pcap.gz")
     args = parser.parse_args(argv)
     try:

@@ -69,7 +69,7 @@ class ExactLengthEEHH(CountMinEEHH):
 
 class EntryTimeSpaceSaving:
     """Broken SpaceSaving (plain Python): among the minimum counters evict the most recently
-    *inserted* item — recency is not refreshed on increments (dpss-eehh.md §2.5)."""
+    *inserted* item — recency is not refreshed on increments (docs/dpss-eehh.md §2.5)."""
 
     def __init__(self, capacity: int):
         self.capacity = capacity
@@ -142,7 +142,7 @@ class EarlyReadDPSW(DPSWHeavyHitters):
 
 
 class NoiselessLazyHH(LazyHH):
-    """Broken LazyHH: its sketch's Gaussian tree noise switched off (lazyhh.md §6.7: the estimates
+    """Broken LazyHH: its sketch's Gaussian tree noise switched off (docs/lazyhh.md §6.7: the estimates
     then move by the substituted packet's 1, with nothing to hide it)."""
 
     def _new_instance(self):

@@ -1,7 +1,7 @@
 """Mechanisms under audit and the neighbour pairs that stress them (dptop.engine.lab.audit.statistics).
 
 Each **target** wraps one release mechanism of ``engine/`` (or a deliberately broken variant of it)
-and gives: the (ε, δ) it claims, neighbour pairs (X, X') chosen from the specs' worst cases, and
+and gives: the (ε, δ) it claims, neighbour pairs (X, X') chosen from the worst cases of docs/, and
 ``sample(keys, runs, seed)`` — the output records of ``runs`` independent runs on one stream.
 
 Real mechanisms: ``dpss``, ``dpmg``, ``eehh-cms``, ``lazyhh``, ``dpsw``, ``laplace-count``.
@@ -10,11 +10,11 @@ Broken variants, built by subclassing or reconfiguring the real classes (never b
 * ``*-small-noise``: the real mechanism with a noise source whose discrete Laplace scale is
   ``NOISE_FACTOR`` times too small (``WeakNoise``);
 * ``dpss-exact-n``, ``eehh-cms-exact-n``: DPSS / EEHH whose threshold uses the exact stream length
-  (dpss-eehh.md §4.5, P3);
+  (docs/dpss-eehh.md §4.5, P3);
 * ``dpss-wrong-tie``: DPSS over a SpaceSaving whose recency is set only on insertion (§2.5);
-* ``lazyhh-noiseless``: LazyHH whose sketch adds no Gaussian tree noise (lazyhh.md §6.7);
+* ``lazyhh-noiseless``: LazyHH whose sketch adds no Gaussian tree noise (docs/lazyhh.md §6.7);
 * ``dpsw-early-read``: DPSW whose query plan reads the open substream's sketch before it is
-  complete (dpsw-sketch.md §9 P1).
+  complete (docs/dpsw-sketch.md §9 P1).
 
 Speed: SpaceSaving and Misra-Gries summaries are deterministic functions of the stream, so those
 targets build the summary once and draw only the release noise per run (``Epoched._publish`` on the
@@ -104,7 +104,7 @@ class EpochedTarget(Target):
 
 class DPSSTarget(EpochedTarget):
     name = "dpss"
-    description = "DP SpaceSaving (dpss-eehh.md §4.6), k=2, k~=4, ε=1, δ=1e-6"
+    description = "DP SpaceSaving (docs/dpss-eehh.md §4.6), k=2, k~=4, ε=1, δ=1e-6"
     cls = DPSpaceSaving
     boundary_rule = "exact"  # which threshold formula places the boundary label (see pairs)
 
@@ -141,7 +141,7 @@ class DPSSTarget(EpochedTarget):
         counts = {1: c, 2: b, **{3 + i: f for i, f in enumerate(fill)}}
         x = blocks(counts, seed=1)
         return Pair(f"threshold boundary (n={n}, A={c}, B={b})", stream(x), stream(remove_one(x, 2)),
-                    "dpss-eehh.md §4.5: with the exact n, A's value c is possible on X' only")
+                    "docs/dpss-eehh.md §4.5: with the exact n, A's value c is possible on X' only")
 
     @staticmethod
     def _isolated_pair(mech) -> Pair:
@@ -151,14 +151,14 @@ class DPSSTarget(EpochedTarget):
         m = 200
         x = blocks({i: m for i in range(1, K + 1)}, seed=2) + [99]
         return Pair(f"isolated labels at the minimum (k~={K}, min={m})", stream(x), stream(x[:-1]),
-                    "dpss-eehh.md §2.4 S2: isolated labels have counters <= min C + 1")
+                    "docs/dpss-eehh.md §2.4 S2: isolated labels have counters <= min C + 1")
 
 
 def frozen_tie_pair() -> Pair:
-    """dpss-eehh.md §2.5 frozen regression (K = 5): X' = X without its first element."""
+    """docs/dpss-eehh.md §2.5 frozen regression (K = 5): X' = X without its first element."""
     x = [11, 10, 12, 8, 3, 2, 4, 8, 12, 11, 5, 9, 7]
     return Pair("frozen eviction ties (§2.5, K=5)", stream(x), stream(x[1:]),
-                "dpss-eehh.md §2.5: the entry-time rule ends with 3 isolated labels per side")
+                "docs/dpss-eehh.md §2.5: the entry-time rule ends with 3 isolated labels per side")
 
 
 class DPSSSmallNoise(DPSSTarget):
@@ -172,14 +172,14 @@ class DPSSExactN(DPSSTarget):
     name = "dpss-exact-n"
     broken = True
     cls = ExactLengthDPSS
-    description = "DPSS whose threshold uses the exact stream length n (dpss-eehh.md §4.5)"
+    description = "DPSS whose threshold uses the exact stream length n (docs/dpss-eehh.md §4.5)"
 
 
 class DPSSWrongTie(DPSSTarget):
     name = "dpss-wrong-tie"
     broken = True
     cls = EntryTimeDPSS
-    description = "DPSS over SpaceSaving with recency set only on insertion (dpss-eehh.md §2.5)"
+    description = "DPSS over SpaceSaving with recency set only on insertion (docs/dpss-eehh.md §2.5)"
 
     def settings(self):
         return Settings(k=2, k_tilde=5, epsilon=1.0, delta=1e-6)
@@ -187,7 +187,7 @@ class DPSSWrongTie(DPSSTarget):
 
 class DPMGTarget(EpochedTarget):
     name = "dpmg"
-    description = "DP Misra-Gries Mode A (dp-misra-gries.md §5.3), k=4, K=8, ε=1, δ=1e-6"
+    description = "DP Misra-Gries Mode A (docs/dp-misra-gries.md §5.3), k=4, K=8, ε=1, δ=1e-6"
     cls = DPMisraGries
 
     def settings(self):
@@ -198,12 +198,12 @@ class DPMGTarget(EpochedTarget):
         sizes = [400, 300, 200, 100, 60, 40, 20, 10][:K]
         base = blocks({i + 1: c for i, c in enumerate(sizes)}, seed=3)
         s1 = Pair("decrement-all (S1)", stream(base + [99]), stream(base),
-                  "dp-misra-gries.md §4 S1: the extra packet decrements all K counters")
+                  "docs/dp-misra-gries.md §4 S1: the extra packet decrements all K counters")
         partial = blocks({i + 1: c for i, c in enumerate(sizes[:-1])}, seed=4)
         s4 = Pair("new key in a free slot (S4)", stream(partial + [99]), stream(partial),
-                  "dp-misra-gries.md §4 S4: a key of count 1 on one side only")
+                  "docs/dp-misra-gries.md §4 S4: a key of count 1 on one side only")
         s3 = Pair("one counter (S3)", stream(base), stream(remove_one(base, 1)),
-                  "dp-misra-gries.md §4 S3: one shared counter differs by 1")
+                  "docs/dp-misra-gries.md §4 S3: one shared counter differs by 1")
         return [s1, s3, s4]
 
 
@@ -216,7 +216,7 @@ class DPMGSmallNoise(DPMGTarget):
 
 class EEHHTarget(EpochedTarget):
     name = "eehh-cms"
-    description = "EEHH over DP CountMin (dpss-eehh.md §6.2-6.3), k=2, k~=8, ε=1, δ=1e-6, T_max=2^15"
+    description = "EEHH over DP CountMin (docs/dpss-eehh.md §6.2-6.3), k=2, k~=8, ε=1, δ=1e-6, T_max=2^15"
     cls = CountMinEEHH
     fresh_state = True
 
@@ -228,9 +228,9 @@ class EEHHTarget(EpochedTarget):
         near_min = heavy + [77] * 3
         return [
             Pair("heavy label loses one packet", stream(heavy), stream(remove_one(heavy, 1)),
-                 "dpss-eehh.md §6.5: sketch cells change by 1 in each row"),
+                 "docs/dpss-eehh.md §6.5: sketch cells change by 1 in each row"),
             Pair("label near the heap minimum loses its last arrival", stream(near_min),
-                 stream(near_min[:-1]), "dpss-eehh.md §12 T15: tracked on one side only"),
+                 stream(near_min[:-1]), "docs/dpss-eehh.md §12 T15: tracked on one side only"),
             self._boundary_pair(self.cls(self.settings())),
         ]
 
@@ -245,7 +245,7 @@ class EEHHTarget(EpochedTarget):
         c = round(n / mech.k - shift)
         x = blocks({1: c, 2: n - c}, seed=6)
         return Pair(f"threshold boundary (n={n}, A={c})", stream(x), stream(remove_one(x, 2)),
-                    "dpss-eehh.md §4.5: with the exact n, A's value n/k is possible on X' only")
+                    "docs/dpss-eehh.md §4.5: with the exact n, A's value n/k is possible on X' only")
 
 
 class EEHHExactN(EEHHTarget):
@@ -253,7 +253,7 @@ class EEHHExactN(EEHHTarget):
     broken = True
     cls = ExactLengthEEHH
     description = ("EEHH over DP CountMin whose thresholds and \"epoch too long\" test use the exact stream length "
-                   "n (dpss-eehh.md §4.5, P3), T_max = 27,999: one packet below the heavy pair's longer stream")
+                   "n (docs/dpss-eehh.md §4.5, P3), T_max = 27,999: one packet below the heavy pair's longer stream")
 
     def settings(self):
         return super().settings().with_(extra={"t_max": 27_999})
@@ -262,7 +262,7 @@ class EEHHExactN(EEHHTarget):
 class LazyHHTarget(Target):
     name = "lazyhh"
     cls = LazyHH
-    description = ("LazyHH (lazyhh.md §6), k=2, k~=8, ε=0.9, δ=1e-6, horizon 2^15; outputs at "
+    description = ("LazyHH (docs/lazyhh.md §6), k=2, k~=8, ε=0.9, δ=1e-6, horizon 2^15; outputs at "
                    "t=k~·j around the boundary and at the end")
     horizon = 1 << 15
 
@@ -288,9 +288,9 @@ class LazyHHTarget(Target):
         sub[pos] = 11
         return [
             Pair("candidate entering at an output step", stream(x_new), stream(x),
-                 "lazyhh.md §6.5-6.6: the label joins C at t = k~·j, on one side only"),
+                 "docs/lazyhh.md §6.5-6.6: the label joins C at t = k~·j, on one side only"),
             Pair("heavy label substituted once", stream(x), stream(sub),
-                 "lazyhh.md §6.7: substitution changes two counts by 1"),
+                 "docs/lazyhh.md §6.7: substitution changes two counts by 1"),
         ]
 
     def sample(self, keys, runs, seed):
@@ -312,12 +312,12 @@ class LazyHHNoiseless(LazyHHTarget):
     name = "lazyhh-noiseless"
     broken = True
     cls = NoiselessLazyHH
-    description = "LazyHH whose sketch adds no Gaussian tree noise (lazyhh.md §6.7)"
+    description = "LazyHH whose sketch adds no Gaussian tree noise (docs/lazyhh.md §6.7)"
 
 
 class DPSWTarget(Target):
     name = "dpsw"
-    description = ("DPSW-Sketch window estimates (dpsw-sketch.md §4), w=64, L=16, width 64, depth 3, "
+    description = ("DPSW-Sketch window estimates (docs/dpsw-sketch.md §4), w=64, L=16, width 64, depth 3, "
                    "ε=1, δ=1e-6, scale off (raw window sums: the public rescaling is post-processing); "
                    "queried inside a substream, at its edge and just after")
     cls = DPSWHeavyHitters
@@ -347,9 +347,9 @@ class DPSWTarget(Target):
         edge[3 * L - 1] = 50  # ... substituted: the window edge, substream 3 freezes at t = 3L
         return [
             Pair("substitution inside the open substream", stream(x), stream(sub),
-                 "dpsw-sketch.md §9 P1: consecutive reads of a growing sketch differ by exact counts"),
+                 "docs/dpsw-sketch.md §9 P1: consecutive reads of a growing sketch differ by exact counts"),
             Pair("substitution at a substream edge", stream(x), stream(edge),
-                 "dpsw-sketch.md §3.2-4.1: the window's edge sketch freezes at t = 3L"),
+                 "docs/dpsw-sketch.md §3.2-4.1: the window's edge sketch freezes at t = 3L"),
         ]
 
     def sample(self, keys, runs, seed):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 def corollary1_violations(C: dict, Cp: dict, K: int, t: int) -> list[str]:
-    """(I1)–(I5) of dpss-eehh.md §2.6 for SpaceSaving summaries C = SS(X[:t]) and
+    """(I1)–(I5) of docs/dpss-eehh.md §2.6 for SpaceSaving summaries C = SS(X[:t]) and
     Cp = SS(X'[:t−1]) with K counters (X' is X without one element)."""
     bad = []
     mn = min(C.values()) if len(C) == K else 0

@@ -1,4 +1,4 @@
-"""Audit targets for user-level privacy (dp-misra-gries.md §9, seed 002 §8): neighbouring streams
+"""Audit targets for user-level privacy (docs/host-level.md, seed 002 §8): neighbouring streams
 that differ in one **whole client** (all its packets in the epoch), for ``hostdp-dst``.
 
 Each pair X, X' is a packet stream (``KeyBatch`` with ``dst``) in which X has one client more.

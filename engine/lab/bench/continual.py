@@ -9,7 +9,7 @@
 * Not quick: the sweep below at 2^24 arrivals.
 
 ``sweep(...)``: recall and precision at the end of a Zipf 1.1 stream against the exact heavy hitters
-(count > t/k) over ε × k~/k. k~/k = 1 is not allowed (k~ > k, spec §6.1): that column runs the
+(count > t/k) over ε × k~/k. k~/k = 1 is not allowed (k~ > k, docs/lazyhh.md §6.1): that column runs the
 nearest valid value, k~ = k + 1, and says so.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 latency of a release.
 
 Zipf 1.1 and 1.5 streams of 2^24 updates (2^20 with ``quick``) over 100,000 values (the paper's
-synthetic setup, dpss-eehh.md §8.1), k = 128, k~ = 2k for the counter summaries and 4k for EEHH,
+synthetic setup, docs/dpss-eehh.md §8.1), k = 128, k~ = 2k for the counter summaries and 4k for EEHH,
 ε = 0.1, δ = 10^-3, EEHH T_max = 2^25. Each run gets a fresh instance whose state (and, for EEHH,
 its d·w cell noise) is built before the clock starts; the stream is fed in capture-sized batches
 of 2^16 keys; the figure is the median of three runs after a warm-up, the algorithms alternating

@@ -1,5 +1,5 @@
 """``dptop bench --anchors DIR``: utility beside speed — F1 and MRE of dptop and the authors' C++ on
-the same Zipf streams (dpss-eehh.md §8.1 setup; the C++ through ``DIR/dphh-driver``, whose JSON
+the same Zipf streams (docs/dpss-eehh.md §8.1 setup; the C++ through ``DIR/dphh-driver``, whose JSON
 line also carries ``released``: the ``[item, estimate]`` pairs its ``query()`` returned).
 
 Streams: 2^21 items over a domain of 2^20 (Zipf 1.1 and 1.5; quick: 2^20 items), δ = 10^-6, one
