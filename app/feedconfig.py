@@ -1,8 +1,8 @@
 """Where the feed listens and how it is protected: ``--serve [HOST:]PORT``, ``--serve-config FILE``
 and ``--serve-insecure``.
 
-``FILE`` is the web configuration file of the Prometheus exporters (exporter-toolkit,
-docs/web-configuration.md there), so one file serves dptop and the node exporter alike::
+``FILE`` is the web configuration file of the Prometheus exporters (the exporter-toolkit's format,
+described in its own documentation), so one file serves dptop and the node exporter alike::
 
     tls_server_config:
       cert_file: server.crt        # relative paths are read beside FILE

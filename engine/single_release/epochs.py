@@ -320,7 +320,7 @@ class Epoched(CellOrdered, Algorithm):
 
     def empty_lengths(self, count: int) -> int:
         """The span positions ``count`` empty epochs take: the sum of their noisy lengths
-        ñ = 0 + DLap(ε_n) clipped at 0 (dpss-eehh.md §4.5 step 1, as ``_span``), drawn in bulk;
+        ñ = 0 + DLap(ε_n) clipped at 0 (docs/dpss-eehh.md §4.5, as ``_span``), drawn in bulk;
         0 for a mechanism that releases no length (no ``eps_n``: DP-MG's pure mode)."""
         eps_n = getattr(self, "eps_n", None)
         if eps_n is None:
