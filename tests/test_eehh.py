@@ -169,7 +169,7 @@ def _declared(n):
 
 
 @pytest.mark.parametrize("cls", [CountMinEEHH, CountSketchEEHH])
-def test_t_max_defaults_from_a_declared_length_and_small_ones_are_refused(cls):
+def test_t_max_defaults_from_the_public_length_and_small_ones_are_refused(cls):
     n = 8000
     alg = cls(Settings(k=4, epsilon=0.5), _declared(n))
     assert alg.t_max == n + 2 * alg.slack + 2
@@ -190,27 +190,34 @@ def test_t_max_defaults_from_a_declared_length_and_small_ones_are_refused(cls):
 
 
 @pytest.mark.parametrize("cls", [CountMinEEHH, CountSketchEEHH])
-def test_a_packet_count_read_from_the_file_sizes_nothing(cls):
-    """A replay's packet count is read from its packets: a neighbour one packet shorter must get the
-    same T_max, depth, width, budget split and guarantee text (it printed T_max = n + slack before)."""
+def test_a_packet_count_read_from_the_file_is_named_where_it_sizes_the_release(cls):
+    """A replay's packet count read from its packets sizes T_max, the depth and the budget split: a
+    neighbour one packet shorter prints another T_max, so every release names the count as an
+    assumed public fact (it was printed under add/remove with no fact listed)."""
     a, b = (cls(Settings(k=4, epsilon=0.5), PublicFacts.of(n)) for n in (4412, 4411))
-    shape = lambda alg: (alg.t_max, alg.depth, alg.width, alg.length_share, alg.guarantee().notes)  # noqa: E731
-    assert shape(a) == shape(b)
-    assert "4412" not in " ".join(a.guarantee().notes) and f"T_max={DEFAULT_T_MAX}" in " ".join(a.guarantee().notes)
+    assert a.t_max != b.t_max
+    for alg, n in ((a, 4412), (b, 4411)):
+        (fact,) = alg.guarantee().facts
+        assert (fact.name, fact.value, fact.provenance) == ("stream_length", n, Provenance.ASSUMED)
+        assert "T_max" in fact.why
+    assert cls(Settings(k=4, epsilon=0.5), _declared(4412)).guarantee().facts == ()  # declared: covered
+    timed = cls(Settings(k=4, epsilon=0.5, epoch_seconds=1.0), PublicFacts.of(4412, (0, 10**10)))
+    assert timed.guarantee().facts == () and timed.t_max == DEFAULT_T_MAX  # time epochs: not sized by it
 
 
-def test_cli_suppresses_an_epoch_longer_than_t_max_and_releases_under_a_larger_one(capsys):
+def test_cli_refuses_a_t_max_below_the_file_and_names_the_one_that_works(capsys):
     from dptop.cli import main
     from tests.conftest import DNS_CAPTURE
 
-    def last(*args):
-        assert main(["replay", str(DNS_CAPTURE), "--algorithms", "eehh-cms", *args, "--json", "-"]) == 0
-        return json.loads(capsys.readouterr().out)["algorithms"]["eehh-cms"]["releases"][-1]
-
-    short = last("--param", "t_max=4412")
-    assert "epoch too long" in short["status"]["suppressed"] and short["items"] == []
-    released = last("--param", "t_max=8192", "--k", "4")
-    assert "24.132.150.54" in [it["address"] for it in released["items"]]  # 1994 of 4412 packets
+    assert main(["replay", str(DNS_CAPTURE), "--algorithms", "eehh-cms", "--param", "t_max=4412"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "eehh-cms: t_max (4412) is too small" in err[0]
+    need = int(err[0].rsplit("t_max=", 1)[1].split()[0])
+    assert main(["replay", str(DNS_CAPTURE), "--algorithms", "eehh-cms", "--param", f"t_max={need}",
+                 "--k", "4", "--json", "-"]) == 0
+    release = json.loads(capsys.readouterr().out)["algorithms"]["eehh-cms"]["releases"][-1]
+    assert "24.132.150.54" in [it["address"] for it in release["items"]]  # 1994 of 4412 packets: released
+    assert [f["name"] for f in release["guarantee"]["public_facts"]] == ["stream_length"]
 
 
 def test_detection_limit_says_when_no_release_is_possible():

@@ -189,7 +189,7 @@ def test_algorithms_release_only_user_labels(name):
     assert g.neighbouring == "substitution of one packet's source address" and g.model == "continual observation"
     assert "NOT private" not in g.noise
     labels = "10.0.0.1,192.0.2.7"
-    alg = registry.make(name, s.with_(seed=3, extra={**s.extra, "query": labels}))
+    alg = registry.make(name, s.with_(seed=3, extra={**s.extra, "query": labels}), PublicFacts.of(600))
     alg.consume(KeyBatch(keys))
     rel = alg.finish()[-1]
     assert sorted(it.address for it in rel.items) == sorted(labels.split(","))

@@ -10,6 +10,7 @@ import pytest
 from dptop.cli import main
 from dptop.engine.core import registry
 from dptop.engine.core.keys import KeyBatch, addresses_from_keys, keys_from_addresses
+from dptop.engine.core.facts import PublicFacts
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_ranks
 from dptop.engine.privacy.units import UnitKind
@@ -18,9 +19,9 @@ from dptop.engine.local_dp.domain import inventory_domain, prefix_domain
 NAMES = ("ldp-bgr", "ldp-dsr", "ldp-bdr", "ldp-cnr", "ldp-dsr-prefix")
 
 
-def make(name, **extra):
+def make(name, facts=PublicFacts(), **extra):
     settings = extra.pop("settings", {})
-    return registry.make(name, Settings(**{"k": 4, "epsilon": 2.0, "seed": 1, **settings}, extra=extra))
+    return registry.make(name, Settings(**{"k": 4, "epsilon": 2.0, "seed": 1, **settings}, extra=extra), facts)
 
 
 def zipf_batch(n=4096, seed=1, ts_step_ns=0):
@@ -199,7 +200,7 @@ def test_reporting_windows_are_the_public_grid():
     """With the session's time epochs, windows are its grid cells: 7 cells of a declared 7 s range
     give 7 windows although packets fall in only 5 of them; spans count reports."""
     t0 = 1_700_000_000 * 10**9
-    alg = make("ldp-dsr", reports=10, settings={"epoch_seconds": 1.0, "time_range": (t0, t0 + 7 * 10**9)})
+    alg = make("ldp-dsr", PublicFacts.of(time_range=(t0, t0 + 7 * 10**9)), reports=10, settings={"epoch_seconds": 1.0})
     ts = t0 + np.sort(np.random.default_rng(1).integers(10**9, 6 * 10**9, 500))
     releases = alg.consume(KeyBatch(keys_of_ipv4(np.full(500, 0x0A00_0001, np.uint32)), ts)) + alg.finish()
     assert [r.span.index for r in releases] == [1, 2, 3, 4, 5, 6, 7]

@@ -38,8 +38,8 @@ from dptop.engine.core import hashtable as ht
 from dptop.engine.core.base import Footprint
 from dptop.engine.single_release.eehh_envelope import cms_envelope, cs_envelope_depth, cs_psi, next_pow2
 from dptop.engine.single_release.eehh_envelope import cms_threshold as envelope_threshold
-from dptop.engine.single_release.length import (check_k_tilde, length_composed_cost, length_slack, public_length,
-                                                split_length_budget)
+from dptop.engine.single_release.length import (check_k_tilde, length_composed_cost, length_facts, length_slack,
+                                                public_length, split_length_budget)
 from dptop.engine.single_release.dpss import by_key
 from dptop.engine.single_release.epochs import Epoched
 from dptop.engine.core.hashtable import HOMES_CHUNK, delete_at, found, homes, probe_at, store
@@ -49,11 +49,11 @@ from dptop.engine.core.keys import KEY_DTYPE
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import sorted_items
 from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
-from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.facts import NO_FACTS, PublicFact
 
 DEFAULT_T_MAX = 1 << 26
-"""Public per-epoch cap on arrivals when no public length (``--param t_max``, ``--epoch-packets``, a
-declared stream length) sets it; a replayed file's packet count read from its packets does not."""
+"""Public per-epoch cap on arrivals when no public length (``--param t_max``, ``--epoch-packets``, the
+replayed file's packet count, then named in the guarantee as an assumed fact) sets it."""
 LENGTH_SHARES = (0.01, 0.02, 0.05, 0.1)
 """Shares of ε and δ tried for the noisy length; the one giving the lowest threshold at the public
 length is used (measured in ``dptop bench --anchors``: F1 follows the threshold)."""
@@ -291,6 +291,7 @@ class _EEHH(Epoched):
         self.epsilon, self.delta = check_epsilon(settings.epsilon), check_delta(settings.delta)
         self.settings_width = settings.extra.get("width")
         n_public, over = public_length(settings, facts)
+        self.sized_by = length_facts(settings, facts) if n_public is not None else ()
         t_max = settings.extra.get("t_max")
         if t_max is not None:
             t_max = check_positive_int("t_max", t_max)
@@ -340,6 +341,13 @@ class _EEHH(Epoched):
 
     def epoch_status(self):
         return {"t_max": self.t_max, "depth": self.depth, "width": self.width, "psi": self.psi}
+
+    def assumed_facts(self):
+        """The replayed file's packet count, when T_max, the depth, the width and the budget split
+        were chosen from it: neighbours under add/remove differ in it, so every release names it."""
+        return tuple(PublicFact(f.name, f.value, f.provenance, "T_max, the sketch's depth and width and the "
+                                "budget split are sized from it; public under substitution of one packet's key")
+                     for f in self.sized_by)
 
     def noisy_length(self, n: int) -> int:
         """ñ = n + DLap(ε_n) (§4.5 step 1); a hook for the audit's broken exact-n variant only."""

@@ -135,6 +135,10 @@ class Epoched(CellOrdered, Algorithm):
         """Extra live status (public parameters, e.g. the packets needed before anything passes)."""
         return {}
 
+    def assumed_facts(self) -> tuple:
+        """Public facts read from the data that the mechanism was sized from (listed, not covered)."""
+        return ()
+
     def epoch_size(self) -> tuple[int | None, str]:
         """Packets per epoch from public facts: the count epoch, the replayed stream, or the
         average time epoch of a replay (its packet count over its public time range)."""
@@ -237,7 +241,8 @@ class Epoched(CellOrdered, Algorithm):
             cost, relation = in_relation(cost, relation, Relation.SUBSTITUTE), Relation.SUBSTITUTE
             notes.append(COUNT_EPOCH_NOTE)
         return Guarantee(MODEL_SINGLE, cost, relation, scope=self._scope(span), noise=self.noise.label,
-                         seeded=self.noise.seeded, notes=tuple(notes)).counted(counted_unit(self.counting))
+                         seeded=self.noise.seeded, notes=tuple(notes),
+                         facts=self.assumed_facts()).counted(counted_unit(self.counting))
 
     # --- epoch bookkeeping ---------------------------------------------------------------------
     def _scope(self, span: Span | None) -> str:

@@ -46,11 +46,18 @@ def check_k_tilde(k: int, k_tilde: int) -> tuple[int, int]:
 def public_length(settings, facts) -> tuple[int | None, str]:
     """The length every epoch's release must fit, from parameters and public facts (``facts``,
     engine/core/facts.py): the count epoch, or the whole stream when it is one epoch and its length
-    is covered as given (declared); None otherwise. A replayed file's packet count read from its
-    packets is not used: under add/remove it differs between neighbours, and sizes chosen from it
-    (T_max, the sketch's depth, the budget split) would print it in every guarantee."""
+    is known (a declared length, else the replayed file's packet count: public under substitution,
+    an assumed fact under add/remove that the release must name, ``length_facts``); None for time
+    epochs and live capture, whose lengths are not public."""
     if settings.epoch_packets is not None:
         return settings.epoch_packets, "an epoch"
-    if settings.epoch_seconds is None and facts.covered_length:
-        return facts.covered_length, "the whole stream"
+    if settings.epoch_seconds is None and facts.length:
+        return facts.length, "the whole stream"
     return None, "an epoch"
+
+
+def length_facts(settings, facts) -> tuple:
+    """The facts ``public_length`` sized the release from that no guarantee covers (to list)."""
+    if settings.epoch_packets is None and settings.epoch_seconds is None:
+        return facts.assumed("stream_length")
+    return ()
