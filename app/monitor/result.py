@@ -99,12 +99,21 @@ def exact_json(total: int, distinct: int, items) -> dict:
             "top": [{"address": it.address, "count": int(it.estimate)} for it in items]}
 
 
-def result_json(command: str, settings, source: dict, exact: dict, algorithms: dict, budget: dict | None,
+def settings_json(settings, key: str = "src", facts=None) -> dict:
+    """The user's parameters, with the fields the contract has always carried beside them (the key
+    kind counted and the public facts the lanes were built from: ``public`` says their provenance)."""
+    return {**vars(settings), "stream_length": None if facts is None else facts.length,
+            "time_range": None if facts is None or facts.time_range is None else list(facts.time_range.value),
+            "key": key, "unit": None}
+
+
+def result_json(command: str, settings: dict, source: dict, exact: dict, algorithms: dict, budget: dict | None,
                 partial: bool, error: str | None = None, **sections) -> dict:
-    """The JSON of a run in the contract's order; ``sections``: what a kind of run adds (a
-    session's ``counting``, ``public``, ``dropped``, ``drops``; an archive's ``agents``, ``missing``)."""
+    """The JSON of a run in the contract's order (``settings``: ``settings_json``); ``sections``: what
+    a kind of run adds (a session's ``counting``, ``public``, ``dropped``, ``drops``; an archive's
+    ``agents``, ``missing``)."""
     out = {"dptop": __version__, "command": command, "partial": partial,
-           "settings": {k: v for k, v in vars(settings).items()}, **sections, "source": source,
+           "settings": settings, **sections, "source": source,
            "exact": exact, "algorithms": algorithms, "budget": budget,
            "non_private": {"fields": list(NON_PRIVATE), "note": NON_PRIVATE_NOTE}}
     if error:
@@ -161,7 +170,8 @@ def session_json(session: Session, command: str, top: int | None, partial: bool 
         algorithms[v.name] = entry = algorithm_json(v, releases, scale)
         if entry.get("private"):
             entry["truth"] = truth_json(session, v.name, releases, scale)
-    return result_json(command, session.config.settings, source_json(session),
+    return result_json(command, settings_json(session.config.settings, c.key, session.public_facts()),
+                       source_json(session),
                        exact_json(*session.exact(top or None)), algorithms, snap.budget, partial, snap.error,
                        counting={**vars(c), "text": c.describe()}, public=public_json(session),
                        dropped=snap.dropped, drops=drops_of(snap).to_json())
@@ -187,5 +197,6 @@ def archive_json(merged, paths, config, top: int | None) -> dict:
         algorithms[name] = algorithm_entry(guarantee is not None, guarantee, [r.to_json() for r in rels],
                                            packets=source["ip_packets"])
     exact = exact_json(merged.exact.n, len(merged.exact.keys), merged.exact_top(top or 10**9))
-    return result_json("replay", config.settings, source, exact, algorithms, ledger.to_json(), merged.partial,
+    return result_json("replay", settings_json(config.settings, config.counting.key), source, exact, algorithms,
+                       ledger.to_json(), merged.partial,
                        agents=agents, missing=[m.to_json() for m in merged.missing], seconds=merged.seconds)
