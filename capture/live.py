@@ -111,6 +111,7 @@ class LiveCapture(Source):
         if iface not in list_interfaces():
             raise CaptureError(f"no network interface {iface!r}; interfaces: {', '.join(list_interfaces())}")
         super().__init__(sink)
+        warm_up()  # before the socket opens: packets never wait in the ring for a compile
         self.iface, self.bpf, self.batch_size = iface, bpf, batch_size
         self.flush_interval, self.count, self.duration = flush_interval, count, duration
         self._packets = 0
@@ -141,7 +142,6 @@ class LiveCapture(Source):
         self.mode = "ring" if self._ring is not None else "recv"
         if self._ring is not None:  # recv takes a frame's length from the bytes it reads: no snap there
             _attach_snap(self._sock.ins, iface, bpf)
-        warm_up()
 
     # ----- Source hooks ----------------------------------------------------------------
     def _counters(self) -> dict:

@@ -125,8 +125,8 @@ def test_loop_is_offered_for_synthetic_streams_only(qtbot, window):
 
 def lane(name, generation, packets, busy, private=True):
     a = SimpleNamespace(packets=packets, updates_per_second=packets / busy if busy else 0.0, private=private,
-                        drops=0)
-    return SimpleNamespace(name=name, generation=generation, algorithm=a)
+                        drops=0, queued=0)
+    return SimpleNamespace(name=name, generation=generation, algorithm=a, origin=0)
 
 
 def test_throughput_plots_the_rate_while_busy_beside_the_wall_rate_and_busy_share(qtbot):
@@ -139,7 +139,8 @@ def test_throughput_plots_the_rate_while_busy_beside_the_wall_rate_and_busy_shar
     samples = [(0.0, 1000, 0.1), (1.0, 2000, 0.2), (2.0, 3000, 0.25)]
     for t, packets, busy in samples:
         src.ip_packets = packets
-        plot.sample(SimpleNamespace(time=100.0 + t, lanes=(lane("dpss", 1, packets, busy),), source=src, dropped={}))
+        plot.sample(SimpleNamespace(time=100.0 + t, lanes=(lane("dpss", 1, packets, busy),), source=src, dropped={},
+                                    truth_packets=packets, missed=0))
     rate = plot._ewma[("dpss#1", "rate")].value
     assert rate == pytest.approx(10_000 + 0.3 * (20_000 - 10_000))  # EWMA, newest weight 0.3
     assert plot._ewma[("dpss#1", "wall")].value == pytest.approx(1000)
@@ -150,8 +151,10 @@ def test_throughput_plots_the_rate_while_busy_beside_the_wall_rate_and_busy_shar
     for word in ("rate while busy", "packets/s", "busy", "13.0 k/s", "1.0 k/s", f"{0.085:.0%}"):
         assert word in text
     # a restart (new generation) starts its averages afresh, on the same curve
-    plot.sample(SimpleNamespace(time=103.0, lanes=(lane("dpss", 2, 500, 0.01),), source=src, dropped={}))
-    plot.sample(SimpleNamespace(time=104.0, lanes=(lane("dpss", 2, 1500, 0.02),), source=src, dropped={}))
+    plot.sample(SimpleNamespace(time=103.0, lanes=(lane("dpss", 2, 500, 0.01),), source=src, dropped={},
+                                truth_packets=3500, missed=0))
+    plot.sample(SimpleNamespace(time=104.0, lanes=(lane("dpss", 2, 1500, 0.02),), source=src, dropped={},
+                                truth_packets=4500, missed=0))
     assert plot._ewma[("dpss#2", "rate")].value == pytest.approx(100_000)
     assert len(plot.curves.curves["dpss"][1].view()[1]) == 3
 
