@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from dptop.engine.single_release.dpmg import DPMisraGries, UNIVERSE_SIZE, universe_top_noise
+from dptop.engine.single_release.dpmg import DPMisraGries
 from dptop.engine.core.keys import SENTINEL_HI, KeyBatch
 from dptop.engine.baselines.misragries import MisraGries, make_state, snapshot, update_batch
 from dptop.engine.privacy.noise import NoiseSource
@@ -237,17 +237,6 @@ def test_pure_mode():
     top = [it.lo - BASE for it in rel.items[:2]]
     assert top == [1, 2]
     assert rel.items[0].estimate == pytest.approx(3000 - (4000 + 60 - 7 * 0) / 7, abs=60)
-
-
-def test_universe_order_statistics_tail():
-    """The largest of m i.i.d. DLap draws: Pr[max >= z] = 1 − (1 − α^z/(1+α))^m."""
-    src, a, m = NoiseSource(seed=9), math.exp(-0.1), 10**6
-    tops = [universe_top_noise(src, 1, m, a)[0] for _ in range(4000)]
-    z = int(np.median(tops))
-    p = 1 - (1 - a ** z / (1 + a)) ** m
-    assert abs(np.mean(np.array(tops) >= z) - p) < 0.05
-    seq = universe_top_noise(src, 5, UNIVERSE_SIZE, a)
-    assert seq == sorted(seq, reverse=True)
 
 
 def test_epoch_releases_and_validation():

@@ -13,9 +13,8 @@ smallest-key replacement rule, so Mode A's threshold applies. Two release modes
 * **Pure** (§6–§7.2): Alg 3 (subtract γ = Σc/(K+1), keep c > γ), then noise on **every** universe
   element. Discrete form: the integer vector (K+1)c − Σc has ℓ1 sensitivity <= 2K+1, so it gets
   discrete Laplace with α = exp(−ε/(2K+1)) (exact sampler), and values are divided by K+1. The k
-  largest of the ~2^128 other elements' noise are drawn by order statistics in floating point
-  (exponential spacings, then the inverse tail of the discrete law; these values carry no data),
-  each given a fresh uniformly random non-multicast 128-bit label. ε-DP; the output may contain
+  largest of the ~2^128 other elements' noise are drawn exactly, level by level, from the same
+  discrete law (``dptop.engine.single_release.dpmg_universe``, no floating point in the law), each given a fresh uniformly random non-multicast 128-bit label. ε-DP; the output may contain
   never-seen addresses (inherent, §7.2).
 
 Noise is drawn in key order and the output is ordered by noisy value then key (P7, T13).
@@ -23,6 +22,7 @@ Noise is drawn in key order and the output is ordered by noisy value then key (P
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -37,25 +37,11 @@ from dptop.engine.core.release import sorted_items
 from dptop.engine.privacy.measures import ApproxDP, PureDP
 from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
 from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.single_release.dpmg_universe import universe_top_noise
 
 MODES = ("A", "pure")
 UNIVERSE_SIZE = (1 << 128) - (1 << 120)
 """Every 128-bit key outside ff00::/8 (IPv4 sources are the ::ffff:0:0/96 part of it)."""
-
-
-def universe_top_noise(noise, count: int, m: int, alpha: float) -> list[int]:
-    """The ``count`` largest of ``m`` i.i.d. discrete Laplace(α) draws, in decreasing order.
-
-    The j-th largest has upper-tail probability T_j, the j-th smallest of m uniforms; for huge m,
-    T_j = (E_1 + ... + E_j)/m with standard exponentials E_i. The value is then the largest z with
-    Pr[Z >= z] = α^z/(1+α) >= T_j, i.e. ⌊ln(T_j(1+α))/ln α⌋ (docs/dp-misra-gries.md §7.2)."""
-    out, s = [], 0.0
-    log_alpha = math.log(alpha)
-    for _ in range(count):
-        s += noise.exponential()
-        log_t = math.log(s) - math.log(m) + math.log1p(alpha)
-        out.append(math.floor(log_t / log_alpha) if log_t < 0 else 0)
-    return out
 
 
 @register
@@ -145,7 +131,7 @@ class DPMisraGries(Epoched):
     def _publish_pure(self, keys, counts):
         K = self.k_tilde
         total = int(counts.sum())
-        scale_eps = self.epsilon / (2 * K + 1)
+        scale_eps = Fraction(self.epsilon) / (2 * K + 1)  # exact: the integer vector's ℓ1 sensitivity
         order = by_key(keys)
         scaled = (K + 1) * counts[order] - total  # int64: |scaled| <= (K + 1)·n
         kept = scaled > 0  # Alg 3 keeps c > γ (the set P); all other elements have value 0
@@ -154,7 +140,7 @@ class DPMisraGries(Epoched):
                 for (h, l), v, z in zip(keys[order][kept].tolist(), scaled[kept].tolist(), noise.tolist())]
         taken = {(hi, lo) for hi, lo, _ in rows}
         m = UNIVERSE_SIZE - len(rows)
-        for z in universe_top_noise(self.noise, self.k, m, math.exp(-scale_eps)):
+        for z in universe_top_noise(self.noise, self.k, m, scale_eps):
             while True:  # a distinct uniform element outside P; hi < 0xff00.. keeps it non-multicast
                 label = self.noise.uniform_int(UNIVERSE_SIZE)
                 key = (label >> 64, label & ((1 << 64) - 1))
