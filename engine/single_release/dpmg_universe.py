@@ -9,8 +9,10 @@ top exactly, with the same law as drawing all m and sorting, from the integer wo
 1. at a public level t (about where m·Pr[Z >= t] = 1; only the speed depends on it), the number of
    draws >= t is Binomial(m, α^t/(1 + α)); each of them is t + G with Pr[G >= j] = α^j, a geometric
    counted with the exact Bernoulli(exp(−ε')) of ``NoiseSource.bernoulli_exp``;
-2. below t, level by level, the number of the remaining M draws equal to z, given that they are
-   <= z, is Binomial(M, r_z) with r_z = Pr[Z = z]/Pr[Z <= z]; stop once k values are known.
+2. below t, block by block (levels l..h, h the level under the last block), the number of the
+   remaining M draws in the block, given that they are <= h, is Binomial(M, Pr[l <= Z <= h]/Pr[Z <= h]);
+   each of them has the law Pr[v] ∝ α^v on l..h, drawn by inversion of its closed-form CDF; stop once k values are known (the block is sized to hold about twice the count still
+   needed, so a release takes a few blocks).
 
 A binomial count is drawn by inversion against a uniform whose bits are drawn lazily, compared with
 the CDF enclosed in rigorous interval arithmetic (mpmath.iv): the comparison is refined with more
@@ -55,9 +57,8 @@ def _bounds(x) -> tuple[Fraction, Fraction]:
     return Fraction(*to_rational(lo)), Fraction(*to_rational(hi))
 
 
-def _binomial(noise, trials: int, prob, stop: int | None = None) -> int:
-    """Binomial(trials, p) exactly, p given by ``prob(iv)`` as an interval; counts above ``stop``
-    are returned as ``stop + 1`` (the caller needs only whether more exist). Inversion: the least j
+def _binomial(noise, trials: int, prob) -> int:
+    """Binomial(trials, p) exactly, p given by ``prob(iv)`` as an interval. Inversion: the least j
     with U < Pr[B <= j]."""
     from mpmath import iv
 
@@ -76,7 +77,7 @@ def _binomial(noise, trials: int, prob, stop: int | None = None) -> int:
             if verdict is None:
                 undecided = True
                 break
-            if verdict or j == trials or (stop is not None and j > stop):
+            if verdict or j == trials:
                 return j
             pmf = pmf * (trials - j) / (j + 1) * p / (1 - p)
             cdf, j = cdf + pmf, j + 1
@@ -92,32 +93,67 @@ def _geometric(noise, num: int, den: int) -> int:
     return g
 
 
+def _uniform_below(u: _LazyUniform, value) -> bool:
+    """U < c, with c given by ``value(iv)`` as an interval: refined until the enclosure decides."""
+    from mpmath import iv
+
+    prec = START_PRECISION
+    while True:
+        iv.prec = prec
+        lo, hi = _bounds(value(iv))
+        verdict = u.below(lo, hi)
+        while verdict is None and u.bits < prec:
+            u.refine()
+            verdict = u.below(lo, hi)
+        if verdict is not None:
+            return verdict
+        prec *= 2
+
+
+def _block_value(noise, alpha, low: int, high: int) -> int:
+    """A draw of the law Pr[v] ∝ α^v on the integers low..high (0 <= low <= high), the discrete
+    Laplace law restricted to the block: low + G with Pr[G <= g] = (1 − α^(g+1))/(1 − α^(w+1)),
+    w = high − low, by inversion (binary search on one lazily drawn uniform)."""
+    u, first, last, w = _LazyUniform(noise), 0, high - low, high - low
+    while first < last:
+        mid = (first + last) // 2
+        if _uniform_below(u, lambda iv, g=mid: (1 - alpha(iv) ** (g + 1)) / (1 - alpha(iv) ** (w + 1))):
+            last = mid
+        else:
+            first = mid + 1
+    return low + first
+
+
 def universe_top_noise(noise, count: int, m: int, epsilon) -> list[int]:
     """The ``count`` largest of ``m`` i.i.d. discrete Laplace draws with α = exp(−ε), ε an exact
     rational (a float is its binary value), in decreasing order; exact (module docstring)."""
     e = Fraction(epsilon)
     if e <= 0 or count < 0 or m < count:
         raise ValueError(f"need ε > 0 and 0 <= count <= m, got ε={epsilon}, count={count}, m={m}")
-    num, den = e.numerator, e.denominator
+    num, den, eps = e.numerator, e.denominator, float(e)
 
     def alpha(iv):
         return iv.exp(-iv.mpf(num) / den)
 
-    # Public start level: m·α^t/(1 + α) about 1 (a float here only affects speed, not the law).
-    top = max(0, math.ceil(math.log(m) / float(e)))
+    # Public levels chosen in floating point: they only set how many draws each step expects
+    # (about 1 above ``top``, about the count still needed per block), never the law.
+    top = max(0, math.ceil(math.log(m) / eps))
     above = _binomial(noise, m, lambda iv: alpha(iv) ** top / (1 + alpha(iv)))
     values = sorted((top + _geometric(noise, num, den) for _ in range(above)), reverse=True)
-    remaining, z = m - above, top - 1
+    remaining, high = m - above, top - 1
     while len(values) < count:
-        if z < 0:
+        if high < 0:
             raise ValueError("universe noise reached level 0: m is too small for this sampler")
-        level = z  # the law of a draw given <= z: Pr[= z]/Pr[<= z]
+        need = count - len(values)
+        low = min(high, max(0, math.floor(math.log(remaining / (2.0 * need)) / eps)))
 
-        def r(iv, z=level):
+        def share(iv, low=low, high=high):
+            """Pr[low <= Z <= high | Z <= high] = (α^low − α^(high+1)) / ((1 + α) − α^(high+1))."""
             a = alpha(iv)
-            return ((1 - a) / (1 + a) * a ** z) / (1 - a ** (z + 1) / (1 + a))
-        at = _binomial(noise, remaining, r, stop=count - len(values))
-        values.extend([z] * min(at, count - len(values)))
-        remaining -= at
-        z -= 1
+            return (a ** low - a ** (high + 1)) / (1 + a - a ** (high + 1))
+        inside = _binomial(noise, remaining, share)
+        drawn = sorted((_block_value(noise, alpha, low, high) for _ in range(inside)), reverse=True)
+        values.extend(drawn[:need])
+        remaining -= inside
+        high = low - 1
     return values[:count]
