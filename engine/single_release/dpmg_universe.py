@@ -11,10 +11,11 @@ top exactly, with the same law as drawing all m and sorting, from the integer wo
    counted with the exact Bernoulli(exp(−ε')) of ``NoiseSource.bernoulli_exp``;
 2. below t, block by block (levels l..h, h the level under the last block), the number of the
    remaining M draws in the block, given that they are <= h, is Binomial(M, Pr[l <= Z <= h]/Pr[Z <= h]);
-   each of them has the law Pr[v] ∝ α^v on l..h, drawn by inversion of its closed-form CDF; stop once k values are known (the block is sized to hold about twice the count still
-   needed, so a release takes a few blocks).
+   each of them has the law Pr[v] ∝ α^v on l..h, drawn by inversion of its closed-form CDF; stop
+   once k values are known (a block is sized to hold about twice the count still needed, so a
+   release takes a few blocks).
 
-A binomial count is drawn by inversion against a uniform whose bits are drawn lazily, compared with
+A binomial count and a value in a block are drawn by inversion against a uniform whose bits are drawn lazily, compared with
 the CDF enclosed in rigorous interval arithmetic (mpmath.iv): the comparison is refined with more
 bits and more precision until the enclosure decides it, so no rounding enters the law and no log(0)
 or overflow is reachable. Everything here is the discrete law; the privacy argument (integer vector
