@@ -131,7 +131,8 @@ class DPMisraGries(Epoched):
     def _publish_pure(self, keys, counts):
         K = self.k_tilde
         total = int(counts.sum())
-        scale_eps = Fraction(self.epsilon) / (2 * K + 1)  # exact rational; 2K+1 bounds the integer vector's ℓ1 sensitivity
+        # ε/(2K+1) as an exact rational: 2K+1 bounds the ℓ1 sensitivity of the integer vector below
+        scale_eps = Fraction(self.epsilon) / (2 * K + 1)
         order = by_key(keys)
         scaled = (K + 1) * counts[order] - total  # int64: |scaled| <= (K + 1)·n
         kept = scaled > 0  # Alg 3 keeps c > γ (the set P); all other elements have value 0

@@ -10,7 +10,8 @@ top exactly, with the same law as drawing all m and sorting, from the integer wo
    draws >= t is Binomial(m, α^t/(1 + α)); each of them is t + G with Pr[G >= j] = α^j, a geometric
    counted with the exact Bernoulli(exp(−ε')) of ``NoiseSource.bernoulli_exp``;
 2. below t, block by block (levels l..h, h the level under the last block), the number of the
-   remaining M draws in the block, given that they are <= h, is Binomial(M, Pr[l <= Z <= h]/Pr[Z <= h]);
+   remaining M draws in the block, given that they are <= h, is
+   Binomial(M, Pr[l <= Z <= h]/Pr[Z <= h]);
    each of them has the law Pr[v] ∝ α^v on l..h, drawn by inversion of its closed-form CDF; stop
    once k values are known (a block is sized to hold about twice the count still needed, so a
    release takes a few blocks).
