@@ -19,8 +19,9 @@ top exactly, with the same law as drawing all m and sorting, from the integer wo
 A binomial count and a value in a block are drawn by inversion against a uniform whose bits are
 drawn lazily, compared with the CDF enclosed in rigorous interval arithmetic (mpmath.iv): the
 comparison is refined with more bits and more precision until the enclosure decides it, so no
-rounding enters the law and no log(0) or overflow is reachable. Everything here is the discrete law; the privacy argument (integer vector
-(K+1)c − Σc of ℓ1 sensitivity <= 2K+1, discrete Laplace at ε/(2K+1)) is docs/dp-misra-gries.md §7.2.
+rounding enters the law and no log(0) or overflow is reachable. Everything here is the discrete
+law; the privacy argument (integer vector (K+1)c − Σc of ℓ1 sensitivity <= 2K+1, discrete Laplace
+at ε/(2K+1)) is docs/dp-misra-gries.md §7.2.
 """
 from __future__ import annotations
 
