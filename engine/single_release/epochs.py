@@ -336,13 +336,16 @@ class Epoched(CellOrdered, Algorithm):
         eps_n = getattr(self, "eps_n", None)
         if eps_n is not None and cell - self._index > 1:
             self._length_draws = self.noise.dlap_array(eps_n, cell - self._index).tolist()[::-1]
-        while self._index < cell:
-            out.append(self._close())
-        self._length_draws = []
+        try:
+            while self._index < cell:
+                out.append(self._close())
+        finally:
+            self._length_draws = []
 
     def length_noise(self) -> int:
         """One DLap(ε_n) draw for a noisy length ñ = n + DLap(ε_n) (docs/dpss-eehh.md §4.5): one
-        drawn in bulk for the run of empty epochs being released, else a fresh scalar draw."""
+        drawn in bulk for the run of empty epochs being released (noise that carries no data, each
+        released only with its own epoch, after that epoch's budget is spent), else a fresh draw."""
         if self._length_draws:
             return self._length_draws.pop()
         return self.noise.dlap(self.eps_n)
