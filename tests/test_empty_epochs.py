@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import time
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -102,3 +103,30 @@ def test_one_stamp_twelve_days_ahead_replays_at_once_within_the_memory_limit(tmp
     for name in ("dpss", "dpmg", "eehh-cms"):
         assert cells - 2 <= result["budget"]["algorithms"][name]["releases"] <= cells + 2
         assert len(result["algorithms"][name]["releases"]) <= epochs.SHOWN
+
+
+def test_a_sampler_asked_for_no_draws_reads_no_randomness():
+    """An empty epoch's k~ counters are zero draws: the generator is left as it was."""
+    from dptop.engine.privacy.noise import NoiseSource
+    noise = NoiseSource(seed=3)
+    state = noise._rng.getstate()
+    assert len(noise.dlap_array(0.5, 0)) == 0 and len(noise.discrete_laplace_batch(Fraction(2), 0)) == 0
+    assert noise._rng.getstate() == state
+    assert len(noise.dlap_array(0.5, 1)) == 1 and noise._rng.getstate() != state  # one draw does read
+
+
+@pytest.mark.parametrize("name", ["dpss", "dpmg"])
+def test_the_built_empty_epochs_noisy_lengths_have_the_one_draw_law(name):
+    """The SHOWN empty epochs built as releases take their noisy lengths from one bulk draw: each
+    ñ = DLap(ε_n), mean 0 and variance 2α/(1 − α)² within 5 standard errors, one draw per epoch."""
+    cells = epochs.SHOWN + 2
+    alg = algorithm(name, cells)
+    alg.consume(KeyBatch(keys(5), np.zeros(5, np.int64), epoch=0))
+    out = alg.consume(KeyBatch(keys(5), np.full(5, (cells - 1) * 10**9, np.int64), epoch=cells - 1))
+    lengths = np.array([r.status["noisy_length"] for r in out[1:]], dtype=float)  # out[0]: the epoch of packets
+    assert len(lengths) == cells - 2 and alg._length_draws == []
+    alpha = np.exp(-alg.eps_n)
+    var = 2 * alpha / (1 - alpha) ** 2
+    se_mean, se_var = np.sqrt(var / len(lengths)), var * np.sqrt(20 / len(lengths))  # kurtosis of DLap < 20 here
+    assert abs(lengths.mean()) < 5 * se_mean, (lengths.mean(), se_mean)
+    assert abs(lengths.var() - var) < 5 * se_var, (lengths.var(), var)

@@ -104,11 +104,16 @@ class NoiseSource:
 
     def dlap_array(self, epsilon, size: int, sensitivity: int = 1) -> np.ndarray:
         """``size`` independent ``dlap(epsilon, sensitivity)`` draws (release time: the k~ counters)."""
+        if size == 0:
+            return np.zeros(0, dtype=np.int64)
         return self.discrete_laplace_batch(Fraction(sensitivity) / _as_fraction(epsilon, "epsilon"), size)
 
     def discrete_laplace_batch(self, scale: Fraction, size: int) -> np.ndarray:
         """``size`` independent ``discrete_laplace(scale)`` draws, exactly the same law, in one
-        kernel (a microsecond or so a draw instead of tens; the scalar sampler past 2^62)."""
+        kernel (a microsecond or so a draw instead of tens; the scalar sampler past 2^62). No
+        draws read no randomness (an empty epoch's k~ counters)."""
+        if size == 0:
+            return np.zeros(0, dtype=np.int64)
         if scale.numerator > LIMIT or scale.denominator > LIMIT:
             return np.array([self.discrete_laplace(scale) for _ in range(size)], dtype=np.int64)
         return dlap_batch(self._words, scale.numerator, scale.denominator, size)

@@ -117,8 +117,8 @@ class DPMisraGries(Epoched):
         keys, counts, n = self._stored(state)
         if self.mode == "pure":
             return self._publish_pure(keys, counts)
-        n_noisy = n + self.noise.dlap(self.eps_n)
-        eta = self.noise.dlap(self.eps_a)
+        n_noisy = n + self.length_noise()
+        eta = self.noise.dlap(self.eps_a) if len(keys) else 0  # shared by the stored keys; none: unused
         cut = max(self.tau, math.ceil(n_noisy / self.k))
         order = by_key(keys)  # noise drawn in key order (P7)
         vals = counts[order] + eta + self.noise.dlap_array(self.eps_a, len(order))

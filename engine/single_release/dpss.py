@@ -74,7 +74,7 @@ class DPSpaceSaving(Epoched):
     def noisy_length(self, n: int) -> int:
         """ñ = n + DLap(ε_n) (§4.5 step 1). A hook so that the privacy audit (dptop.engine.lab.audit.cases)
         can build the broken exact-n variant by overriding it; never override it elsewhere."""
-        return n + self.noise.dlap(self.eps_n)
+        return n + self.length_noise()
 
     def threshold(self, n_noisy: int) -> float:
         """τ for a released noisy length ñ (public: a function of ñ and the parameters)."""

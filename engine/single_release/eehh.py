@@ -351,7 +351,7 @@ class _EEHH(Epoched):
 
     def noisy_length(self, n: int) -> int:
         """ñ = n + DLap(ε_n) (§4.5 step 1); a hook for the audit's broken exact-n variant only."""
-        return n + self.noise.dlap(self.eps_n)
+        return n + self.length_noise()
 
     def _publish(self, state):
         n = 0 if state is None else int(state.meta[N])

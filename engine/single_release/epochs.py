@@ -29,7 +29,10 @@ runner keeps only its last ``history`` releases, so of a run longer than ``SHOWN
 a fresh epoch's (parallel composition), their noisy lengths ñ are drawn in bulk and move the span
 positions exactly as one by one, and the next release counts them (``Release.released_before``).
 What any view can read (the history, the latest release, the count) has the same law as one by
-one, at a few microseconds per empty epoch instead of a release object each.
+one, at a few microseconds per empty epoch instead of a release object each. The ``SHOWN`` that
+are built cost little too: their noisy lengths are drawn in one kernel call just before they are
+released (the same law as one draw each, ``NoiseSource.dlap_array``), an empty epoch's counters
+draw nothing (there are none), and the guarantee's constant part is built once per instance.
 
 Subclasses provide ``_new_state()``, ``_feed(state, keys)``, ``_publish(state)`` and ``cost()``;
 this class owns the epoch bookkeeping, the per-epoch ``Budget`` (spent before noise is drawn) and
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from dataclasses import replace
 
 import numpy as np
 
@@ -181,6 +185,8 @@ class Epoched(CellOrdered, Algorithm):
         self._joined = False  # time mode: the first tagged batch (the session's tick) sets the start cell
         self._offset = 0  # released noisy length so far (span positions)
         self._unseen = 0  # empty epochs released in bulk since the last release object
+        self._length_draws: list[int] = []  # noisy-length noise drawn in bulk for the empty epochs next
+        self._guarantee = None  # (noise source, the guarantee without its scope), built at the first release
         self._epoch = _Epoch(Budget(self.cost()))
         self._epoch.state = self._new_state()  # built now so the first packets do not wait for it
 
@@ -234,6 +240,13 @@ class Epoched(CellOrdered, Algorithm):
                 **self.epoch_status()}
 
     def guarantee(self, span: Span | None = None, extra_notes: tuple[str, ...] = ()) -> Guarantee:
+        if extra_notes:
+            return self._guarantee_for(span, extra_notes)
+        if self._guarantee is None or self._guarantee[0] is not self.noise:  # the noise names its label
+            self._guarantee = (self.noise, self._guarantee_for(None, ()))
+        return replace(self._guarantee[1], scope=self._scope(span))
+
+    def _guarantee_for(self, span: Span | None, extra_notes: tuple[str, ...]) -> Guarantee:
         c = self.cost()
         cost = PureDP(c.epsilon) if self.measure is PureDP else ApproxDP(c.epsilon, c.delta)
         relation, notes = Relation.ADD_REMOVE, [*self.notes(), *extra_notes]
@@ -320,8 +333,22 @@ class Epoched(CellOrdered, Algorithm):
             self._index += unseen
             self._unseen += unseen
             self._epoch = _Epoch(Budget(self.cost()))
-        while self._index < cell:
-            out.append(self._close())
+        eps_n = getattr(self, "eps_n", None)
+        if eps_n is not None and cell - self._index > 1:
+            self._length_draws = self.noise.dlap_array(eps_n, cell - self._index).tolist()[::-1]
+        try:
+            while self._index < cell:
+                out.append(self._close())
+        finally:
+            self._length_draws = []
+
+    def length_noise(self) -> int:
+        """One DLap(ε_n) draw for a noisy length ñ = n + DLap(ε_n) (docs/dpss-eehh.md §4.5): one
+        drawn in bulk for the run of empty epochs being released (noise that carries no data, each
+        released only with its own epoch, after that epoch's budget is spent), else a fresh draw."""
+        if self._length_draws:
+            return self._length_draws.pop()
+        return self.noise.dlap(self.eps_n)
 
     def empty_lengths(self, count: int) -> int:
         """The span positions ``count`` empty epochs take: the sum of their noisy lengths
