@@ -58,7 +58,12 @@ def corpus() -> list[Path]:
 
 FILES = corpus()
 IDS = [str(p.relative_to(SHARED_PCAPS)) for p in FILES]
-DATA_FILES = sorted(p for p in DATA_DIR.iterdir() if p.name != "SOURCES.md")
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".pcap.gz", ".pcapng.gz")
+"""Names a capture copied into tests/data ends with; the folder also holds golden tables and notes."""
+CAPTURE_MAGICS = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d",
+                  b"\x0a\x0d\x0d\x0a"}
+"""First four bytes of a pcap (either byte order, micro- or nanosecond) or a pcapng file."""
+DATA_FILES = sorted(p for p in DATA_DIR.iterdir() if p.is_file() and p.name.endswith(CAPTURE_SUFFIXES))
 needs_corpus = pytest.mark.skipif(not FILES, reason=f"{SHARED_PCAPS} not present (clean clone)")
 
 
@@ -180,6 +185,16 @@ def test_sources_equal_scapy_dissection(path):
 @pytest.mark.parametrize("path", DATA_FILES, ids=[p.name for p in DATA_FILES])
 def test_repo_copies_equal_scapy_dissection(path):
     check_file(path, None)
+
+
+def test_every_capture_copy_is_checked():
+    """No capture in tests/data escapes the dissection check by its name: every file left out is
+    neither pcap nor pcapng (by its magic number, after gunzip)."""
+    for p in DATA_DIR.rglob("*"):
+        if not p.is_file() or p in DATA_FILES:
+            continue
+        head = p.read_bytes()[:4] if not p.name.endswith(".gz") else gzip.open(p).read(4)
+        assert head not in CAPTURE_MAGICS, f"{p} is a capture the corpus test leaves out"
 
 
 @pytest.mark.slow

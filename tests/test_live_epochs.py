@@ -105,6 +105,9 @@ def test_drops_reach_the_json_and_every_view(live_session):
     s, clock = live_session
     deliver(s, clock, 0.2, [0.1])
     deliver(s, clock, 1.9, [0.5, 0.6, 1.8])
+    clock.now = START + round(2.6 * S)  # the public clock hands 1.8 s on when its epoch opens, not before
+    s.clock.tick()
+    drained(s)
     out = session_json(s, "capture", 10)
     assert out["dropped"] == {LATE: 2}
     lane = {"seen": 2, "refused": 0, "missed": 2}  # every lane misses what the clock dropped

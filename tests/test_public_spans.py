@@ -43,7 +43,7 @@ def test_live_lazyhh_and_dpsw_spans_show_no_exact_count_nor_packet_stamp():
             now[0] += S // 2 + 1
             s.clock.tick()
         for lane in s.lanes.values():
-            lane.runner.finish(30)
+            lane.worker.finish(30)
         view = publish_json(s, "capture")
         spans = [r["span"] for a in view["algorithms"].values() for r in a["releases"]]
         assert spans and set(view["algorithms"]) == {"lazyhh", "dpsw"}

@@ -9,10 +9,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
                                QScrollArea, QSpinBox, QWidget)
 
-from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.facts import NO_FACTS, PublicFacts
 from dptop.gui.help import TIPS
 from dptop.monitor import catalogue
 from dptop.monitor.config import PER_ALGORITHM
+from dptop.monitor.states import State
 from dptop.monitor.sweep import DEFAULT_VALUES, PARAMETERS, Sweep, detection_limits, parse_values, settings_for
 
 
@@ -20,6 +21,14 @@ PLOT_MIN_HEIGHT = 150  # px: axes, their labels and a few grid lines readable
 HEIGHT = PLOT_MIN_HEIGHT + 140  # the tab's height that shows the plots whole (the window makes room when shown)
 METRIC_COLOURS = (("recall", (44, 160, 44)), ("precision", (31, 119, 180)), ("ARE", (214, 39, 40)))
 CONTROLS_WIDTH = 330
+
+
+def facts_of(session) -> PublicFacts:
+    """The open session's public facts, or none while it starts: its source's facts are written
+    during the start (the time range before its provenance), so the limits wait for a started one."""
+    if session is None or session.state is State.STARTING:
+        return NO_FACTS
+    return session.public_facts()
 
 
 class TuningPanel(QWidget):
@@ -142,7 +151,7 @@ class TuningPanel(QWidget):
         name, parameter = self.algorithm.currentText(), self.parameter.currentData()
         session = self.main.session
         try:
-            facts = session.public_facts() if session is not None else NO_FACTS
+            facts = facts_of(session)
             base = self.main.config.settings_for(name, facts)
             points = detection_limits(name, base, parameter, parse_values(self.values.text()), facts,
                                       self.main.config.counting.counted())
@@ -220,7 +229,7 @@ class TuningPanel(QWidget):
         detection limits again once the open source's public facts are known."""
         session = self.main.session
         public = getattr(session, "public", None) or {}
-        facts = None if session is None else (id(session), tuple(sorted(public)))
+        facts = None if session is None else (id(session), session.state is State.STARTING, tuple(sorted(public)))
         if facts != self._facts:
             self._facts = facts
             self.show_limits()

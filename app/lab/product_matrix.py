@@ -251,7 +251,8 @@ class Product:
             now[0] = stop_ns
             session.clock.tick(final=True)
             for lane in session.lanes.values():
-                lane.runner.finish(60)
+                if lane.worker is not None:
+                    lane.worker.finish(60)
             session.truth.finish()
             return view_features(self.view(session, "audit"))
         finally:
@@ -292,7 +293,7 @@ def alone(session: Session) -> float:
 def drain(session: Session, timeout: float = 60.0) -> None:
     """Wait until every live lane took what it was offered (a full queue would be a drop)."""
     deadline = time.monotonic() + timeout
-    while any(not w.queue.empty() for lane in session.lanes.values() for w in lane.runner.workers):
+    while any(lane.worker.snapshot().queue_depth for lane in session.lanes.values() if lane.worker is not None):
         if time.monotonic() > deadline:
             raise RuntimeError("a lane did not drain its queue")
         time.sleep(0.001)
