@@ -120,6 +120,30 @@ def test_drops_reach_the_json_and_every_view(live_session):
 root = pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root (CAP_NET_RAW)")
 
 
+def capture_socket_open(pid: int, timeout: float) -> bool:
+    """Wait until process ``pid`` holds a packet socket for half a second (its capture listens; the
+    check before any output opens one and closes it at once), however long its kernels take to load
+    on a busy machine; False when it does not within ``timeout`` seconds."""
+    def held() -> set[str]:
+        with open("/proc/net/packet") as f:
+            inodes = {line.split()[-1] for line in f.readlines()[1:]}
+        fds = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        return {inode for inode in inodes if f"socket:[{inode}]" in fds}
+
+    deadline = time.monotonic() + timeout
+    seen: set[str] = set()
+    while time.monotonic() < deadline:
+        try:
+            now = held()
+        except OSError:
+            return False  # the capture ended
+        if seen & now:
+            return True
+        seen = now
+        time.sleep(0.5)
+    return False
+
+
 @pytest.mark.live
 @root
 def test_capture_on_lo_releases_while_running_with_wall_times_and_counts_every_drop(tmp_path):
@@ -132,7 +156,7 @@ def test_capture_on_lo_releases_while_running_with_wall_times_and_counts_every_d
                             f"udp dst port {port}", "--duration", "13", "--epoch-seconds", "2", "--k", "4",
                             "--algorithms", "dpss,lazyhh,exact", "--json", str(out)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)  # the socket opens once the kernels are loaded (cached: about a second)
+    assert capture_socket_open(cap.pid, 120), "the capture opened no packet socket"  # after its kernels load
     sender = subprocess.run([sys.executable, "-m", "dptop.capture.lab.paced", "--rate", "2000", "--seconds", "7",
                              "--share", "127.0.0.2=0.5", "--others", "4", "--port", str(port)],
                             capture_output=True, text=True, timeout=60)
