@@ -63,7 +63,7 @@ def test_truncating_a_capture_during_a_paced_replay(tmp_path):
     size = path.stat().st_size
     out = tmp_path / "out.json"
     proc = subprocess.Popen([sys.executable, "-m", "dptop", "replay", str(path), "--speed", "4",
-                             "--algorithms", "dpss,exact", "--json", str(out)],
+                             "--algorithms", "dpss,exact", "--json", str(out), "--progress", "always"],  # a pipe: asked
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err = []
     reader = threading.Thread(target=lambda: err.extend(iter(lambda: proc.stderr.read(1), "")), daemon=True)
