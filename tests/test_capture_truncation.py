@@ -71,7 +71,7 @@ def test_truncating_a_capture_during_a_paced_replay(tmp_path):
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:  # the paced replay (its progress), not the check
         pos = reading_position(proc.pid, path)
-        if "records (" in "".join(err) and pos is not None and CHUNK <= pos < size - CHUNK:
+        if "records read (" in "".join(err) and pos is not None and CHUNK <= pos < size - CHUNK:
             break
         time.sleep(0.2)
     os.truncate(path, 1 << 20)
