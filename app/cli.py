@@ -25,7 +25,7 @@ from dptop.monitor import catalogue, defaults
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec, config_errors
 from dptop.monitor.memory import map_large_blocks
 from dptop.monitor.sources import refuse_data_stop
-from dptop.options import Parser, document_defaults, json_target, names_arg, nonempty, ranged
+from dptop.options import Parser, check_live, document_defaults, json_target, names_arg, nonempty, ranged
 from dptop.output import silence_stdout, write_json
 from dptop.resources import DEMO_CAPTURE
 from dptop.runargs import (add_live_options, add_report_options, add_run_options, add_serve_options, algorithm_names,
@@ -84,22 +84,6 @@ def check_capture(args) -> None:
                            lateness=args.lateness)
     refuse_data_stop(args.spec, args.config.names)
     check_live(args.iface, args.bpf)
-
-
-def check_live(iface: str, bpf: str | None) -> None:
-    """Open the capture socket once and close it: an unknown interface or a filter that does not
-    compile is ``ValueError`` (exit 2), a missing permission ``CapturePermissionError`` (exit 1)."""
-    from dptop.capture.live import CapturePermissionError, list_interfaces, probe
-    from dptop.capture.pcap import CaptureError
-
-    if iface not in list_interfaces():
-        raise ValueError(f"--iface: no network interface {iface!r}; interfaces: {', '.join(list_interfaces())}")
-    try:
-        probe(iface, bpf)
-    except CapturePermissionError:
-        raise
-    except CaptureError as exc:
-        raise ValueError(f"--bpf: {exc}" if bpf else str(exc)) from None
 
 
 def cmd_capture(args) -> int:
@@ -166,7 +150,8 @@ def _add_top(sub) -> None:
                         "first to last packet stamp)")
     p.add_argument("--refresh", type=ranged(REFRESH), default=0.5, metavar="S",
                    help="seconds between redraws (default 0.5)")
-    add_serve_options(p, "serve the private view while running: /releases (JSON) and /metrics (Prometheus)")
+    add_serve_options(p, "serve the private view while running: /releases (JSON) and /metrics (Prometheus); "
+                         "loopback unless HOST is given (needs the 'feed' extra; default: not served)")
     add_run_options(p, json_out=False)
     p.set_defaults(func=cmd_top, check=check_top, json_out=None, publish=None)
 
@@ -384,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("audit", help="empirical privacy audit of a release mechanism on neighbouring streams")
     p.add_argument("--mechanism", type=nonempty("--mechanism"), default=None,
-                   help="mechanism to audit, or 'list' to list them")
+                   help="mechanism to audit, or 'list' to list them (default: none; give it or --product)")
     p.add_argument("--product", choices=("quick", "all"), nargs="?", const="all", default=None,
                    help="the product conformance matrix (surfaces x algorithms x keys x weights x neighbours x "
                         "range paths) and its broken variants; 'quick': the default suite's slice")

@@ -5,6 +5,7 @@ one line naming the option and its range, exit 2, before anything runs or any ou
 from __future__ import annotations
 
 import argparse
+import sys
 
 from dptop.engine.core.settings import Range
 
@@ -23,8 +24,18 @@ class Parser(argparse.ArgumentParser):
         if extras:
             command = getattr(namespace, "command", None)
             prog = f"{self.prog} {command}" if command else self.prog
-            self.exit(2, f"dptop: error: unrecognized arguments: {' '.join(extras)} (see {prog} -h)\n")
+            self.exit(2, f"dptop: error: unrecognized arguments: {' '.join(extras)}{_after(args, extras[0])} "
+                         f"(see {prog} -h)\n")
         return namespace
+
+
+def _after(args, extra: str) -> str:
+    """`` after --product``: the option an unrecognized value followed (``--product -inf``: argparse
+    takes ``-inf`` for an option, so ``--product`` keeps its default and the value is left over)."""
+    args = sys.argv[1:] if args is None else list(args)
+    at = args.index(extra) if extra in args else 0
+    before = args[at - 1] if at > 0 else ""
+    return f" after {before}" if before.startswith("-") else ""
 
 
 def document_defaults(parser: argparse.ArgumentParser) -> None:
@@ -101,3 +112,19 @@ def nonempty(what: str):
         return text
     parse.__name__ = what
     return parse
+
+
+def check_live(iface: str, bpf: str | None) -> None:
+    """Open the capture socket once and close it: an unknown interface or a filter that does not
+    compile is ``ValueError`` (exit 2), a missing permission ``CapturePermissionError`` (exit 1)."""
+    from dptop.capture.live import CapturePermissionError, list_interfaces, probe
+    from dptop.capture.pcap import CaptureError
+
+    if iface not in list_interfaces():
+        raise ValueError(f"--iface: no network interface {iface!r}; interfaces: {', '.join(list_interfaces())}")
+    try:
+        probe(iface, bpf)
+    except CapturePermissionError:
+        raise
+    except CaptureError as exc:
+        raise ValueError(f"--bpf: {exc}" if bpf else str(exc)) from None

@@ -2,7 +2,8 @@
 
 Single-release algorithms print every epoch's release when it is published; continual-observation
 and sliding-window algorithms, whose output changes with every few packets, print their current
-release once per epoch of the public clock (the same cadence), so a capture of S seconds prints
+release once per epoch of the public clock (the same cadence: the first release made after an
+epoch closes, a live view asked for at the close), so a capture of S seconds prints
 about S / epoch lines per algorithm. Lines carry only what the release itself publishes (labels,
 private estimates, threshold, the span in the units it counts), never an exact figure. Every
 release printed is kept in ``shown``, so the JSON and the private view hold each one
@@ -34,6 +35,7 @@ class ReleaseLines:
         self.seen: dict[tuple[str, int], int] = {}  # (name, generation) -> releases printed
         self.shown: dict[str, list] = {}  # name -> the releases printed, in order
         self.cell = -1
+        self.due: dict[tuple[str, int], object] = {}  # (name, generation) -> its latest when an epoch closed
         c = session.config.counting
         self.scale = c.unit if c.weight == "bytes" else 1
         self.units = f"{c.unit}-byte units" if c.weight == "bytes" else "packets"
@@ -52,8 +54,12 @@ class ReleaseLines:
                     for release in self.session.releases(lane.name)[-(snap.releases - done):]:
                         self._print(lane.name, release)
                     self.seen[key] = snap.releases
-            elif cell_closed and snap.latest is not None:
-                self._print(lane.name, snap.latest)
+            elif cell_closed:  # the window is queried on demand (DPSW): ask for its answer now
+                lane.snapshot(want_live=True)
+                self.due[key] = snap.latest
+            elif key in self.due and snap.latest is not None and snap.latest is not self.due[key]:
+                self._print(lane.name, snap.latest)  # the first release made since the epoch closed
+                del self.due[key]
 
     def _print(self, name: str, release) -> None:
         self.shown.setdefault(name, []).append(release)

@@ -26,6 +26,23 @@ def line_of(name: str, release: dict) -> str:
     return f"{name} {span_text(release['span'], 'packets')}{thr}: {items}{more}"
 
 
+def public_of(release: dict) -> dict:
+    """What the private view shows of a release: a live continual or window span keeps no packet
+    positions (dptop.monitor.publish.public_span), so the view is matched field by field."""
+    return {"span": release["span"], "threshold": release["threshold"],
+            "items": [(it["address"], it["estimate"]) for it in release["items"]]}
+
+
+def view_holds(view: dict, release: dict) -> bool:
+    """The view's release ``view`` is the JSON's ``release``: kind, index, threshold, items, and
+    the positions where the view keeps them."""
+    span, got = release["span"], view["span"]
+    return (got["kind"] == span["kind"] and got["index"] == span.get("index", 0)
+            and all(got[f] == span.get(f) for f in ("start", "end") if f in got)
+            and view["threshold"] == release["threshold"]
+            and view["items"] == [(it["address"], it["estimate"]) for it in release["items"]])
+
+
 @pytest.mark.live
 @pytest.mark.skipif(os.geteuid() != 0, reason="a live capture needs root (CAP_NET_RAW)")
 def test_every_release_line_of_a_live_capture_is_in_the_json_and_the_private_view(tmp_path):
@@ -55,11 +72,13 @@ def test_every_release_line_of_a_live_capture_is_in_the_json_and_the_private_vie
     private_names = [n for n, a in result["algorithms"].items() if a["private"]]
     assert set(printed) == set(private_names), stdout
     for name in private_names:
-        in_json = [line_of(name, r) for r in result["algorithms"][name]["releases"]]
-        in_view = [line_of(name, r) for r in private["algorithms"][name]["releases"]]
+        json_releases = result["algorithms"][name]["releases"]
+        in_json = [line_of(name, r) for r in json_releases]
+        in_view = [public_of(r) for r in private["algorithms"][name]["releases"]]
         assert len(printed[name]) >= 2, printed[name]
         for line in printed[name]:
             assert line in in_json, (line, in_json)
-            assert line in in_view, (line, in_view)
+            shown = json_releases[in_json.index(line)]
+            assert any(view_holds(v, shown) for v in in_view), (line, in_view)
     # the last epochs' tables read back aligned, with the exact counts beside
     assert any("127.0.0.2" in [r["source"] for r in t["rows"]] for t in tables(stdout)[1:]), stdout

@@ -63,7 +63,7 @@ def test_truncating_a_capture_during_a_paced_replay(tmp_path):
     size = path.stat().st_size
     out = tmp_path / "out.json"
     proc = subprocess.Popen([sys.executable, "-m", "dptop", "replay", str(path), "--speed", "4",
-                             "--algorithms", "dpss,exact", "--json", str(out)],
+                             "--algorithms", "dpss,exact", "--json", str(out), "--progress", "always"],  # a pipe: asked
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err = []
     reader = threading.Thread(target=lambda: err.extend(iter(lambda: proc.stderr.read(1), "")), daemon=True)
@@ -71,7 +71,7 @@ def test_truncating_a_capture_during_a_paced_replay(tmp_path):
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:  # the paced replay (its progress), not the check
         pos = reading_position(proc.pid, path)
-        if "records (" in "".join(err) and pos is not None and CHUNK <= pos < size - CHUNK:
+        if "records read (" in "".join(err) and pos is not None and CHUNK <= pos < size - CHUNK:
             break
         time.sleep(0.2)
     os.truncate(path, 1 << 20)

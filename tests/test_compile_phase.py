@@ -80,12 +80,13 @@ def test_a_long_start_is_never_silent_for_more_than_a_few_seconds(monkeypatch):
     from types import SimpleNamespace
 
     from dptop import headless
+    from dptop.monitor.config import RunConfig
 
     clock = iter(float(t) for t in range(0, 100))
     monkeypatch.setattr(headless.time, "monotonic", lambda: next(clock))
     compiled = iter([0, 0, 3, 3, 3])  # at the start, then at each repeated line
     monkeypatch.setattr(headless, "compiles", lambda: next(compiled))
-    fake = SimpleNamespace(phase="counting packets", source_stats=lambda: None)
+    fake = SimpleNamespace(phase="counting packets", source_stats=lambda: None, config=RunConfig(("dpss",)))
     out = io.StringIO()
     progress = headless.Progress(fake, out, mode="always")  # a StringIO is no terminal
     for _ in range(14):  # one update a second: lines at 1, 6 and 11 s

@@ -27,7 +27,7 @@ def scrape(seed):
     try:
         assert session.wait(60) is State.FINISHED, session.error
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Collector(lambda: publish_json(session, "serve")))
+        registry.register(_Collector(publish_json(session, "serve")))  # the view itself, built once
         return list(text_string_to_metric_families(generate_latest(registry).decode()))
     finally:
         session.close(2.0)

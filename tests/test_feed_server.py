@@ -128,7 +128,7 @@ def big_view(releases: int = 4096, items: int = 16) -> dict:
              "threshold": 3.0, "guarantee": guarantee,
              "items": [{"address": f"10.0.{j}.{i % 250}", "estimate": float(j)} for j in range(items)]}
             for i in range(releases)]
-    return {"counting": {"key": "src", "text": "packets"}, "budget": {"epsilon": 0.5, "delta": 1e-6, "algorithms": {}},
+    return {"private": True, "counting": {"key": "src", "text": "packets"}, "budget": {"epsilon": 0.5, "delta": 1e-6, "algorithms": {}},
             "algorithms": {"lazyhh": {"family": "continual observation", "guarantee": guarantee, "releases": rels}}}
 
 

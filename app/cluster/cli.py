@@ -16,7 +16,7 @@ from dataclasses import replace
 from dptop.capture.live import DURATION
 from dptop.cluster.connect import check_tls
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, check_ranges, parse_param
-from dptop.options import Parser, json_target, nonempty, ranged
+from dptop.options import Parser, check_live, json_target, nonempty, ranged
 from dptop.output import write_json
 
 LIVE_DEFAULT = ("exact", "dpmg", "misragries")
@@ -53,11 +53,11 @@ def check_agent(args) -> None:
     """The scheduler address, the interface and filter, and the agent's name (over TLS, its
     certificate's CN), before joining anything."""
     from dptop.cluster.connect import check_reachable
-    from dptop.cluster.live import agent_name, check_capture
+    from dptop.cluster.live import agent_name
 
     check_scheduler(args)
     args.name = agent_name(args.scheduler, args.iface, args.name)
-    check_capture(args.iface, args.bpf)
+    check_live(args.iface, args.bpf)  # each refusal names --iface or --bpf
     check_reachable(args.scheduler)  # a refused certificate: one line, before the capture's kernels compile
 
 

@@ -71,7 +71,9 @@ def check_tls(address: str, insecure: bool = False) -> str:
     ``tcp://`` one only on loopback unless ``insecure``."""
     require(CLUSTER)
     m = _TCP.fullmatch(address)
-    if m and m.group(1) == "tcp" and not insecure and not LOOPBACK.fullmatch(m.group(2)):
+    if m is None:
+        raise ValueError(f"{address!r} is not tcp://HOST:PORT or tls://HOST:PORT")
+    if m.group(1) == "tcp" and not insecure and not LOOPBACK.fullmatch(m.group(2)):
         raise ValueError(f"{address}: plain tcp:// beyond loopback lets anyone on the network run code on the "
                          f"agents and read their summaries; use tls:// with certificates (see the README), or "
                          f"--insecure on a network you trust")

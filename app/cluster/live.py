@@ -191,12 +191,6 @@ def default_name(iface: str) -> str:
     return f"{socket.gethostname()}:{iface}"
 
 
-def check_capture(iface: str, bpf: str | None) -> None:
-    """Open and close the capture now, so a bad interface, filter or missing permission is one
-    clear error before the agent joins the cluster."""
-    LiveCapture(iface, lambda batch: True, bpf=bpf).stop()
-
-
 def agent_name(scheduler: str, iface: str, name: str | None) -> str:
     """The agent's name: over TLS its certificate's CN (``--name``, if given, must be it)."""
     import dask

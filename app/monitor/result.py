@@ -168,7 +168,7 @@ def session_json(session: Session, command: str, top: int | None, partial: bool 
     for v in snap.lanes:
         releases = shown_releases(session.releases(v.name), (shown or {}).get(v.name, []))
         algorithms[v.name] = entry = algorithm_json(v, releases, scale)
-        if entry.get("private"):
+        if entry.get("private") and not session.truth.died:  # a dead truth's recording stops short of the lanes'
             entry["truth"] = truth_json(session, v.name, releases, scale)
     return result_json(command, settings_json(session.config.settings, c.key, session.public_facts()),
                        source_json(session),
