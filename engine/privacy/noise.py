@@ -130,10 +130,6 @@ class NoiseSource:
         """Uniform in ``[0, n)`` (labels for pure-DP universe noise)."""
         return self._below(n)
 
-    def exponential(self) -> float:
-        """A standard exponential draw (pure-DP order statistics, docs/dp-misra-gries.md §7.2)."""
-        return self._rng.expovariate(1.0)
-
 
 def dlap_pmf(z: int, alpha: float) -> float:
     """Pr[Z = z] of the discrete Laplace law with parameter α (for tests and tails)."""
