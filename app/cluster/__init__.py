@@ -5,5 +5,5 @@ releases once (Dask distributed moves the tasks and the summaries; kernels stay 
 * ``dptop.cluster.live`` — ``dptop agent`` (a live capture point on a Dask worker of its host, pulled
   by the collector) and ``dptop.cluster.collector``'s ``Collector`` that merges live agents;
 * ``dptop.cluster.messages`` — what agents and archive tasks send the collector, as msgpack bytes;
-* ``dptop.cluster.cli`` — the ``agent``, ``collect`` and ``cluster-bench`` subcommands.
+* ``dptop.cluster.cli`` — the ``agent`` and ``collect`` subcommands (``cluster-bench`` is the lab's).
 """
