@@ -35,7 +35,8 @@ PHASE_EVERY = 5.0  # seconds between the lines of a start that lasts (kernels co
 
 class Progress:
     """``dptop: 3.2M/10.0M records read (32 %), 3.1M packets counted per port, 4.1M/s, ETA 2 s`` on
-    stderr, on a terminal only unless ``mode`` is ``always``."""
+    stderr, on a terminal only unless ``mode`` is ``always``; the interface's events (down, up, gone)
+    always, one line each."""
 
     def __init__(self, session: Session, stream=None, mode: str = "auto"):
         self.session, self.stream = session, stream or sys.stderr
@@ -52,13 +53,13 @@ class Progress:
         self.counted_as = f"{units} counted per {key_noun(c.key)}"
 
     def update(self) -> None:
+        st = self.session.source_stats()
+        for event in () if st is None else st.interface_events[self.events:]:  # always said, as warnings are
+            self._line(event.text())
+            self.events += 1
         if not self.shows:
             return
         now = time.monotonic()
-        st = self.session.source_stats()
-        for event in () if st is None else st.interface_events[self.events:]:
-            self._line(event.text())
-            self.events += 1
         phase = self.session.phase
         if phase and phase != self.phase and now - self.start > 0.5:
             self._line(phase)
