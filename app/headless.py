@@ -70,8 +70,7 @@ class Progress:
                        f"{now - self.phase_since:.0f} s")
             self.phase_shown = now
         elapsed = now - self.start
-        st = self.session.source_stats() if elapsed >= PROGRESS_AFTER else None
-        if st is None:
+        if st is None or elapsed < PROGRESS_AFTER:
             return
         # no packet read yet while numba compiles the reader's kernels (a first use since install)
         compiling = st.packets == 0 and compiles() > self.compiled
