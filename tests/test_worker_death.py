@@ -3,6 +3,7 @@
 import errno
 import json
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +22,12 @@ class DescriptorsOut(truth_module.ExactCounter):
     """An exact counter whose kernels fail to load after ``ok`` additions (EMFILE)."""
 
     ok = 1
+    slow = 0.0
 
     def add(self, *args):
         DescriptorsOut.ok -= 1
         if DescriptorsOut.ok < 0:
+            time.sleep(DescriptorsOut.slow)  # the source may end first: the run still says partial
             raise OSError(errno.EMFILE, "Too many open files")
         return super().add(*args)
 
@@ -54,6 +57,7 @@ def test_a_feed_to_a_dead_truth_raises_instead_of_waiting(monkeypatch):
 
 def test_a_dead_truth_thread_stops_the_run_with_partial_results(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(truth_module, "ExactCounter", DescriptorsOut)
+    monkeypatch.setattr(DescriptorsOut, "slow", 0.5)  # the whole file is read before the thread dies
     DescriptorsOut.ok = 1
     out = tmp_path / "out.json"
     config = RunConfig(("dpss", "countmin"))

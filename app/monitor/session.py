@@ -163,6 +163,7 @@ class Session:
 
     def _finish_lanes(self) -> None:
         self.truth.finish()
+        self.truth.wait_idle()  # ``stopped_by`` is settled before the session says it ended
         for lane in list(self.lanes.values()):
             if lane.worker is not None:
                 try:
