@@ -228,7 +228,7 @@ def cmd_list(args) -> int:
     indent = sum(widths) + 2 * 3
     width = max(40, shutil.get_terminal_size((100, 24)).columns - indent)
     for row in rows:
-        lines = textwrap.wrap(row[3], width) or [""]
+        lines = textwrap.wrap(row[3], width, break_on_hyphens=False) or [""]  # "over-estimated" stays whole
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + lines[0])
         for line in lines[1:]:
             print(" " * indent + line)

@@ -106,11 +106,14 @@ def test_list_names_the_baselines(capsys):
         assert name in out
 
 
-def test_list_aligns_its_columns_and_gives_whole_descriptions(capsys):
+@pytest.mark.parametrize("columns", ["60", "80", "100", "140"])
+def test_list_aligns_its_columns_and_gives_whole_descriptions(capsys, monkeypatch, columns):
     """Every row starts its description at the same column, wrapped lines continue under it, and
-    each algorithm's plain description (dptop.monitor.catalogue) is printed whole."""
+    each algorithm's plain description (dptop.monitor.catalogue) is printed whole, at any width
+    (a word is never broken at its hyphen)."""
     from dptop.monitor import catalogue
 
+    monkeypatch.setenv("COLUMNS", columns)
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     starts, described, name = set(), {}, None
