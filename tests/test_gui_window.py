@@ -193,9 +193,14 @@ def test_help_overlay_toggles(qtbot, make_window):
 
 
 def test_redraw_rate_and_close_latency_with_every_algorithm(qtbot, make_window, record_property):
-    """Replay as fast as possible with every registered algorithm: the timer keeps >= 10 redraws
-    per second, and closing the window stops every thread within a second."""
+    """Replay as fast as possible with every registered algorithm: the timer keeps at least half the
+    redraw rate it has with the window idle (20/s on a quiet machine, so >= 10), and closing the
+    window stops every thread within twenty idle redraw periods (a second on a quiet machine).
+    Both are ratios to the same window's idle rate, so a loaded machine slows both sides."""
     window = make_window(names=tuple(registry.names()))
+    start, count = time.monotonic(), len(window.redraws)
+    qtbot.wait(1500)
+    idle = (len(window.redraws) - count) / (time.monotonic() - start)
     replay(qtbot, window, running=True)
     qtbot.waitUntil(lambda: all_running(window), timeout=WARM)
     start, count = time.monotonic(), len(window.redraws)
@@ -203,9 +208,9 @@ def test_redraw_rate_and_close_latency_with_every_algorithm(qtbot, make_window, 
     rate = (len(window.redraws) - count) / (time.monotonic() - start)
     fed = window.session.snapshot().truth_packets
     record_property("redraws_per_second", rate)
-    print(f"\nredraws/s with {len(window.panels)} algorithms replaying at max speed: {rate:.1f} "
+    print(f"\nredraws/s with {len(window.panels)} algorithms replaying at max speed: {rate:.1f}, idle {idle:.1f} "
           f"(packets so far {fed:,}; load average {os.getloadavg()[0]:.1f})")
-    assert rate >= 10, f"redraw rate {rate:.1f}/s < 10/s"
+    assert idle > 0 and rate >= 0.5 * idle, f"redraw rate {rate:.1f}/s under replay < half the idle {idle:.1f}/s"
     threads = window.session.threads()
     t0 = time.monotonic()
     window.close()
@@ -213,7 +218,7 @@ def test_redraw_rate_and_close_latency_with_every_algorithm(qtbot, make_window, 
     record_property("close_seconds", latency)
     print(f"close latency: {latency:.3f} s; threads still alive: {[t.name for t in threads if t.is_alive()]}")
     assert not [t.name for t in threads if t.is_alive()]
-    assert latency < 1.0
+    assert latency < 20 / idle, f"close took {latency:.2f} s, over 20 idle redraw periods ({20 / idle:.2f} s)"
     assert not [t.name for t in threading.enumerate() if t.name.startswith("dptop")]
 
 
