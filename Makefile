@@ -43,11 +43,13 @@ lint: $(STAMP)
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation --target build/lint .
 	PYTHONPATH=build/lint $(VENV)/bin/lint-imports
 
-# every kernel compiled first, two at a time, instead of one by one as the tests reach them; the
-# slowest tests are listed so the five-minute budget of the default suite stays visible
+# every kernel compiled first, two at a time, instead of one by one as the tests reach them; then the
+# test files spread over TEST_WORKERS processes (pytest-xdist; a file's tests stay in one process, so
+# they share its fixtures); the slowest tests are listed so the five-minute budget stays visible
+TEST_WORKERS ?= 3
 test: $(STAMP) system-deps lint
 	$(VENV)/bin/dptop compile
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q --durations=15
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 # what the default run leaves out: statistical, utility, soak, packaging and benchmark checks, and the
 # full versions of checks the default run samples (scapy's redissection of the bundled captures,

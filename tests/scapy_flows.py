@@ -22,7 +22,8 @@ from scapy.packet import Padding, Raw
 from scapy.utils import PcapReader, rdpcap
 
 _EXT = (IPv6ExtHdrHopByHop, IPv6ExtHdrRouting, IPv6ExtHdrDestOpt, AH)
-KINDS = ("dport", "proto", "pair", "src/24")
+KINDS = ("dport", "proto", "pair", "src/24", "dst")  # key kinds (--key), counted in packets
+BYTE_KINDS = ("src bytes",)  # wire bytes per source (--weight bytes)
 SCAPY_CANNOT = {
     "gopacket_test_loopback.pcap": "scapy does not dissect its loopback header (family 30, IPv6)",
     "zeek_mpls-6in6-broken.pcap.gz": "broken frames scapy reads as IPv4 where dptop counts a bad header",
@@ -79,14 +80,14 @@ def _addr(address: str) -> str:
 
 
 def scapy_counts(path, kind: str) -> Counter:
-    """Counter of labels (as dptop prints them) of ``kind`` ("dport", "proto", "pair", "src/24")."""
+    """Counter of labels (as dptop prints them) of ``kind`` (one of KINDS or BYTE_KINDS)."""
     return Counter(_all_counts(str(path))[kind])
 
 
 @functools.lru_cache(maxsize=None)
 def _all_counts(path: str) -> dict:
     from dptop.engine.core.keys import PROTOCOL_NAMES
-    out = {kind: Counter() for kind in KINDS}
+    out = {kind: Counter() for kind in KINDS + BYTE_KINDS}
     for pkt in PcapReader(path) if not path.endswith(".gz") else rdpcap(path):
         ip = _outer_ip(pkt)
         if ip is None or not _keyed(ip):
@@ -97,6 +98,8 @@ def _all_counts(path: str) -> dict:
         out["proto"][PROTOCOL_NAMES.get(proto, str(proto))] += 1
         out["pair"][f"{_addr(ip.src)} → {_addr(ip.dst)}"] += 1
         out["src/24"][_net(ip.src)] += 1
+        out["dst"][_addr(ip.dst)] += 1
+        out["src bytes"][_addr(ip.src)] += pkt.wirelen or len(pkt)
     return out
 
 
@@ -115,13 +118,13 @@ def write_golden(paths) -> dict:
     import scapy
     doc = {"provenance": {"made_by": "python -m tests.scapy_flows (tests/scapy_flows.py, _all_counts)",
                           "dissector": f"scapy {scapy.VERSION}",
-                          "kinds": list(KINDS)},
+                          "kinds": list(KINDS + BYTE_KINDS)},
            "captures": {}}
     for path in paths:
         counts = _all_counts(str(path))
         doc["captures"][Path(path).name] = {
             "sha256": _sha256(path),
-            "counts": {kind: dict(sorted(counts[kind].items())) for kind in KINDS}}
+            "counts": {kind: dict(sorted(counts[kind].items())) for kind in KINDS + BYTE_KINDS}}
     text = json.dumps(doc, indent=0, ensure_ascii=False) + "\n"
     with open(GOLDEN, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
         gz.write(text.encode("utf-8"))  # no name or time stamp: the same counts give the same bytes

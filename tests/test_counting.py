@@ -2,30 +2,19 @@
 scapy: per-destination packet counts and per-source byte sums (record wire length) in the exact
 baseline; private byte estimates in bytes with the unit cap stated in the guarantee's ledger."""
 import json
-from collections import Counter
 
 import pytest
-from scapy.layers.inet import IP
-from scapy.layers.inet6 import IPv6
-from scapy.layers.l2 import Ether
-from scapy.utils import RawPcapReader
 
 from dptop.cli import main
 from dptop.resources import DEMO_CAPTURE
+from tests.scapy_flows import golden_counts
 
 
 @pytest.fixture(scope="module")
 def scapy_counts():
-    """Per-source bytes (wire length) and per-destination packets, by scapy's full dissection."""
-    src_bytes, dst_packets = Counter(), Counter()
-    for data, meta in RawPcapReader(str(DEMO_CAPTURE)):
-        pkt = Ether(data)
-        layer = pkt.getlayer(IP) or pkt.getlayer(IPv6)
-        if layer is None:
-            continue
-        src_bytes[layer.src] += meta.wirelen
-        dst_packets[layer.dst] += 1
-    return src_bytes, dst_packets
+    """Per-source bytes (record wire length) and per-destination packets by scapy's dissection of the
+    demo capture, read from the golden cache (tests/scapy_flows.py; a slow test redissects it)."""
+    return golden_counts(DEMO_CAPTURE, "src bytes"), golden_counts(DEMO_CAPTURE, "dst")
 
 
 def _run(capsys, *args):

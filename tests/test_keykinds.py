@@ -20,7 +20,7 @@ from dptop.cli import main
 from dptop.engine.core.keykinds import PAIR_NAMES, KeyKind, network_keys, pair_keys
 from dptop.engine.core.keys import decode_key, keys_from_addresses
 from dptop.resources import DEMO_CAPTURE
-from tests.scapy_flows import KINDS, bundled_captures, golden_counts, scapy_counts
+from tests.scapy_flows import BYTE_KINDS, KINDS, bundled_captures, golden_counts, scapy_counts
 
 DATA = Path(__file__).parent / "data"
 CAPTURES = bundled_captures()
@@ -44,7 +44,7 @@ def test_every_kind_equals_scapys_count_on_the_bundled_captures(path):
 def test_golden_counts_equal_scapys_dissection(path):
     """The cache the default run reads is what scapy counts today (a changed capture, rule or scapy
     version shows here; `python -m tests.scapy_flows` remakes it)."""
-    for kind in KINDS:
+    for kind in KINDS + BYTE_KINDS:
         assert golden_counts(path, kind) == scapy_counts(path, kind), (path.name, kind)
 
 
