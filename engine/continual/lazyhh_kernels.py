@@ -13,7 +13,8 @@ from dptop.engine.core.jit import hot, inner, ix, kernel
 from dptop.engine.core.keys import EMPTY_WORD, KEY_DTYPE
 from dptop.engine.core.topk import kth_smallest
 from dptop.engine.continual.gaussbm import CHUNK
-from dptop.engine.continual.lazysketch import LazySketch, SketchState, cms_estimate, push_next, row_buckets
+from dptop.engine.continual.lazysketch import LazySketch
+from dptop.engine.continual.lazysketch_kernels import SketchState, cms_estimate, push_next, row_buckets
 from dptop.engine.privacy import bulknoise
 
 
