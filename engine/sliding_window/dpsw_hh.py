@@ -39,8 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from dptop.engine.core.base import Algorithm, Footprint
-from dptop.engine.sliding_window.dpsw import (FAMILY_ANY, FAMILY_V4, FAMILY_V6, NOISE_OS, NOISE_SEEDED, Channel,
-                                              DPSWSketch)
+from dptop.engine.sliding_window.dpsw import NOISE_OS, NOISE_SEEDED, Channel, DPSWSketch
+from dptop.engine.sliding_window.dpsw_kernels import FAMILY_ANY, FAMILY_V4, FAMILY_V6
 from dptop.engine.sliding_window.geometry import (ESTIMATORS, PLANS, Geometry, budgets, position_costs,
                                                   rho_from_epsilon_delta)
 from dptop.engine.core.facts import PublicFact
