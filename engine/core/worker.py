@@ -1,10 +1,11 @@
 """A worker: one algorithm on its own thread, with its queue and what it has published (``Worker``).
 
-One ``Worker`` per algorithm; numba kernels release the GIL, so algorithms really run in parallel. ``feed`` (file replay) waits for room so nothing is
-lost, ``offer`` (live capture) never waits and counts a drop when the queue is full. Batches are
-read-only (``KeyBatch`` freezes its arrays) and shared, never copied; the worker cuts a batch into
-pieces it processes in about ``CHUNK_SECONDS`` (so it notices a stop well within a second), never
-the producer, so a batch is taken or refused whole.
+One ``Worker`` per algorithm; numba kernels release the GIL, so algorithms really run in parallel.
+``feed`` (file replay) waits for room so nothing is lost, ``offer`` (live capture) never waits and
+counts a drop when the queue is full. Batches are read-only (``KeyBatch`` freezes its arrays) and
+shared, never copied; the worker cuts a batch into pieces it processes in about ``CHUNK_SECONDS``
+(so it notices a stop well within a second), never the producer, so a batch is taken or refused
+whole.
 
 A queue is bounded in packets (``QueueBound``), sized in time on a live stream: it holds
 ``seconds`` of the rate offered to it (measured per second of wall time), between a floor and a cap
