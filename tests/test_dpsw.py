@@ -11,7 +11,8 @@ from scipy import stats
 
 from dptop.engine.core.keys import hash_key
 from dptop.engine.core.workload import keys_of_ipv4
-from dptop.engine.sliding_window.dpsw import FAMILY_ANY, FAMILY_V4, FAMILY_V6, Channel, DPSWSketch
+from dptop.engine.sliding_window.dpsw import Channel, DPSWSketch
+from dptop.engine.sliding_window.dpsw_kernels import FAMILY_ANY, FAMILY_V4, FAMILY_V6
 from dptop.engine.privacy.measures import bun_steinke_rho, zcdp_epsilon
 from dptop.engine.sliding_window.geometry import (PREFIX, SUFFIX, WHOLE, Geometry, PlanEntry, budgets, checkpoints,
                                                   expected_max_normal, position_costs, rho_from_epsilon_delta)

@@ -11,7 +11,7 @@ from dptop.capture.source import SourceStats
 from dptop.engine.core.base import Algorithm
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.release import Release, Span
-from dptop.engine.core.runner import QueueBound, Worker
+from dptop.engine.core.worker import QueueBound, Worker
 from dptop.engine.core.settings import Settings
 from dptop.monitor.config import Counting
 from dptop.monitor.explain import Drops, drops_of

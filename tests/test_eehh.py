@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dptop.engine.core.facts import Provenance, PublicFacts
-from dptop.engine.single_release.eehh import (DEFAULT_T_MAX, CountMinEEHH, CountSketchEEHH, EEState, query_batch, tracked,
-                                              update_batch)
+from dptop.engine.single_release.eehh import DEFAULT_T_MAX, CountMinEEHH, CountSketchEEHH
+from dptop.engine.single_release.eehh_kernels import EEState, query_batch, tracked, update_batch
 from dptop.engine.core import hashtable as ht
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.settings import Settings

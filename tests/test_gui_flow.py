@@ -137,7 +137,7 @@ def test_the_header_describes_the_release_the_table_shows(qtbot):
     from dptop.engine.core.keys import encode_address
     from dptop.engine.core.metrics import Utility
     from dptop.engine.core.release import ReleasedItem, Release, Span
-    from dptop.engine.core.runner import AlgorithmSnapshot
+    from dptop.engine.core.worker import AlgorithmSnapshot
     from dptop.gui.panel import AlgorithmPanel
     from dptop.monitor.lanes import LaneView
     from dptop.monitor.truth import TruthResult

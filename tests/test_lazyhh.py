@@ -13,7 +13,8 @@ from dptop.engine.baselines.exact import ExactCounter
 from dptop.engine.continual.gaussbm import HorizonExceeded
 from dptop.engine.continual.horizon import DEFAULT_HORIZON
 from dptop.engine.core.keys import KeyBatch
-from dptop.engine.continual.lazyhh import LazyHHInstance, LazyHHParams, _output, delta_for, delta_tilde
+from dptop.engine.continual.lazyhh import LazyHHInstance, LazyHHParams, delta_for, delta_tilde
+from dptop.engine.continual.lazyhh_kernels import output_step
 from dptop.engine.core.settings import Settings
 from tests.naive_lazy import RefLazyHH
 
@@ -168,7 +169,7 @@ def test_output_stops_only_estimates_that_prune_and_tau_ignore(noiseless):
         n = len(before)
         full = inst.sketch.estimates(before)
         for t, gamma in ((inst.t, p.gamma), (1, -1e9)):  # τ(t), and τ = 1/k + 1; scratch values only
-            _output(st, t, float(p.k), np.int64(p.k_tilde), gamma)
+            output_step(st, t, float(p.k), np.int64(p.k_tilde), gamma)
             vals, tau = st.cand_val[:n], st.out_tau[0]
             assert np.array_equal(vals[:p.k_tilde], full[:p.k_tilde])
             early = vals != full

@@ -186,7 +186,7 @@ def test_sweep_ldp_cli(capsys):
 
 
 def test_a_priori_error_and_level_budget_by_exact_values():
-    from dptop.engine.local_dp.algorithms import LDPDSR
+    from dptop.engine.local_dp.domain_schemes import LDPDSR
     from dptop.engine.local_dp.prefix import level_budget
 
     # GRR over d = 2 at ε = ln 3: p = 3/4, q = 1/4, Var = n·q(1−q)/(p−q)² = n·3/4 -> n = 4/3·100²

@@ -8,7 +8,8 @@ import pytest
 from dptop.engine.core.base import Algorithm
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.release import Release, Span
-from dptop.engine.core.runner import PACKET_BYTES, AlgorithmError, QueueBound, Runner, Worker
+from dptop.engine.core.runner import Runner
+from dptop.engine.core.worker import PACKET_BYTES, AlgorithmError, QueueBound, Worker
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.registry import make
 

@@ -1,4 +1,4 @@
-"""A session's lanes: one worker per algorithm (dptop.engine.core.runner.Worker), and the immutable
+"""A session's lanes: one worker per algorithm (dptop.engine.core.worker.Worker), and the immutable
 views the snapshot gives out."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from dptop.engine.core.facts import PublicFacts
-from dptop.engine.core.runner import AlgorithmSnapshot, QueueBound, Worker
+from dptop.engine.core.worker import AlgorithmSnapshot, QueueBound, Worker
 from dptop.monitor.config import RunConfig
 from dptop.monitor.states import State
 from dptop.monitor.status import LaneStatus

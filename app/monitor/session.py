@@ -25,7 +25,7 @@ from dptop.engine.core import registry
 from dptop.engine.core.clock import TimeGrid
 from dptop.engine.core.jit import compiles
 from dptop.engine.core.keys import tick
-from dptop.engine.core.runner import Worker
+from dptop.engine.core.worker import Worker
 from dptop.engine.core.facts import Provenance, PublicFact, PublicFacts
 from dptop.monitor import sources
 from dptop.monitor.apply import APPLIED_NOTE, lanes_after, retired

@@ -1,6 +1,6 @@
 """A lane's live status and its a-priori detection limit as the views read them: frozen dataclasses
-read by attribute, made once from the engine's status (``Algorithm.status`` plus the runner's
-``detectable``, engine/core/runner.py). The engine's words are mapped here and only here, so a
+read by attribute, made once from the engine's status (``Algorithm.status`` plus the worker's
+``detectable``, engine/core/worker.py). The engine's words are mapped here and only here, so a
 name an engine writes and no view reads (or the reverse) shows up in one place and in its test.
 The engine's own mapping stays the JSON's ``status`` (an operational figure, never private)."""
 from __future__ import annotations

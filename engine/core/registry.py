@@ -23,7 +23,8 @@ MODULES = (
     "dptop.engine.baselines.window",
     "dptop.engine.sliding_window.dpsw_hh",
     "dptop.engine.user_level.hostdp",
-    "dptop.engine.local_dp.algorithms",
+    "dptop.engine.local_dp.domain_schemes",
+    "dptop.engine.local_dp.prefix_scheme",
 )
 
 _REGISTRY: dict[str, type] = {}

@@ -5,7 +5,7 @@ Frequency oracles with exact integer samplers on OS entropy (``grr``, ``olh_hr``
 HeavyGuardian with exact ED (``heavyguardian``), the schemes as agent and collector halves that
 exchange only (version, tag, symbol) (``protocol``, ``dsr``, ``bdr``), their in-process wiring and
 the agent's sampler (``pipeline``), the public domains (``domain``), the prefix search
-(``prefix``), the accounting and guarantee (``accounting``), the registered algorithms
-(``algorithms``), exact transition matrices for the privacy tests (``transitions``), metrics
-(``metrics``) and the ε sweep (``sweep``).
+(``prefix``), the accounting and guarantee (``accounting``), the registered algorithms (their
+base ``scheme``, ``domain_schemes``, ``prefix_scheme``), exact transition matrices for the privacy
+tests (``transitions``), metrics (``metrics``) and the ε sweep (``sweep``).
 """

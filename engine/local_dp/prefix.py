@@ -23,7 +23,7 @@ from dptop.engine.local_dp.dsr import OTHER, DSRAgent, DSRCollector
 from dptop.engine.local_dp.entropy import Entropy
 from dptop.engine.local_dp.heavyguardian import ED_RULES
 from dptop.engine.local_dp.pipeline import Pipeline
-from dptop.engine.sliding_window.dpsw_hh import parse_levels as dpsw_levels
+from dptop.engine.sliding_window.dpsw_labels import parse_levels as dpsw_levels
 
 DEFAULT_LEVELS = (8, 16, 24, 32)
 

@@ -35,8 +35,8 @@ from dptop.engine.core.release import sorted_items
 from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
 from dptop.engine.single_release.dpmg import DPMisraGries
 from dptop.engine.single_release.dpss import by_key
-from dptop.engine.single_release.eehh import (N, SIZE, EEState, CountMinEEHH, cms_depth, cms_threshold, next_pow2,
-                                              sketch_psi, tracked, update_batch, make_ee_state)
+from dptop.engine.single_release.eehh import CountMinEEHH, cms_depth, cms_threshold, next_pow2, sketch_psi
+from dptop.engine.single_release.eehh_kernels import N, SIZE, EEState, make_ee_state, tracked, update_batch
 from dptop.engine.single_release.length import LENGTH_SHARE, length_slack, split_length_budget
 from dptop.engine.core.facts import NO_FACTS
 

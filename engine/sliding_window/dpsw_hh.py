@@ -31,25 +31,22 @@ rule is ``plan=004 estimator=min debias=false scale=false``.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import ipaddress
 import math
-from pathlib import Path
 
 import numpy as np
 
 from dptop.engine.core.base import Algorithm, Footprint
-from dptop.engine.sliding_window.dpsw import (FAMILY_ANY, FAMILY_V4, FAMILY_V6, NOISE_OS, NOISE_SEEDED, Channel,
-                                              DPSWSketch)
-from dptop.engine.sliding_window.geometry import (ESTIMATORS, PLANS, Geometry, budgets, position_costs,
-                                                  rho_from_epsilon_delta)
+from dptop.engine.sliding_window.dpsw import NOISE_OS, NOISE_SEEDED, Channel, DPSWSketch
+from dptop.engine.sliding_window.dpsw_kernels import FAMILY_ANY
+from dptop.engine.sliding_window.dpsw_labels import (IPV4_LEVELS, IPV6_LEVELS, children_offsets, domain_keys,
+                                                     hierarchy_budget_use, hierarchy_channels, load_candidates,
+                                                     parse_levels)
+from dptop.engine.sliding_window.geometry import ESTIMATORS, PLANS, Geometry, rho_from_epsilon_delta
 from dptop.engine.core.facts import PublicFact
 from dptop.engine.privacy.bulknoise import on_grid
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ZCDP, zcdp_epsilon
 from dptop.engine.privacy.units import Relation, counted_unit
-from dptop.engine.core.keykinds import KeyKind
-from dptop.engine.core.keys import IPV4_MAPPED, encode_address
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_WINDOW, Release, ReleasedItem, Span
 from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
@@ -59,31 +56,7 @@ DEFAULT_WINDOW = 100_000
 """The window w when unset, in updates (packets, or byte units when weighted by bytes)."""
 NOISE_MARGIN = 4.0  # threshold / noise σ of a window estimate, at least, when γ is chosen by default
 DEFAULT_SUBSTREAMS = 10  # 004 App. C: about ten substreams per window is best
-IPV4_LEVELS = (8, 16, 24, 32)
-IPV6_LEVELS = (8, 16, 24, 32, 40, 48, 56, 64)
-MAX_CANDIDATES = 1 << 22
 _MASK64 = (1 << 64) - 1
-
-
-def parse_levels(value, name: str, top: int) -> tuple[int, ...]:
-    """``"8,16,24,32"`` (or a sequence) -> increasing prefix lengths; first <= 16, steps <= 16, last <= top."""
-    if isinstance(value, str):
-        if value.strip().lower() in ("", "off", "none"):
-            return ()
-        parts = value.replace(";", ",").split(",")
-    elif isinstance(value, int):
-        parts = [value]
-    else:
-        parts = list(value)
-    try:
-        levels = tuple(int(str(p).strip().lstrip("/")) for p in parts)
-    except ValueError:
-        raise ValueError(f"{name} ({value!r}) must be comma-separated prefix lengths, e.g. '8,16,24,32'") from None
-    steps = [b - a for a, b in zip((0,) + levels, levels)]
-    if not levels or min(steps) < 1 or max(steps) > 16 or levels[-1] > top:
-        raise ValueError(f"{name} ({value!r}) must be increasing prefix lengths in [1, {top}] "
-                         "with steps of at most 16 bits (each step expands 2^step children)")
-    return levels
 
 
 def _flag(name: str, value) -> bool:
@@ -91,43 +64,6 @@ def _flag(name: str, value) -> bool:
     if text not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
         raise ValueError(f"{name} ({value!r}) must be true or false")
     return text in ("1", "true", "yes", "on")
-
-
-def load_candidates(path) -> np.ndarray:
-    """A public candidate file -> ``(n, 2)`` keys (CIDR prefixes expanded to their addresses)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"candidates ({str(path)!r}) must be a readable file of addresses or CIDR prefixes")
-    keys: set[tuple[int, int]] = set()
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        text = line.split("#", 1)[0].strip()
-        if not text:
-            continue
-        try:
-            net = ipaddress.ip_network(text, strict=False)
-        except ValueError:
-            raise ValueError(f"candidates {path.name}:{number}: {text!r} is not an address or CIDR prefix") from None
-        if len(keys) + net.num_addresses > MAX_CANDIDATES:
-            raise ValueError(f"candidates ({path.name}) expand to more than {MAX_CANDIDATES} addresses")
-        keys.update(encode_address(a) for a in (net.hosts() if net.num_addresses > 2 else net))
-    out = np.array(sorted(keys), dtype=np.uint64).reshape(-1, 2)
-    return out
-
-
-def domain_keys(n: int) -> np.ndarray:
-    """Keys of the synthetic Zipf domain: the IPv4 hosts of ranks 1..n (dptop.engine.core.workload)."""
-    from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4
-    return keys_of_ipv4(ipv4_of_rank(np.arange(1, n + 1, dtype=np.int64)))
-
-
-@functools.lru_cache(maxsize=32)
-def _children_offsets(parent: int, child: int) -> np.ndarray:
-    """``(2^(child−parent), 2)`` words to OR into a /parent key (128-bit space) for its /child children."""
-    shift = 128 - child
-    vals = [c << shift for c in range(1 << (child - parent))]
-    out = np.array([(v >> 64, v & _MASK64) for v in vals], dtype=np.uint64)
-    out.flags.writeable = False
-    return out
 
 
 def file_window(length: int, counting=PACKETS) -> int:
@@ -253,21 +189,7 @@ class DPSWHeavyHitters(Algorithm):
         if self.mode != "hierarchy":
             self.groups, self.roots = {"all": [0]}, {"all": (0, 0, 0)}
             return [Channel(self.rho, FAMILY_ANY, 128)]
-        chans, self.groups, self.roots = [], {}, {}
-        if not self.kind.address:  # one family: every channel sees every key, ρ split over all
-            trees = self.kind.hierarchy()
-            total = sum(len(levels) for *_, levels in trees)
-            for i, (hi, lo, base, levels) in enumerate(trees):
-                self.groups[f"t{i}"] = list(range(len(chans), len(chans) + len(levels)))
-                self.roots[f"t{i}"] = (hi, lo, base)
-                chans += [Channel(self.rho / total, FAMILY_ANY, p) for p in levels]
-            return chans
-        for fam, levels, base in ((FAMILY_V4, self.levels4, 96), (FAMILY_V6, self.levels6, 0)):
-            if levels:
-                g = "v4" if fam == FAMILY_V4 else "v6"
-                self.groups[g] = list(range(len(chans), len(chans) + len(levels)))
-                self.roots[g] = (0, IPV4_MAPPED if fam == FAMILY_V4 else 0, base)
-                chans += [Channel(self.rho / len(levels), fam, base + p) for p in levels]
+        chans, self.groups, self.roots = hierarchy_channels(self.rho, self.kind, self.levels4, self.levels6)
         return chans
 
     def reset(self):
@@ -395,7 +317,7 @@ class DPSWHeavyHitters(Algorithm):
         ``max_nodes`` of them (largest estimates), and expands their children at level ℓ+1."""
         hi, lo, base = self.roots[group]
         prefixes = [self.sketch.channels[c].prefix for c in chans]  # in the 128-bit key space
-        frontier = _children_offsets(base, prefixes[0]).copy()
+        frontier = children_offsets(base, prefixes[0]).copy()
         frontier[:, 0] |= np.uint64(hi)
         frontier[:, 1] |= np.uint64(lo)
         for i, c in enumerate(chans):
@@ -412,20 +334,14 @@ class DPSWHeavyHitters(Algorithm):
             if last:
                 pre = None if prefixes[-1] == 128 or not self.kind.address else prefixes[-1]
                 return [ReleasedItem(int(frontier[j, 0]), int(frontier[j, 1]), float(est[j]), pre) for j in idx]
-            kids = _children_offsets(prefixes[i], prefixes[i + 1])
+            kids = children_offsets(prefixes[i], prefixes[i + 1])
             frontier = (frontier[idx, None, :] | kids[None, :, :]).reshape(-1, 2)
         return []
 
     # ---- public description
     def budget_use(self) -> float:
         """max over positions of the ρ spent on one event, as a share of ρ (must be <= 1, §3.4)."""
-        g = self.geometry
-        worst = 0.0
-        families = list(self.groups.values()) if self.kind.address else [sum(self.groups.values(), [])]
-        for chans in families:
-            cost = sum(position_costs(g.I, g.Ip, budgets(self.sketch.channels[c].rho, g.alpha, g.m)) for c in chans)
-            worst = max(worst, float(np.max(cost)))
-        return worst / self.rho
+        return hierarchy_budget_use(self.geometry, self.sketch.channels, self.groups, self.kind.address, self.rho)
 
     def guarantee(self) -> Guarantee:
         g = self.geometry

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from dptop.engine.core.workload import ipv4_of_rank, keys_of_ipv4, zipf_ranks
-from dptop.engine.local_dp.algorithms import HEAVY_PER_K
+from dptop.engine.local_dp.scheme import HEAVY_PER_K
 from dptop.engine.local_dp.domain import Domain, ipv4_of_keys
 from dptop.engine.local_dp.entropy import Entropy
 from dptop.engine.local_dp.pipeline import SCHEMES, Pipeline, Reservoir, make_halves

@@ -1,4 +1,5 @@
-"""The local-DP algorithms of ``dptop list``: ldp-bgr, ldp-dsr, ldp-bdr, ldp-cnr, ldp-dsr-prefix.
+"""The base of the local-DP algorithms of ``dptop list`` (ldp-bgr, ldp-dsr, ldp-bdr, ldp-cnr in
+``domain_schemes``; ldp-dsr-prefix in ``prefix_scheme``) [003; docs/local-dp.md §10].
 
 Each is an ordinary registered ``Algorithm`` fed ``KeyBatch``es (docs/local-dp.md §10): the **agent** half
 maps each packet's source into the public domain, samples at most R packets per window
@@ -31,7 +32,6 @@ from dptop.engine.core import registry
 from dptop.engine.core.base import Algorithm, Footprint
 from dptop.engine.core.clock import CellOrdered
 from dptop.engine.core.keys import IPV4_MAPPED, KeyBatch
-from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, ReleasedItem, Span
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.core.settings import PACKETS, check_positive_int
@@ -39,26 +39,18 @@ from dptop.engine.privacy.units import counted_unit
 from dptop.engine.local_dp.accounting import (local_guarantee, parse_reports, report_epsilon, window_epsilon,
                                               window_options, window_text, DEFAULT_REPORTS)
 from dptop.engine.single_release.epochs import time_grid
-from dptop.engine.local_dp.bdr import bdr_epsilons
-from dptop.engine.local_dp.domain import inventory_domain, ipv4_of_keys, prefix_domain
-from dptop.engine.local_dp.dsr import grr_mechanism
 from dptop.engine.local_dp.entropy import BLOCK, Entropy
-from dptop.engine.local_dp.grr import grr_variance
 from dptop.engine.local_dp.heavyguardian import ED_RULES
-from dptop.engine.local_dp.pipeline import Pipeline, Reservoir, make_halves
-from dptop.engine.local_dp.prefix import PrefixSearch, level_budget, parse_levels
+from dptop.engine.local_dp.pipeline import Reservoir
 from dptop.engine.core.facts import NO_FACTS, Provenance, PublicFact
 
 DEFAULT_SNAPSHOT = 1024
 DEFAULT_ALPHA = 0.05
 HEAVY_PER_K = {"bgr": 48, "dsr": 48, "bdr": 4, "cnr": 4, "prefix": 12}
-CELL_BYTES = 25
-"""Bytes of one collector cell, at most: a label, an estimate, a count (8 each) and a flag."""
-PREFIX_LEVELS = "8,12,16,20,24,28,32"
-"""ldp-dsr-prefix's default levels of the IPv4 prefix tree (``--param levels``)."""
-"""Bytes of one collector cell, at most: a label, an estimate, a count (8 each) and a flag."""
 """Default λ_h = this × k (HeavyGuardian with w = 1 needs far more cells than k to admit the
 true top-k under GRR noise; measured in tests/test_ldp_utility.py)."""
+CELL_BYTES = 25
+"""Bytes of one collector cell, at most: a label, an estimate, a count (8 each) and a flag."""
 COMMON = ("domain", "inventory", "reports", "snapshot", "ed", "alpha")
 
 
@@ -123,7 +115,9 @@ class LocalDP(CellOrdered, Algorithm):
 
     @classmethod
     def all_parameters(cls) -> list[str]:
-        return sorted({p for c in (LDPBGR, LDPDSR, LDPBDR, LDPCNR, LDPDSRPrefix) for p in c.parameters})
+        """Every ``--param`` a registered local-DP algorithm reads."""
+        schemes = [registry.get(name) for name in registry.names()]
+        return sorted({p for c in schemes if issubclass(c, LocalDP) for p in c.parameters})
 
     # --- what subclasses provide -------------------------------------------------------------
     def _configure(self, extra: dict) -> None:
@@ -281,193 +275,3 @@ class LocalDP(CellOrdered, Algorithm):
                 "upload_bytes": sum(p.upload for p in pipes), "download_bytes": sum(p.download for p in pipes),
                 "agent_reports_per_second": sent / agent_s if agent_s else None,
                 "collector_reports_per_second": sent / coll_s if coll_s else None}
-
-
-class _DomainScheme(LocalDP):
-    """A 003 scheme over a public finite domain (``domain`` or ``inventory``)."""
-
-    def _configure(self, extra: dict) -> None:
-        if "inventory" in extra and "domain" in extra:
-            raise ValueError(f"domain ({extra['domain']!r}) and inventory ({extra['inventory']!r}) are "
-                             "exclusive: choose one")
-        self.domain = (inventory_domain(extra["inventory"]) if "inventory" in extra
-                       else prefix_domain(extra.get("domain", "ipv4/16")))
-        self.heavy = min(self.heavy, self.domain.size - 2) if self.settings.k_tilde is None else self.heavy
-        self.split = extra.get("split", 0.5)
-        if isinstance(self.split, bool) or not isinstance(self.split, (int, float)):
-            raise ValueError(f"split ({self.split!r}) must be a number in (0, 1): the share of epsilon for M_judge")
-        self.light = extra.get("light")
-        if self.light is not None:
-            self.light = check_positive_int("light", self.light)
-
-    def _new_engine(self):
-        seed = self.settings.seed
-        agent, collector = make_halves(self.scheme, self.epsilon, self.domain.size, self.heavy, split=self.split,
-                                       light=self.light, ed=self.ed, seed=seed)
-        return _Engine(Pipeline(agent, collector, self.every, self.domain.size), self.domain.other)
-
-    def _items(self, keys):
-        return self.domain.items(keys)
-
-    def _label(self, item, estimate):
-        return self.domain.label(item, estimate)
-
-    @staticmethod
-    def grr_error(reports: int, epsilon: float, domain_size: int) -> float:
-        """A-priori standard deviation of one item's estimate after ``reports`` GRR reports over the
-        whole domain (docs/local-dp.md §1.1; BGR, DSR's entire phase): from the parameters alone."""
-        m = grr_mechanism(epsilon, domain_size)
-        return float(math.sqrt(grr_variance(reports, 0, m.p, m.q)))
-
-    def detectable(self) -> dict | None:
-        """About the reports a source needs among the ``n`` reports of the run (R per window times
-        the windows, at most the packets; from the public length and time range of a replay, else
-        one window) to clear τ w.p. 0.9: GRR's zero-item σ times √(2 ln(d/α)) (τ's Gaussian form)
-        plus 1.2816 σ; from the parameters alone."""
-        n, over = self.reports_expected()
-        if n is None:
-            return {"count": None, "share": None, "error": None, "over": over,
-                    "note": "every packet is reported and the stream length is not public"}
-        sigma = self.grr_error(n, self.epsilon, self.domain.size)
-        z = math.sqrt(2 * math.log(max(self.domain.size, 2) / self.alpha)) if self.alpha < 1 else 0.0
-        count = math.ceil(sigma * (z + 1.2816))
-        limit = {"count": count, "share": count / n, "error": sigma, "over": over}
-        if count > n:
-            limit["note"] = (f"nothing can be released: at ε = {self.epsilon:.3g} per report (the window budget "
-                             f"split over {self.reports_cap or 'every'} reports) a source needs about {count:,} "
-                             f"of {over} over {self.domain.describe()}; raise --epsilon, lower --param reports "
-                             f"or take a smaller domain")
-        return limit
-
-    def reports_expected(self) -> tuple[int | None, str]:
-        """(reports the collector will receive, in words) from public facts: the replay's length,
-        its windows (time range or packet epochs) and the cap R."""
-        length, cap = self.facts.length, self.reports_cap
-        windows = None
-        if self.window_packets is not None and length:
-            windows = -(-length // self.window_packets)
-        elif self.facts.span is not None and self.facts.span[1] is not None:
-            start, end = self.facts.span
-            windows = int((end - start) // round(self.window_seconds * 1e9)) + 1
-        if cap is None:
-            return length, f"the {length:,} reports of the run" if length else "the run"
-        n = cap * (windows or 1)
-        n = min(n, length) if length else n
-        return n, (f"the {n:,} reports of the run ({windows:,} windows of at most {cap:,})" if windows
-                   else f"a window of {n:,} reports")
-
-    def status(self) -> dict:
-        sent = self._engine.pipelines[0].collector.reports
-        return {**super().status(), "domain": self.domain.describe(),
-                "grr_error_per_item": self.grr_error(max(sent, 1), self.epsilon, self.domain.size)}
-
-    def notes(self):
-        return (f"{self.scheme.upper()} over {self.domain.describe()}: one HeavyGuardian bucket (w = 1, docs/local-dp.md "
-                f"§2.1) of λ_h = {self.heavy} cells, ED P = b^-C with ln b = 77/1000 ({self.ed}); agents "
-                f"randomize against a hot-set snapshot refreshed every {self.every} reports",)
-
-
-class _Engine:
-    """One pipeline and the item it never releases."""
-
-    def __init__(self, pipeline: Pipeline, other: int):
-        self.pipelines = [pipeline]
-        self.other = other
-
-    def run(self, items):
-        self.pipelines[0].run(items)
-
-    def top(self, k):
-        return self.pipelines[0].collector.top(k, self.other)
-
-    def threshold(self, log_term):
-        return self.pipelines[0].collector.threshold(log_term)
-
-    def domain_size(self):
-        return self.other + 1
-
-
-@register
-class LDPBGR(_DomainScheme):
-    """BGR: GRR over the whole domain into HeavyGuardian (docs/local-dp.md §4), epsilon-LDP per report."""
-
-    name = "ldp-bgr"
-    scheme = "bgr"
-
-
-@register
-class LDPDSR(_DomainScheme):
-    """DSR: domain shrinking to the hot set while HeavyGuardian is full (docs/local-dp.md §5), epsilon-LDP per report."""
-
-    name = "ldp-dsr"
-    scheme = "dsr"
-
-
-@register
-class LDPBDR(_DomainScheme):
-    """BDR: budget division, judge hot/cold then GRR within (docs/local-dp.md §6.1-6.2), epsilon-LDP per report."""
-
-    name = "ldp-bdr"
-    scheme = "bdr"
-    parameters = (*COMMON, "split")
-
-    def notes(self):
-        e1, e2 = bdr_epsilons(self.epsilon, self.split)
-        return (*super().notes(), f"budget division ε1 = {e1:.4g} (M_judge) + ε2 = {e2:.4g} (M_hot/M_cold) = ε "
-                                  "(003 Thm 4.1)")
-
-
-@register
-class LDPCNR(LDPBDR):
-    """CNR: BDR with a buffer that nominates cold candidates (docs/local-dp.md §6.3, low confidence), epsilon-LDP per report."""
-
-    name = "ldp-cnr"
-    scheme = "cnr"
-    parameters = (*COMMON, "split", "light")
-
-    def notes(self):
-        return (*super().notes(), "CNR is known only from the reference implementation [C] (docs/local-dp.md §6.3): low "
-                                  f"confidence; buffer of {self.light or self.heavy} cold candidates")
-
-
-@register
-class LDPDSRPrefix(LocalDP):
-    """DSR per level of the IPv4 prefix tree, /8 then extending hot prefixes: full addresses, epsilon-LDP per report."""
-
-    name = "ldp-dsr-prefix"
-    scheme = "prefix"
-    parameters = ("reports", "snapshot", "ed", "alpha", "levels", "fanout")
-
-    @classmethod
-    def pipelines(cls, extra: dict) -> int:
-        """One per level of the prefix tree."""
-        return len(parse_levels(extra.get("levels", PREFIX_LEVELS)))
-
-    def _configure(self, extra: dict) -> None:
-        self.levels = parse_levels(extra.get("levels", PREFIX_LEVELS))
-        self.fanout = check_positive_int("fanout", extra.get("fanout", 2 * self.k))
-
-    def _new_engine(self):
-        return PrefixSearch(self.epsilon, self.heavy, self.fanout, self.every, self.levels, self.ed,
-                            self.settings.seed)
-
-    def _items(self, keys):
-        out = np.empty(len(keys), np.int64)
-        ipv4_of_keys(keys, out)
-        return out
-
-    def _label(self, item, estimate):
-        bits = self.levels[-1]
-        return ReleasedItem(0, IPV4_MAPPED | (int(item) << (32 - bits)), estimate, None if bits == 32 else 96 + bits)
-
-    def notes(self):
-        L = len(self.levels)
-        return (f"prefix extension over IPv4 /{', /'.join(map(str, self.levels))}: level 1 over the 256 /8s, "
-                f"each further level over the children of the {self.fanout} hottest prefixes above; DSR with "
-                f"λ_h = {self.heavy} cells per level",
-                f"budget split across levels: report i goes to level i mod {L} (public schedule), so each level "
-                f"gets 1/{L} of an agent's reports (ε_window/{L}"
-                + ("" if self.reports_cap is None else
-                   f" = {level_budget(self.epsilon * self.reports_cap, L):.4g}")
-                + f") at the full ε per report; estimates are scaled by {L}",
-                "IPv6 sources are reported as 'other' (the prefix tree is IPv4)")
