@@ -239,7 +239,7 @@ def _receive(path: str, delivered, plan: Plan):
             return MissingPoint(path, error)
         whole = decode(whole_bytes)
         epochs = {e: decode(b) for e, b in epoch_bytes.items()}
-        if "exact" not in whole or not set(whole) <= plan.whole \
+        if plan.truth not in whole or not set(whole) <= plan.whole \
                 or not all(set(s) <= set(plan.private) for s in epochs.values()) \
                 or (plan.grid is not None and any(e >= plan.grid.cells for e in epochs)):
             raise WireError("summaries of algorithms or epochs this run does not take")

@@ -156,7 +156,7 @@ def cmd_collect(args) -> int:
             write_json(summary, args.json_out)
     gone = summary["missing"]
     if not quiet:
-        exact = next(iter(result.releases.get("exact", [])), None)
+        exact = next(iter(result.releases.get(result.plan.truth, [])), None)
         print(f"exact top {_coverage(exact.status if exact else {'agents': [a.name for a in result.agents if not a.gone]})}:",
               ", ".join(f"{it.address} {it.estimate:.0f}" for it in result.exact_top(args.top)))
         for name, rels in result.releases.items():

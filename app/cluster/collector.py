@@ -425,9 +425,10 @@ class Collector:
             if cells and (cells != list(range(cells[0], r.through + 1)) or cells[0] <= p.through):
                 raise WireError(f"cells {cells[0]}..{cells[-1]} are not the ones asked ({p.through + 1}..{r.through})")
         epochs = {cell: self._summaries(payload, set(self.plan.private)) for cell, payload in r.epochs.items()}
-        exact = None if r.exact is None else self._summaries(r.exact, {"exact"}, need={"exact"})["exact"]
-        whole = None if r.whole is None else self._summaries(r.whole, self.plan.whole, need={"exact"})
-        if (exact is not None or whole is not None and whole["exact"].n) and "exact" not in self.plan.names:
+        truth = self.plan.truth
+        exact = None if r.exact is None else self._summaries(r.exact, {truth}, need={truth})[truth]
+        whole = None if r.whole is None else self._summaries(r.whole, self.plan.whole, need={truth})
+        if (exact is not None or whole is not None and whole[truth].n) and truth not in self.plan.names:
             raise WireError("exact counts this run did not ask for")
         if whole is not None and not p.final:
             raise WireError("final summaries before the final pull")

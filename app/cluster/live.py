@@ -146,8 +146,8 @@ class PointSession:
                 exact = self._take_exact()
                 if final:
                     whole = self.point.take_whole()
-                    if "exact" not in self.plan.names:
-                        whole["exact"] = CountSummary.empty()
+                    if self.plan.truth not in self.plan.names:
+                        whole[self.plan.truth] = CountSummary.empty()
                     whole, exact = encode(whole), None
                     self.state = "finished"
             finally:
@@ -174,7 +174,7 @@ class PointSession:
 
     def _take_exact(self) -> bytes | None:
         delta = self.point.take_exact()
-        return encode({"exact": delta}) if "exact" in self.plan.names else None
+        return encode({self.plan.truth: delta}) if self.plan.truth in self.plan.names else None
 
 
 def start_point(plan: Plan, run: str, first_cell: int) -> bytes:

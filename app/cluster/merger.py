@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dptop.cluster.plan import Plan
-from dptop.engine.baselines.merge import CountSummary, countmin_top, merge_all
+from dptop.cluster.plan import Plan, declaration
+from dptop.engine.baselines.merge import CountSummary
+from dptop.engine.core.mergeable import WholeStreamMerge
 from dptop.engine.core.release import Release, Span
 
 
@@ -37,7 +38,7 @@ class Merger:
     def add_whole(self, agent: str, summaries: dict) -> None:
         """An agent's final whole-stream baselines (and its last exact-count delta)."""
         summaries = dict(summaries)
-        self.add_exact(agent, summaries.pop("exact"))
+        self.add_exact(agent, summaries.pop(self.plan.truth))
         self._whole[agent] = summaries
 
     def add_epoch(self, agent: str, epoch: int, summaries: dict) -> None:
@@ -65,7 +66,7 @@ class Merger:
         out = []
         for name, alg in self._algorithms.items():
             parts = [by_agent[a][name] for a in covered if name in by_agent.get(a, {})]
-            merged = merge_all(parts) if parts else None
+            merged = declaration(name).merge(parts) if parts else None
             packets = max((p.n for p in parts), default=0)
             state = None if merged is None else alg.state_of(merged)
             rel = alg.publish(state, packets, epoch, None if grid is None else grid.first_cell + epoch,
@@ -80,7 +81,7 @@ class Merger:
     def exact(self) -> CountSummary:
         """The exact counts merged over every capture point, as far as each has shipped them."""
         parts = [self._exact[a] for a in self._ordered(self._exact)]
-        return merge_all(parts) if parts else CountSummary.empty()
+        return declaration(self.plan.truth).merge(parts) if parts else CountSummary.empty()
 
     def release_whole(self, gone=()) -> list[Release]:
         """The non-private baselines over the whole merged stream (one release each). ``gone``:
@@ -91,29 +92,24 @@ class Merger:
         settings = self.plan.settings
         out = []
         for name in self.plan.names:
-            if name in self._algorithms:
+            merge = declaration(name)
+            if not isinstance(merge, WholeStreamMerge):
                 continue
-            parts = [self._whole[a][name] for a in covered if name in self._whole[a]]
-            merged = self.exact() if name == "exact" else merge_all(parts) if parts else None
-            if merged is None:
-                continue
-            if name == "exact":
+            if merge.ground_truth:  # running deltas: what every agent shipped, lost ones included
+                merged = self.exact()
                 shipped = self._ordered(self._exact)
                 status = {"agents": [a for a in shipped if a not in gone],
                           "agents_partial": [a for a in shipped if a in gone]}
             else:
+                parts = [self._whole[a][name] for a in covered if name in self._whole[a]]
+                if not parts:
+                    continue
+                merged = merge.merge(parts)
                 status = {"agents": covered}
             status["agents_missing"] = [a for a in self.agents if a in gone and a not in status["agents"]
                                         and a not in status.get("agents_partial", ())]
-            if name == "exact":
-                top = int(settings.extra.get("top", settings.k))
-                items = merged.top(top or None)
-                status["distinct"] = len(merged.keys)
-            elif name == "countmin":
-                items = countmin_top(merged, settings.k)
-            else:
-                items = merged.top(settings.k)
-                status["error_bound"] = merged.error_bound
+            items, fields = merge.release(merged, settings)
+            status.update(fields)
             rel = Release(name, Span(0, merged.n), items, status=status)
             self.releases[name].append(rel)
             out.append(rel)

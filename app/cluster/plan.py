@@ -11,7 +11,9 @@ single-release algorithms summarise each public epoch:
 * a ``TimeGrid``: cell c is packet time [start + c·S, start + (c+1)·S); each packet goes to the cell
   of its own time stamp (no running maximum), packets outside the grid are counted, not released.
 
-Only algorithms whose release on merged summaries a spec covers are accepted (``MERGEABLE``).
+Only algorithms that declare their mergeability in the engine registry are accepted
+(``registry.mergeable``, ``dptop.engine.core.mergeable``): a ``WholeStreamMerge`` summarises the
+whole stream, an ``EpochMerge`` each epoch; the plan reads both from the registry, never by name.
 """
 from __future__ import annotations
 
@@ -19,23 +21,38 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
-
-from dptop.engine.baselines.countmin import CountMinHeap
-from dptop.engine.baselines.merge import (CountSummarizer, CountMinSummarizer, MGSummarizer, SSSummarizer,
-                                          derive_seeds)
 from dptop.engine.core import registry
 from dptop.engine.core.facts import NO_FACTS, Provenance, PublicFacts
+from dptop.engine.core.mergeable import EpochMerge, Mergeability, WholeStreamMerge
 from dptop.engine.core.settings import Settings, check_positive_int
 from dptop.engine.core.clock import TimeGrid
 from dptop.engine.single_release.epochs import check_epoch_options
-from dptop.engine.single_release.merged import MergedDPMG, MergedEEHH
 
-BASELINES = ("exact", "spacesaving", "misragries", "countmin")
-PRIVATE = ("dpmg", "eehh-cms")
-MERGEABLE = BASELINES + PRIVATE
 WHY_REFUSED = ("their privacy under merging is covered by no spec (SpaceSaving's eviction-order "
                "argument, continual-observation trees and the sliding-window sketch do not survive a "
                "merge; eehh-cs's envelope is experimental)")
+
+
+def mergeable_names() -> tuple[str, ...]:
+    """Every algorithm cluster mode runs: those that declare their mergeability in the registry."""
+    return tuple(registry.mergeable_names())
+
+
+def declaration(name: str) -> Mergeability:
+    """How mergeable algorithm ``name`` is summarized and merged (its registry declaration)."""
+    found = registry.mergeable(name)
+    if found is None:
+        raise ValueError(f"{name} declares no mergeability")
+    return found
+
+
+def ground_truth() -> str:
+    """The name of the exact counts every capture point ships (the one ground-truth declaration)."""
+    names = [n for n in mergeable_names()
+             if isinstance(found := registry.mergeable(n), WholeStreamMerge) and found.ground_truth]
+    if len(names) != 1:
+        raise RuntimeError(f"the registry declares {len(names)} ground truths, not one")
+    return names[0]
 
 
 def check_names(names) -> tuple[str, ...]:
@@ -43,12 +60,10 @@ def check_names(names) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(names))
     if not names:
         raise ValueError("algorithms: name at least one algorithm")
-    for n in names:
-        registry.get(n)  # unknown names raise with the list of known ones
-    refused = [n for n in names if n not in MERGEABLE]
+    refused = [n for n in names if registry.mergeable(n) is None]  # unknown names raise with the known ones
     if refused:
         raise ValueError(f"not available in cluster mode: {', '.join(refused)} — {WHY_REFUSED}; "
-                         f"cluster mode runs {', '.join(MERGEABLE)}")
+                         f"cluster mode runs {', '.join(mergeable_names())}")
     return names
 
 
@@ -95,30 +110,30 @@ class Plan:
 
     @property
     def private(self) -> tuple[str, ...]:
-        return tuple(n for n in self.names if n in PRIVATE)
+        """The algorithms released per epoch (``EpochMerge``), in the plan's order."""
+        return tuple(n for n in self.names if isinstance(declaration(n), EpochMerge))
+
+    @property
+    def truth(self) -> str:
+        """The exact counts' name: every capture point ships them, asked for or not."""
+        return ground_truth()
 
     @property
     def whole(self) -> frozenset:
         """The names of the whole-stream summaries a capture point ships (``whole_summarizers``)."""
-        return frozenset({"exact", *self.names}) - set(self.private)
+        return frozenset({self.truth, *self.names}) - set(self.private)
 
     def release_algorithm(self, name: str):
         """The collector's releasing instance of private algorithm ``name``."""
-        if name == "dpmg":
-            return MergedDPMG(self.settings, self.facts)
-        return MergedEEHH(self.settings, self.agents, self.facts)
+        return declaration(name).releaser(self.settings, self.facts, self.agents)
 
     def whole_summarizers(self) -> dict:
         """Summarizers over the whole stream: the exact counts plus every baseline named."""
-        out = {"exact": CountSummarizer()}
-        for name in self.names:
-            if name == "spacesaving":
-                out[name] = SSSummarizer(registry.make(name, self.settings).capacity)
-            elif name == "misragries":
-                out[name] = MGSummarizer(registry.make(name, self.settings).capacity)
-            elif name == "countmin":
-                depth = CountMinHeap(self.settings).depth
-                out[name] = CountMinSummarizer(self.settings, derive_seeds(self.master, name, depth))
+        out = {}
+        for name in (self.truth, *self.names):
+            found = declaration(name)
+            if isinstance(found, WholeStreamMerge) and name not in out:
+                out[name] = found.summarizer(self.settings, self.master)
         return out
 
 

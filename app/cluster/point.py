@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dptop.cluster.plan import EpochSummarizers, Plan
+from dptop.cluster.plan import EpochSummarizers, Plan, declaration
 from dptop.engine.core.keys import KeyBatch
 
 
@@ -40,7 +40,7 @@ class CapturePoint:
     def __init__(self, plan: Plan):
         self.plan = plan
         self.whole = plan.whole_summarizers()
-        self.exact = self.whole.pop("exact")
+        self.exact = self.whole.pop(plan.truth)
         self._factory = EpochSummarizers(plan) if plan.private else None
         self._open: dict[int, dict] = {}
         self._closed: set[int] = set()
@@ -99,9 +99,9 @@ class CapturePoint:
     def take_exact(self):
         """Exact counts since the last call (a ``CountSummary`` delta)."""
         summary = self.exact.summary()
-        self.exact = type(self.exact)()
+        self.exact = declaration(self.plan.truth).summarizer(self.plan.settings, self.plan.master)
         return summary
 
     def take_whole(self) -> dict:
-        """The whole-stream baselines and the last exact-count delta (``"exact"``)."""
-        return {"exact": self.take_exact(), **{name: s.summary() for name, s in self.whole.items()}}
+        """The whole-stream baselines and the last exact-count delta (under ``plan.truth``)."""
+        return {self.plan.truth: self.take_exact(), **{name: s.summary() for name, s in self.whole.items()}}

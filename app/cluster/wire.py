@@ -5,7 +5,7 @@ A payload is msgpack of one map: ``format`` (``"dptop-summaries"``), ``version``
 ``sketch``), its integer fields and its numpy arrays, each as ``dtype`` (a little-endian numpy
 dtype string), ``shape`` and raw ``data``. Nothing in a payload is ever executed: ``decode``
 reads plain msgpack (no extension types), checks the format and version, that every algorithm
-name carries the summary type that name has, every field's presence and type, every array's dtype,
+name carries the summary type its registry declaration ships (``registry.mergeable``), every field's presence and type, every array's dtype,
 dimensions and byte length, and that the arrays of one summary agree; anything else is one
 ``WireError`` naming what is wrong. The summaries are those of dptop.engine.baselines.merge.
 """
@@ -17,6 +17,7 @@ import msgpack
 import numpy as np
 
 from dptop.engine.baselines.merge import CountSummary, MGSummary, SketchSummary, SSSummary
+from dptop.engine.core import registry
 
 FORMAT = "dptop-summaries"
 VERSION = 1
@@ -32,9 +33,13 @@ SCHEMA = {
 """Per summary type: its class and, per array field, its dtype and shape (None: any length; a
 shape of None: one or two dimensions). The class's other fields are non-negative integers."""
 TYPE_OF = {cls: tag for tag, (cls, _) in SCHEMA.items()}
-SUMMARY_TYPE = {"exact": "count", "misragries": "mg", "dpmg": "mg", "spacesaving": "ss",
-                "countmin": "sketch", "eehh-cms": "sketch"}
-"""The summary type every mergeable algorithm ships."""
+
+
+def summary_type(name) -> str | None:
+    """The summary type mergeable algorithm ``name`` ships (its declaration's summary), or None."""
+    if not isinstance(name, str) or name not in registry.mergeable_names():
+        return None
+    return TYPE_OF[registry.mergeable(name).summary]
 
 
 class WireError(ValueError):
@@ -93,9 +98,9 @@ def read_document(kind: str, version: int, data, max_bytes: int | None = None) -
 
 
 def _summary(name, item):
-    if not isinstance(name, str) or name not in SUMMARY_TYPE:
+    tag = summary_type(name)
+    if tag is None:
         raise WireError(f"{FORMAT}: unknown algorithm {str(name)[:40]!r}")
-    tag = SUMMARY_TYPE[name]
     if not isinstance(item, dict) or item.get("type") != tag:
         raise WireError(f"{FORMAT}: {name} must be a {tag} summary")
     cls, arrays = SCHEMA[tag]

@@ -22,7 +22,7 @@ from dptop.capture.pcap import open_capture
 from dptop.capture.synth import write_zipf_pcap
 from dptop.cluster.archive import replay_archive
 from dptop.cluster.connect import local_cluster, local_workers
-from dptop.cluster.plan import MERGEABLE, TimeGrid
+from dptop.cluster.plan import TimeGrid, mergeable_names
 from dptop.engine.core.settings import Range, Settings
 from dptop.options import json_target, ranged, ranged_list
 from dptop.output import write_json
@@ -54,6 +54,7 @@ def run_bench(quick: bool = False, workers=(1, 2, 4), files: int = 8, packets: i
     packets = packets or (1 << 18 if quick else 1 << 22)
     rounds = rounds or (1 if quick else 2)
     settings = Settings(k=16)
+    names = mergeable_names()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="dptop-cluster-bench-") as tmp, contextlib.ExitStack() as stack:
         paths = _write_files(Path(tmp), files, packets)
@@ -63,16 +64,16 @@ def run_bench(quick: bool = False, workers=(1, 2, 4), files: int = 8, packets: i
 
             clients[f"local:{n}"] = stack.enter_context(Client(stack.enter_context(local_cluster(n))))
         for client in clients.values():  # warm-up: every worker loads the kernels
-            replay_archive(paths[:1] * max(workers), MERGEABLE, settings.with_(seed=0), cluster=client)
+            replay_archive(paths[:1] * max(workers), names, settings.with_(seed=0), cluster=client)
         seconds = {name: [] for name in clients}
         last = {}
         for _ in range(rounds):
             for name, client in clients.items():
                 t0 = time.perf_counter()
-                last[name] = replay_archive(paths, MERGEABLE, settings, cluster=client)
+                last[name] = replay_archive(paths, names, settings, cluster=client)
                 seconds[name].append(time.perf_counter() - t0)
         grid = _grid_of(paths)
-        timed = replay_archive(paths, MERGEABLE, settings.with_(epoch_seconds=1.0), grid=grid)
+        timed = replay_archive(paths, names, settings.with_(epoch_seconds=1.0), grid=grid)
     load_after = os.getloadavg()
     best = {name: min(s) for name, s in seconds.items()}
     one = best["in-process"]
@@ -90,7 +91,7 @@ def run_bench(quick: bool = False, workers=(1, 2, 4), files: int = 8, packets: i
         rows.append({"run": "1 s time epochs", "agent": Path(a.name).name, "epochs": a.epochs,
                      "bytes_per_epoch": a.bytes_per_epoch, "bytes_once": a.bytes_shipped - a.epoch_bytes})
     return {"name": "cluster", "rows": rows,
-            "notes": (f"{files} Zipf 1.1 captures of {packets} packets, algorithms {', '.join(MERGEABLE)}; "
+            "notes": (f"{files} Zipf 1.1 captures of {packets} packets, algorithms {', '.join(names)}; "
                       f"best of {rounds} alternating rounds; workers are single-threaded processes; "
                       f"busy_workers = summed task time of the last round / its wall time (how many "
                       f"workers really ran at once), task_cpu_seconds = their summed CPU time; bytes_per_epoch = per-epoch private summaries (dpmg, eehh-cms) per capture point, "

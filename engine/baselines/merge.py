@@ -18,7 +18,8 @@ counter's items); ``merge`` returns a new summary and never touches its inputs.
   sum, candidates unite. Needs the same hash seeds on every side (the collector draws them once and
   ships them, ``derive_seeds``). Associative and commutative.
 
-The summarizers below build these summaries at a capture point from the engine's public kernels.
+The summarizers below build these summaries at a capture point from the engine's public kernels;
+the end of the module declares each baseline's mergeability in the registry (``WholeStreamMerge``).
 """
 from __future__ import annotations
 
@@ -30,9 +31,12 @@ import numpy as np
 
 from dptop.engine.baselines import misragries, spacesaving
 from dptop.engine.baselines.countmin import CountMinHeap, cms_column, make_cms_hashing
-from dptop.engine.baselines.exact import ExactCounter
+from dptop.engine.baselines.exact import Exact, ExactCounter
+from dptop.engine.baselines.summary import counters
 from dptop.engine.core.jit import kernel
 from dptop.engine.core.keys import KEY_DTYPE
+from dptop.engine.core.mergeable import WholeStreamMerge
+from dptop.engine.core.registry import declare_mergeable
 from dptop.engine.core.release import ReleasedItem, sorted_items
 from dptop.engine.core.settings import check_positive_int
 from dptop.engine.core.topk import tracked
@@ -312,3 +316,38 @@ def countmin_top(summary: SketchSummary, limit: int) -> tuple[ReleasedItem, ...]
     hashing = make_cms_hashing(summary.cells.shape[0], summary.cells.shape[1], summary.seeds)
     est = _cms_query(summary.cells, hashing, summary.candidates)
     return sorted_items(summary.candidates[:, 0], summary.candidates[:, 1], est, limit=limit)
+
+
+# --- mergeability: what the cluster reads from the registry ---------------------------------------
+
+def _counter_capacity(settings) -> int:
+    """k~ counters per capture point, at least k (as SpaceSaving and Misra-Gries require)."""
+    return check_positive_int("k~", counters(settings), minimum=check_positive_int("k", settings.k))
+
+
+def _exact_top(merged: CountSummary, settings):
+    """The top ``extra['top']`` (default k, 0 = all) of the merged exact counts, and how many keys."""
+    top = int(settings.extra.get("top", settings.k))
+    return merged.top(top or None), {"distinct": len(merged.keys)}
+
+
+def _counters_top(merged, settings):
+    """The top k of merged Misra-Gries or SpaceSaving counters, with their error bound."""
+    return merged.top(settings.k), {"error_bound": merged.error_bound}
+
+
+def _countmin_summarizer(settings, master: bytes) -> CountMinSummarizer:
+    """CountMin hashing with row seeds every capture point derives from the collector's secret."""
+    depth, _ = CountMinHeap.shape(settings)
+    return CountMinSummarizer(settings, derive_seeds(master, CountMinHeap.name, depth))
+
+
+declare_mergeable(Exact, WholeStreamMerge(
+    CountSummary, lambda settings, master: CountSummarizer(), merge_all, _exact_top, ground_truth=True))
+declare_mergeable(spacesaving.SpaceSaving, WholeStreamMerge(
+    SSSummary, lambda settings, master: SSSummarizer(_counter_capacity(settings)), merge_all, _counters_top))
+declare_mergeable(misragries.MisraGries, WholeStreamMerge(
+    MGSummary, lambda settings, master: MGSummarizer(_counter_capacity(settings)), merge_all, _counters_top))
+declare_mergeable(CountMinHeap, WholeStreamMerge(
+    SketchSummary, _countmin_summarizer, merge_all,
+    lambda merged, settings: (countmin_top(merged, settings.k), {})))

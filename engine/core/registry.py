@@ -2,12 +2,17 @@
 
 Each algorithm module decorates its classes with ``@register``; ``MODULES`` lists the modules to
 import so that every name is known. ``make(name, settings, facts, counting)`` builds one instance.
+
+A mergeable algorithm's entry also holds its mergeability (``dptop.engine.core.mergeable``), declared
+with ``declare_mergeable`` beside its summarizers (``MERGE_MODULES``); ``mergeable(name)`` reads it,
+None for an algorithm that cannot be merged.
 """
 from __future__ import annotations
 
 import importlib
 
 from dptop.engine.core.facts import NO_FACTS, PublicFacts
+from dptop.engine.core.mergeable import EpochMerge, Mergeability, WholeStreamMerge
 from dptop.engine.core.settings import PACKETS, Counting, Settings
 
 MODULES = (
@@ -27,7 +32,14 @@ MODULES = (
     "dptop.engine.local_dp.prefix_scheme",
 )
 
+MERGE_MODULES = (
+    "dptop.engine.baselines.merge",
+    "dptop.engine.single_release.merged",
+)
+"""The modules that declare mergeability (beside the summarizers they declare)."""
+
 _REGISTRY: dict[str, type] = {}
+_MERGEABLE: dict[str, Mergeability] = {}
 
 
 def register(cls):
@@ -38,8 +50,20 @@ def register(cls):
     return cls
 
 
+def declare_mergeable(cls, declaration: Mergeability) -> None:
+    """Declare how registered algorithm ``cls`` is summarized at capture points and merged."""
+    if not isinstance(declaration, (WholeStreamMerge, EpochMerge)):
+        raise TypeError(f"{cls.name}: a mergeability is a WholeStreamMerge or an EpochMerge, "
+                        f"not {type(declaration).__name__}")
+    if _REGISTRY.get(cls.name) is not cls:
+        raise ValueError(f"{cls.name!r}: only a registered algorithm can declare mergeability")
+    if cls.name in _MERGEABLE and _MERGEABLE[cls.name] != declaration:
+        raise ValueError(f"algorithm {cls.name!r} declared mergeable twice")
+    _MERGEABLE[cls.name] = declaration
+
+
 def _load() -> dict[str, type]:
-    for module in MODULES:
+    for module in MODULES + MERGE_MODULES:
         importlib.import_module(module)
     return _REGISTRY
 
@@ -58,3 +82,15 @@ def get(name: str) -> type:
 def make(name: str, settings: Settings, facts: PublicFacts = NO_FACTS, counting: Counting = PACKETS):
     """``name`` built from the user's parameters, the source's public facts and the counting."""
     return get(name)(settings, facts, counting)
+
+
+def mergeable(name: str) -> Mergeability | None:
+    """How known algorithm ``name`` is merged across capture points, or None if it cannot be."""
+    get(name)
+    return _MERGEABLE.get(name)
+
+
+def mergeable_names() -> list[str]:
+    """Every algorithm that declares mergeability, in declaration order."""
+    _load()
+    return list(_MERGEABLE)

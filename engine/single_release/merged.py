@@ -23,6 +23,8 @@ a single process.
   argument per capture point (envelope 2t/w, no noise) bounds its true count by n/k~ + 2n/w + 1;
   its merged estimate is then <= n/k~ + 4n/w + ψ + 1 <= τ2. The depth covers T_max arrivals plus
   the final queries of up to A·k~ labels (A capture points).
+
+The end of the module declares both as mergeable in the registry (``EpochMerge``).
 """
 from __future__ import annotations
 
@@ -30,7 +32,9 @@ import math
 
 import numpy as np
 
-from dptop.engine.baselines.merge import MGSummarizer, MGSummary, SketchSummary, derive_seeds, unique_keys
+from dptop.engine.baselines.merge import MGSummarizer, MGSummary, SketchSummary, derive_seeds, merge_all, unique_keys
+from dptop.engine.core.mergeable import EpochMerge
+from dptop.engine.core.registry import declare_mergeable
 from dptop.engine.core.release import sorted_items
 from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
 from dptop.engine.single_release.dpmg import DPMisraGries
@@ -163,3 +167,9 @@ class EEHHSummarizer:
     def summary(self) -> SketchSummary:
         st = self.state
         return SketchSummary(st.cells.copy(), st.hseed.copy(), unique_keys(tracked(st)), int(st.meta[N]))
+
+
+declare_mergeable(DPMisraGries, EpochMerge(
+    MGSummary, lambda settings, facts, agents: MergedDPMG(settings, facts), merge_all))
+declare_mergeable(CountMinEEHH, EpochMerge(
+    SketchSummary, lambda settings, facts, agents: MergedEEHH(settings, agents, facts), merge_all))
