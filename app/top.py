@@ -111,7 +111,8 @@ class PromptDriver(LinuxDriver):
         if self.exit_event.is_set():
             return
         signal.signal(signal.SIGWINCH, signal.SIG_DFL)
-        self._disable_mouse_support()
+        if self._writer_thread is not None:  # None when application mode never started (a stopped job)
+            self._disable_mouse_support()
         self.exit_event.set()  # stays set: the reader reads it until it ends
         try:
             termios.tcflush(self.fileno, termios.TCIFLUSH)
