@@ -290,7 +290,7 @@ class TopApp(App):
 
     def refresh_view(self, force: bool = False) -> None:
         session = self.session
-        if session is None:
+        if session is None or not self.is_running:  # not yet, or the widgets are being taken down
             return
         snap = session.snapshot()
         self._set("status", self.status_line(snap))
