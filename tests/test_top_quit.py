@@ -116,9 +116,10 @@ def test_q_ends_the_process_within_200_ms_in_tmux_at_80x24(tmp_path):
     def tmux(*args: str) -> str:
         return subprocess.run(["tmux", "-L", server, *args], check=True, capture_output=True, text=True).stdout
 
-    took = []
+    took, socket = [], None
     try:
         tmux("new-session", "-d", "-s", "keep", "sleep 100000")  # the server outlives each run
+        socket = tmux("display", "-p", "#{socket_path}").strip()
         tmux("set-option", "-g", "remain-on-exit", "on")
         for run in range(5):
             name, status = f"run{run}", tmp_path / f"status{run}"
@@ -145,4 +146,6 @@ def test_q_ends_the_process_within_200_ms_in_tmux_at_80x24(tmp_path):
             assert "q quit" not in tmux("capture-pane", "-p", "-t", name)  # the view's screen is gone
     finally:
         subprocess.run(["tmux", "-L", server, "kill-server"], capture_output=True)
+        if socket:
+            Path(socket).unlink(missing_ok=True)
     assert statistics.median(took) < QUIT_SECONDS, took
