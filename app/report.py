@@ -158,7 +158,7 @@ def summary_line(releases: list[dict], upto: int) -> str:
     first, last = earlier[0]["span"], earlier[-1]["span"]
     if first["kind"] == "epoch":
         what = f"epochs {first['index']}-{last['index']}" if len(earlier) > 1 else f"epoch {first['index']}"
-        what += f": {len(earlier)} releases"
+        what += f": {len(earlier)} release{'s' if len(earlier) > 1 else ''}"
     else:
         what = f"{len(earlier)} release{'s' if len(earlier) > 1 else ''} before the last"
     often = Counter(item["address"] for r in earlier for item in r["items"])

@@ -9,16 +9,20 @@ tmux) shows it whole; ``g`` shows the guarantees in full. A wide terminal shows 
 private panels side by side (``PANEL_WIDTH`` columns each). Keys: ``a``/``z`` next/previous
 private algorithm, ``s`` sort (private estimate or address), ``k`` the next key kind (source,
 destination, port, protocol, pair, networks: restarts the session, a new key is a new stream),
-``g`` the full guarantees, space freezes the tables, ``q`` quits (the sessions are told to stop
-and the view exits at once; they are joined after the terminal is restored). With ``serve`` the
+``g`` the full guarantees, space freezes the tables, ``q`` quits: the sessions are told to stop
+and the view exits at once, restoring the terminal without waiting for the key reader's last polls
+(``PromptDriver``) nor for the sessions' threads (daemons that write nothing). With ``serve`` the
 private feed (dptop.feed) serves whichever session the view runs.
 """
 from __future__ import annotations
 
+import signal
+import termios
 from dataclasses import replace
 
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
+from textual.drivers.linux_driver import LinuxDriver
 from textual.widgets import DataTable, Footer, Static
 
 from dptop.engine.core.keykinds import KeyKind
@@ -93,6 +97,39 @@ def guarantee_lines(panels: list[tuple[str | None, object]], budget: str, full: 
     return lines
 
 
+class PromptDriver(LinuxDriver):
+    """Textual's terminal driver, except that input stops without waiting for the key reader.
+
+    Textual's reader thread polls the terminal every 0.1 s and, once told to stop, polls once
+    more; stopping input waits for it, up to 0.2 s of the time between ``q`` and the exit. Here
+    stopping input tells the reader to stop and returns: input that arrives after that is dropped
+    (as the flush of the terminal's input drops it), and the reader ends by itself within 0.2 s
+    or with the process. A resume (after Ctrl-Z) waits for the old reader before starting anew.
+    """
+
+    def disable_input(self) -> None:
+        if self.exit_event.is_set():
+            return
+        signal.signal(signal.SIGWINCH, signal.SIG_DFL)
+        if self._writer_thread is not None:  # None when application mode never started (a stopped job)
+            self._disable_mouse_support()
+        self.exit_event.set()  # stays set: the reader reads it until it ends
+        try:
+            termios.tcflush(self.fileno, termios.TCIFLUSH)
+        except termios.error:
+            pass
+
+    def start_application_mode(self) -> None:
+        if self._key_thread is not None:
+            self._key_thread.join()
+        self.exit_event.clear()
+        super().start_application_mode()
+
+    def process_message(self, message) -> None:
+        if not self.exit_event.is_set():
+            super().process_message(message)
+
+
 class TopApp(App):
     """The terminal view of one session (a new one when the counted key changes)."""
 
@@ -131,6 +168,11 @@ class TopApp(App):
         self.frozen = False
         self.full = False  # the guarantees in full (g)
         self.last_text: dict[str, str] = {}
+        self.sessions_stopped = False  # q told them to stop
+
+    def get_driver_class(self):
+        driver = super().get_driver_class()
+        return PromptDriver if driver is LinuxDriver else driver
 
     # ----- layout and session --------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -226,10 +268,16 @@ class TopApp(App):
         self.refresh_view(force=True)
 
     def action_quit(self) -> None:
-        """Exit at once: the sessions are told to stop now and joined once the terminal is back."""
-        for s in [*self.old, *([self.session] if self.session is not None else [])]:
-            s.stop()
+        """Exit at once: the sessions are told to stop now; nothing waits for their threads."""
+        self.stop_sessions()
         self.exit()
+
+    def stop_sessions(self) -> None:
+        """Tell every session to stop (once: a second stop would wait on their locks for nothing)."""
+        if not self.sessions_stopped:
+            self.sessions_stopped = True
+            for s in [*self.old, *([self.session] if self.session is not None else [])]:
+                s.stop()
 
     def action_freeze(self) -> None:
         self.frozen = not self.frozen
@@ -242,7 +290,7 @@ class TopApp(App):
 
     def refresh_view(self, force: bool = False) -> None:
         session = self.session
-        if session is None:
+        if session is None or not self.is_running:  # not yet, or the widgets are being taken down
             return
         snap = session.snapshot()
         self._set("status", self.status_line(snap))
@@ -318,13 +366,14 @@ def _private(name: str) -> bool:
 
 def run_top(spec: SourceSpec, config: RunConfig, refresh: float = REFRESH_SECONDS, serve: str | None = None,
             facts=None) -> TopApp:
-    """Run the terminal view until the user quits; returns the app (its session is closed).
+    """Run the terminal view until the user quits; returns the app (its sessions stopped, their
+    threads ending by themselves: daemons that write nothing, so the quit does not wait for them).
     ``facts``: the file's public facts the command's check read (``precheck.SourceFacts``)."""
     app = TopApp(spec, config, refresh, serve, facts)
     try:
         app.run()
     finally:
-        app.close_sessions()
+        app.stop_sessions()
         if app.feed is not None:
-            app.feed.close()
+            app.feed.close()  # its log is closed whole
     return app
