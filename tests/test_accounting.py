@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-from dptop.engine.privacy import composition
 from dptop.engine.single_release import dpmg, dpss, eehh, length
 from dptop.engine.privacy import measures
-from dptop.engine.privacy.composition import Budget, Cost
+from dptop.engine.privacy.budget import Budget
+from dptop.engine.privacy.measures import ApproxDP, PureDP, ZCDP
 
 
 @pytest.mark.parametrize("eps,gamma", [(0.01, 761.09), (0.1, 77.01), (0.5, 16.20), (1, 8.60), (10, 1.76)])
@@ -107,10 +107,11 @@ def test_cs_threshold_formula():
     assert tau == pytest.approx(max(10_000 / 8, 10_300 / 32 + 3 * (4 * 20 + 50) + 1))
 
 
-def test_compose_sequential_and_zcdp():
-    c = composition.compose_sequential([Cost(0.5, 1e-6), Cost(0.25), Cost(0.25, 2e-6)])
-    assert (c.epsilon, c.delta, c.rho) == (1.0, 3e-6, None)
-    assert composition.compose_sequential([]) == Cost(0.0, 0.0, 0.0)
+def test_compose_and_zcdp():
+    c = measures.compose([ApproxDP(0.5, 1e-6), PureDP(0.25), ApproxDP(0.25, 2e-6)])
+    assert c == ApproxDP(1.0, 3e-6) and c.rho is None
+    assert measures.compose([]) == PureDP(0.0)
+    assert measures.compose([ZCDP(0.01, 1e-6), ZCDP(0.02, 2e-6)]) == ZCDP(0.03, 3e-6)
 
 
 def test_group_privacy_two_steps():
@@ -119,17 +120,42 @@ def test_group_privacy_two_steps():
 
 
 def test_budget_refuses_overspending():
-    b = Budget(Cost(1.0, 1e-6))
-    b.spend(Cost(0.6, 5e-7))
+    b = Budget(ApproxDP(1.0, 1e-6))
+    b.spend(ApproxDP(0.6, 5e-7))
     with pytest.raises(RuntimeError, match="privacy budget exceeded"):
-        b.spend(Cost(0.6, 1e-7))
-    b.spend(Cost(0.4, 5e-7))
-    assert b.spent_total().epsilon == pytest.approx(1.0)
+        b.spend(ApproxDP(0.6, 1e-7))
+    b.spend(PureDP(0.4))
+    with pytest.raises(RuntimeError, match=r"privacy budget exceeded: spending \(ε=0, δ=6e-07\)"):
+        b.spend(ApproxDP(0.0, 6e-7))  # δ alone can exceed the total
+    b.spend(ApproxDP(0.0, 5e-7))
+    assert b.spent_total() == ApproxDP(1.0, 1e-6)
+    with pytest.raises(RuntimeError, match="privacy budget exceeded"):
+        b.spend(PureDP(1e-9))
+    assert len(b.spent) == 3  # a refused spend is not recorded
+
+
+def test_budget_of_pure_dp_refuses_any_delta():
+    b = Budget(PureDP(1.0))
+    with pytest.raises(RuntimeError, match="privacy budget exceeded"):
+        b.spend(ApproxDP(0.5, 1e-9))
+    b.spend(PureDP(1.0))
+    assert b.spent_total() == PureDP(1.0)
+
+
+def test_budget_of_zcdp_composes_rho():
+    total = ZCDP(0.02, 2e-6)
+    b = Budget(total)
+    b.spend(ZCDP(0.01, 1e-6))
+    b.spend(ZCDP(0.01, 1e-6))
+    assert b.spent_total() == total
+    with pytest.raises(RuntimeError, match=r"ρ=0\.021"):
+        b.spend(ZCDP(0.001, 0.0))
 
 
 @pytest.mark.parametrize("call,match", [
-    (lambda: Cost(-1.0), r"epsilon \(-1.0\) must be >= 0"),
-    (lambda: Cost(1.0, 1.0), r"delta \(1.0\) must be in \[0, 1\)"),
+    (lambda: PureDP(-1.0), r"epsilon \(-1.0\) must be in \[0, inf\)"),
+    (lambda: ApproxDP(math.inf, 0.0), r"epsilon \(inf\) must be in \[0, inf\)"),
+    (lambda: ApproxDP(1.0, 1.0), r"delta \(1.0\) must be in \[0, 1\)"),
     (lambda: dpss.dpss_gamma(0.0, 1e-3), r"epsilon \(0\) must be > 0"),
     (lambda: dpss.dpss_gamma(1.0, 1.5), r"delta \(1.5\) must be in \(0, 1\)"),
     (lambda: length.check_k_tilde(8, 8), r"k~ \(8\) must be > k \(8\)"),

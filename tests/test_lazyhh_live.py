@@ -12,7 +12,7 @@ from dptop.engine.continual.lazyhh import LazyHH, LazyHHParams, release_after
 from dptop.engine.core import registry
 from dptop.engine.core.keys import KeyBatch, keys_from_addresses
 from dptop.engine.core.settings import Settings
-from dptop.engine.privacy.composition import Cost
+from dptop.engine.privacy.measures import ApproxDP, ZCDP
 from dptop.monitor.config import RunConfig
 
 RATE = 2000  # packets per second in the figures
@@ -49,9 +49,10 @@ def test_live_defaults_release_30_and_10_percent_sources_in_time_at_epsilon_half
 
 
 def test_segments_compose_in_parallel_and_overlaps_sequentially():
-    one = Cost(0.5, 6.3e-6)
+    one = ApproxDP(0.5, 6.3e-6)
     assert segments_cost(one) == one
-    assert segments_cost(one, overlap=2) == Cost(1.0, 1.26e-5)
+    assert segments_cost(one, overlap=2) == ApproxDP(1.0, 1.26e-5)
+    assert segments_cost(ZCDP(0.01, 1e-6), overlap=3) == ZCDP(0.03, 3e-6)  # zCDP segments add ρ
     with pytest.raises(ValueError, match="overlap"):
         segments_cost(one, overlap=0)
 

@@ -17,7 +17,6 @@ from dptop.engine.core.keys import KeyBatch
 from dptop.engine.privacy.units import UnitKind
 from dptop.engine.core.runner import Runner
 from dptop.engine.core.settings import Settings
-from dptop.engine.privacy.composition import Cost
 from dptop.engine.privacy.measures import ApproxDP, group, within
 from dptop.engine.privacy.discrete_gaussian import SEEDED_LABEL
 from dptop.engine.user_level.hostdp import HostDPDst, mg_dup_cost
@@ -168,7 +167,7 @@ def test_empty_stream_releases_nothing():
 def test_mg_dup_map_and_release(stream):
     c = mg_dup_cost(1.0, 1e-6, 50)
     assert (c.epsilon, c.delta) == (1.0 / 50, 1e-6 / (50 * math.e))
-    assert within(group(ApproxDP(c.epsilon, c.delta), 50), ApproxDP(1.0, 1e-6))  # m elements per host: back to (ε, δ)
+    assert within(group(c, 50), ApproxDP(1.0, 1e-6))  # m elements per host: back to (ε, δ)
     with pytest.raises(ValueError, match=r"m \(0\) must be >= 1"):
         mg_dup_cost(1.0, 1e-6, 0)
     batch, _ = stream

@@ -29,7 +29,7 @@ from dptop.engine.continual.gaussbm import HorizonExceeded
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.release import Release, Span
 from dptop.engine.core.settings import PACKETS, Counting, Settings, check_positive_int
-from dptop.engine.privacy.composition import Cost, compose_sequential
+from dptop.engine.privacy.measures import Measure, compose
 
 DEFAULT_HORIZON = 1 << 20
 """T_max of one segment of a live capture when no horizon is given: 1,048,576 arrivals, restarted
@@ -60,12 +60,13 @@ def resolve_horizon(settings: Settings, facts: PublicFacts = NO_FACTS, counting:
     return max(DEFAULT_HORIZON, minimum), SOURCE_SEGMENT
 
 
-def segments_cost(per_segment: Cost, overlap: int = 1) -> Cost:
+def segments_cost(per_segment: Measure, overlap: int = 1) -> Measure:
     """The privacy cost of a run in segments, per packet (§7.3): disjoint segments with fresh
     randomness compose in parallel, so any number of them costs one segment's (ε, δ~); segments
-    that overlap so that each packet lies in ``overlap`` instances compose sequentially."""
+    that overlap so that each packet lies in ``overlap`` instances compose sequentially
+    (``measures.compose``: a zCDP segment adds its ρ)."""
     overlap = check_positive_int("overlap", overlap)
-    return compose_sequential([per_segment] * overlap)
+    return compose([per_segment] * overlap)
 
 
 class ContinualAlgorithm(Algorithm):

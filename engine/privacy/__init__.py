@@ -1,2 +1,3 @@
 """Privacy primitives that do not belong to one mechanism: exact discrete samplers on the OS
-CSPRNG, the seeded bulk Gaussian generator, and composition (sequential, group privacy, zCDP)."""
+CSPRNG, the seeded bulk Gaussian generator, the typed costs (measures: composition, group
+privacy, zCDP) and the budget that refuses to overspend."""

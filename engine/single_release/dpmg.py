@@ -26,7 +26,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from dptop.engine.privacy.composition import Cost, compose_sequential
 from dptop.engine.single_release.dpss import by_key
 from dptop.engine.single_release.epochs import Epoched
 from dptop.engine.baselines.misragries import is_dummy, make_state, snapshot, state_bytes, update_batch
@@ -34,7 +33,7 @@ from dptop.engine.baselines.summary import counters
 from dptop.engine.core.base import Footprint
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import sorted_items
-from dptop.engine.privacy.measures import ApproxDP, PureDP
+from dptop.engine.privacy.measures import ApproxDP, Measure, PureDP, compose
 from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
 from dptop.engine.core.facts import NO_FACTS
 from dptop.engine.single_release.dpmg_universe import universe_top_noise
@@ -65,16 +64,14 @@ class DPMisraGries(Epoched):
             self.eps_n = 0.1 * self.epsilon
             self.eps_a = self.epsilon - self.eps_n
             self.tau = dpmg_threshold_discrete(self.eps_a, self.delta)
-            self.measure = ApproxDP
         else:
             self.delta = None
-            self.measure = PureDP
         super().__init__(settings, facts, counting)
 
-    def cost(self):
+    def cost(self) -> Measure:
         if self.mode == "pure":
-            return Cost(self.epsilon)
-        return compose_sequential([Cost(self.eps_a, self.delta), Cost(self.eps_n)])
+            return PureDP(self.epsilon)
+        return compose([ApproxDP(self.eps_a, self.delta), PureDP(self.eps_n)])
 
     def notes(self):
         if self.mode == "pure":

@@ -48,9 +48,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from dptop.engine.privacy.composition import Budget, Cost
+from dptop.engine.privacy.budget import Budget
 from dptop.engine.privacy.guarantee import Guarantee
-from dptop.engine.privacy.measures import ApproxDP, PureDP
+from dptop.engine.privacy.measures import Measure
 from dptop.engine.privacy.units import Relation, counted_unit, in_relation
 from dptop.engine.core.base import Algorithm
 from dptop.engine.core.clock import MAX_CELLS, CellOrdered, TimeGrid
@@ -102,8 +102,6 @@ class Epoched(CellOrdered, Algorithm):
 
     private = True
     family = "single-release"
-    measure: type = ApproxDP
-    """The measure of ``cost()``: ``ApproxDP`` or ``PureDP``."""
 
     def __init__(self, settings, facts=NO_FACTS, counting=PACKETS):
         super().__init__(settings, facts, counting)
@@ -115,8 +113,8 @@ class Epoched(CellOrdered, Algorithm):
 
     # --- what subclasses provide -------------------------------------------------------------
     @abstractmethod
-    def cost(self) -> Cost:
-        """The (ε, δ) of one epoch's release under add/remove of one packet."""
+    def cost(self) -> Measure:
+        """The cost of one epoch's release under add/remove of one packet (``PureDP`` or ``ApproxDP``)."""
 
     @abstractmethod
     def _new_state(self):
@@ -247,9 +245,7 @@ class Epoched(CellOrdered, Algorithm):
         return replace(self._guarantee[1], scope=self._scope(span))
 
     def _guarantee_for(self, span: Span | None, extra_notes: tuple[str, ...]) -> Guarantee:
-        c = self.cost()
-        cost = PureDP(c.epsilon) if self.measure is PureDP else ApproxDP(c.epsilon, c.delta)
-        relation, notes = Relation.ADD_REMOVE, [*self.notes(), *extra_notes]
+        cost, relation, notes = self.cost(), Relation.ADD_REMOVE, [*self.notes(), *extra_notes]
         if self.epoch_packets is not None:
             cost, relation = in_relation(cost, relation, Relation.SUBSTITUTE), Relation.SUBSTITUTE
             notes.append(COUNT_EPOCH_NOTE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from dptop.engine.core.settings import check_delta, check_epsilon, check_positive_int
-from dptop.engine.privacy.composition import Cost
+from dptop.engine.privacy.measures import ApproxDP
 
 LENGTH_SHARE = 0.1
 """Share of ε and δ spent on the noisy stream length ñ (docs/dpss-eehh.md §4.5 default split)."""
@@ -28,9 +28,9 @@ def length_slack(eps_n: float, delta_n: float) -> int:
     return max(0, math.ceil(math.log(1.0 / ((1.0 + alpha) * delta_n)) / eps_n))
 
 
-def length_composed_cost(eps_a: float, delta_a: float, eps_n: float, delta_n: float) -> Cost:
+def length_composed_cost(eps_a: float, delta_a: float, eps_n: float, delta_n: float) -> ApproxDP:
     """A release whose threshold uses ñ: (ε_A + ε_n, e^(ε_n)·δ_A + δ_n) (docs/dpss-eehh.md §4.5)."""
-    return Cost(eps_a + eps_n, math.exp(eps_n) * delta_a + delta_n)
+    return ApproxDP(eps_a + eps_n, math.exp(eps_n) * delta_a + delta_n)
 
 
 def check_k_tilde(k: int, k_tilde: int) -> tuple[int, int]:

@@ -34,7 +34,6 @@ from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_SINGLE, Release, sorted_items
 from dptop.engine.core.settings import PACKETS, Settings, check_delta, check_epsilon, check_positive_int
-from dptop.engine.privacy.composition import Cost
 from dptop.engine.privacy.discrete_gaussian import DiscreteGaussian
 from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ApproxDP
@@ -51,10 +50,10 @@ DEFAULT_M = 8
 VARIANTS = ("pamg", "mg-dup")
 
 
-def mg_dup_cost(epsilon: float, delta: float, m: int) -> Cost:
+def mg_dup_cost(epsilon: float, delta: float, m: int) -> ApproxDP:
     """Per-element (ε/m, δ/(m·e^ε)) that gives (ε, δ) for users of at most m elements [002 Lemma 2]."""
     epsilon, delta, m = check_epsilon(epsilon), check_delta(delta), check_positive_int("m", m)
-    return Cost(epsilon / m, delta / (m * math.exp(epsilon)))
+    return ApproxDP(epsilon / m, delta / (m * math.exp(epsilon)))
 
 
 def host_pairs(batch: KeyBatch, item_field: str, who: str) -> np.ndarray:
@@ -139,8 +138,8 @@ class HostDPDst(Epoched):
             self.noise = DiscreteGaussian(settings.seed)
 
     # --- privacy map and a-priori helpers --------------------------------------------------------
-    def cost(self) -> Cost:
-        return Cost(self.epsilon, self.delta)
+    def cost(self) -> ApproxDP:
+        return ApproxDP(self.epsilon, self.delta)
 
     def threshold(self) -> int:
         """Keep a noisy count when it is >= this, before any data is seen."""
@@ -153,7 +152,7 @@ class HostDPDst(Epoched):
         return thm12_error(elements, self.k, self.params.tau)
 
     def guarantee(self, span=None, extra_notes: tuple[str, ...] = ()) -> Guarantee:
-        return Guarantee(MODEL_SINGLE, ApproxDP(self.epsilon, self.delta), unit=self.unit, scope=self._scope(span),
+        return Guarantee(MODEL_SINGLE, self.cost(), unit=self.unit, scope=self._scope(span),
                          noise=self.noise.label, seeded=self.noise.seeded, notes=(*self.notes(), *extra_notes))
 
     def notes(self) -> tuple[str, ...]:
