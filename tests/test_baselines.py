@@ -88,6 +88,21 @@ def test_countmin_never_underestimates_and_finds_heavy_hitters():
     assert {x for x, f in truth.items() if f > len(stream) / 16} <= reported
 
 
+def test_countmin_with_a_seed_gives_the_same_release_and_without_one_new_rows():
+    """--seed makes the sketch's row hashes (and so its over-estimates) the same on every run; without
+    it they come from the OS (a small width makes collisions, so different rows give other estimates)."""
+    keys = _keys(zipf_ranks(1.1, 5_000, 20_000, seed=2).tolist())
+
+    def estimates(seed):
+        alg = make("countmin", Settings(k=16, seed=seed, extra={"width": 64}))
+        alg.update(keys)
+        return [(it.lo, it.estimate) for it in alg.release().items], alg.hashing.seeds.tolist()
+
+    assert estimates(7) == estimates(7)
+    assert estimates(7)[1] != estimates(8)[1]
+    assert estimates(None)[1] != estimates(None)[1]
+
+
 def test_countmin_validates_width():
     with pytest.raises(ValueError, match=r"width \(1000\) must be a power of two"):
         make("countmin", Settings(k=4, extra={"width": 1000}))

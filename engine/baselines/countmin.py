@@ -28,7 +28,7 @@ class CMSHashing(NamedTuple):
 
 
 def make_cms_hashing(depth: int, width: int, seeds: np.ndarray | None = None) -> CMSHashing:
-    """Row seeds from the OS and the shift for a power-of-two ``width``."""
+    """Row seeds (``seeds``, else from the OS) and the shift for a power-of-two ``width``."""
     depth = check_positive_int("depth", depth)
     width = check_positive_int("width", width, minimum=2)
     if width & (width - 1):
@@ -89,7 +89,10 @@ class CountMinHeap(Algorithm):
         return Footprint(8 * depth * (width + 1) + 8 + topk_bytes(k_tilde), sized_by)
 
     def reset(self):
-        self.hashing = make_cms_hashing(self.depth, self.width)
+        seed = self.settings.seed  # --seed: the same rows on every run (NOT private, like every seeded run)
+        seeds = None if seed is None else np.random.SeedSequence((int(seed), 0xC0DE)).generate_state(
+            self.depth, dtype=np.uint64)
+        self.hashing = make_cms_hashing(self.depth, self.width, seeds)
         self.counts = np.zeros((self.depth, self.width), dtype=np.int64)
         self.topk = make_topk(self.capacity)
         self.packets = 0
