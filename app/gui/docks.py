@@ -1,7 +1,7 @@
 """The window's docks: the parameters at the left; throughput, privacy budget, utility and tuning
 as tabs at the bottom. A dock smaller than its content scrolls, never overlaps its neighbours; the
 first start shares the window out in proportion (``first_proportions``); the tuning tab, when
-shown, is given the height its plots need (``room_for_tuning``)."""
+shown, is given the height its plots need (``room_for_tuning``) and they stretch into it."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
@@ -36,8 +36,7 @@ def build_docks(window, widgets: dict[str, QWidget]) -> dict[str, QDockWidget]:
     for key, title, area in DOCKS:
         dock = QDockWidget(title, window)
         dock.setObjectName(f"dock-{key}")
-        # the tuning tab is given its height when shown (room_for_tuning) and its plots stretch into it
-        dock.setWidget(widgets[key] if key == "tuning" else scrolled(widgets[key]))
+        dock.setWidget(scrolled(widgets[key]))
         window.addDockWidget(area, dock)
         docks[key] = dock
     bottom = [docks[key] for key, _, area in DOCKS if area == BOTTOM]

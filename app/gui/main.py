@@ -102,6 +102,7 @@ class MainWindow(QMainWindow):
         self.panels: dict[str, AlgorithmPanel] = {}
         self.columns = 0  # panel columns now (reflowed with the width)
         self.grid = QGridLayout()
+        self.grid.setContentsMargins(0, 0, 0, 0)  # the panels have their own frames
         holder = QWidget()
         holder.setLayout(self.grid)
         self.scroll_area = ReflowArea(self._reflow)
@@ -113,6 +114,7 @@ class MainWindow(QMainWindow):
         self._overview_at = 0.0
         self._overview_due = False  # a panel drew new rows since the overview was last updated
         self._tuning_watched = False
+        self._tuning_in_front = False
         central = QSplitter(Qt.Orientation.Vertical)
         central.setObjectName("central")
         central.addWidget(self.overview)
@@ -169,6 +171,7 @@ class MainWindow(QMainWindow):
                 self.panels[name].set_frozen(self.frozen)
         self.columns = 0
         self._reflow(self.scroll_area.viewport().width())
+        self._room_for_panels()
 
     def _reflow(self, width: int) -> None:
         """Place the panels in as many columns as ``width`` holds (each at least ``PANEL_WIDTH`` and
@@ -191,7 +194,22 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._tuning_watched:  # from the first show on: the start-up's own visibility changes do not count
             self._tuning_watched = True
-            self.docks["tuning"].visibilityChanged.connect(lambda shown: room_for_tuning(self, shown))
+            self.docks["tuning"].visibilityChanged.connect(self._tuning_shown)
+
+    def _tuning_shown(self, visible: bool) -> None:
+        """The tuning tab in front gets the height its plots need (the panels scroll meanwhile);
+        behind the other tabs again, it gives the panels back the room for one whole panel."""
+        self._tuning_in_front = visible
+        self._room_for_panels()
+        room_for_tuning(self, visible)
+
+    def _room_for_panels(self) -> None:
+        """The panels' area is at least as tall as the tallest panel (its header lines and
+        ``panel.TABLE_ROWS`` table rows): the bottom tabs give way first, except the tuning tab."""
+        margins = self.grid.contentsMargins()
+        tallest = max((p.minimumSizeHint().height() for p in self.panels.values()), default=0)
+        room = tallest + margins.top() + margins.bottom() + 2 * self.scroll_area.frameWidth()
+        self.scroll_area.setMinimumHeight(0 if self._tuning_in_front else room)
 
     def set_frozen(self, frozen: bool) -> None:
         self.frozen = frozen
