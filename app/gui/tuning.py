@@ -31,6 +31,20 @@ def facts_of(session) -> PublicFacts:
     return session.public_facts()
 
 
+class WrappedLines(QLabel):
+    """A label wrapped in a fixed number of lines that never asks for height-for-width: the dock's
+    scroll area would otherwise size the whole tab by the wrapped text (QLabel asks again at every
+    setText) and scroll the plots' axes out of sight."""
+
+    def __init__(self, lines: int, text: str = ""):
+        super().__init__(text)
+        self.setWordWrap(True)
+        self.setFixedHeight(lines * self.fontMetrics().lineSpacing() + 4)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt's name
+        return False
+
+
 class TuningPanel(QWidget):
     def __init__(self, window, parent=None):
         super().__init__(parent)
@@ -61,9 +75,8 @@ class TuningPanel(QWidget):
         self.stop = QPushButton("Cancel")
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
-        self.message = QLabel("Sweeps compare fresh runs on the recorded packets with their exact counts; "
-                              "their results are for tuning and are not private.")
-        self.message.setWordWrap(True)
+        self.message = WrappedLines(3, "Sweeps compare fresh runs on the recorded packets with their exact counts; "
+                                       "their results are for tuning and are not private.")
         self.choice = QComboBox()
         self.choice.setMinimumContentsLength(40)
         self.apply = QPushButton("Apply to live run")
@@ -81,8 +94,7 @@ class TuningPanel(QWidget):
         self.limits.getAxis("bottom").enableAutoSIPrefix(False)
         self.limit_curve = self.limits.plot(pen=pg.mkPen((148, 103, 189), width=2), symbol="s",
                                             symbolBrush=(148, 103, 189))
-        self.limit_note = QLabel()
-        self.limit_note.setWordWrap(True)
+        self.limit_note = WrappedLines(2)
         self.limit_note.setToolTip("A-priori detection limit: the smallest share of its epoch, horizon or window a "
                                    "source needs to be released with probability >= 0.9, from the parameters and "
                                    "public facts alone (no packet is read).")
@@ -98,13 +110,6 @@ class TuningPanel(QWidget):
                 controls.addWidget(w, r, c, 1, 2 if len(cells) == 1 else 1)
         controls.setRowStretch(10, 1)
         self.message.setMaximumWidth(CONTROLS_WIDTH)
-        for label, lines in ((self.message, 3), (self.limit_note, 2)):
-            # wrapped in a fixed number of lines, without height-for-width: a dock's scroll area would
-            # otherwise size the whole tab by the wrapped text and scroll the plots' axes out of sight
-            policy = label.sizePolicy()
-            policy.setHeightForWidth(False)
-            label.setSizePolicy(policy)
-            label.setFixedHeight(lines * label.fontMetrics().lineSpacing() + 4)
         self.choice.setMinimumContentsLength(20)
         self.choice.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         for plot, what in ((self.plot, "recall / precision / ARE of fresh runs on the recorded packets"),
