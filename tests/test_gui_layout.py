@@ -9,6 +9,7 @@ import os
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 import re
+from contextlib import suppress
 from itertools import combinations
 
 import pytest
@@ -116,11 +117,14 @@ def test_nothing_overlaps_nothing_is_cut(qtbot, window, size):
             assert label.fontMetrics().horizontalAdvance(label.text()) <= label.width() + 2, (label.text(), size)
 
     w.docks["tuning"].raise_()
-    for _ in range(3):  # the tab is given its height, then its scroll area lays it out
-        QApplication.processEvents()
-        qtbot.wait(10)
-    for plot in (w.tuning.plot, w.tuning.limits):  # tall enough, and whole in the tab (axes in sight)
-        assert plot.height() >= PLOT_MIN_HEIGHT and shown(w, plot) == rect_in(w, plot), (shown(w, plot), size)
+    plots = (w.tuning.plot, w.tuning.limits)
+
+    def whole() -> bool:  # tall enough, and whole in the tab (axes in sight)
+        return all(p.height() >= PLOT_MIN_HEIGHT and shown(w, p) == rect_in(w, p) for p in plots)
+
+    with suppress(qtbot.TimeoutError):  # the tab is given its height, then its scroll area lays it out
+        qtbot.waitUntil(whole, timeout=3000)
+    assert whole(), ([(p.height(), shown(w, p), rect_in(w, p)) for p in plots], size)
     w.docks["throughput"].raise_()
 
 

@@ -210,6 +210,7 @@ class MainWindow(QMainWindow):
         tallest = max((p.minimumSizeHint().height() for p in self.panels.values()), default=0)
         room = tallest + margins.top() + margins.bottom() + 2 * self.scroll_area.frameWidth()
         self.scroll_area.setMinimumHeight(0 if self._tuning_in_front else room)
+        self.central.updateGeometry()  # the window's layout reads the new minimum now, before docks are resized
 
     def set_frozen(self, frozen: bool) -> None:
         self.frozen = frozen
