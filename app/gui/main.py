@@ -135,6 +135,7 @@ class MainWindow(QMainWindow):
                                         "budget": self.budget, "utility": self.utility, "tuning": self.tuning})
 
         self.fps = QLabel()
+        self.fps.setMinimumWidth(self.fps.fontMetrics().horizontalAdvance("99 redraws/s") + 4)  # no re-layout as it changes
         self.freeze_label = QLabel()
         self.statusBar().addPermanentWidget(self.freeze_label)
         self.statusBar().addPermanentWidget(self.fps)
