@@ -64,16 +64,15 @@ class CountingPicker(QWidget):
         self.changed.emit(self.counting())
 
 
-def compact_rows(table: QTableView, rows: int) -> int:
+def compact_rows(table: QTableView, rows: int) -> None:
     """Rows of ``table`` one text line tall (the style's default is about twice that), and the
-    table at least tall enough to show ``rows`` of them under its header; returns the row height."""
+    table at least tall enough to show ``rows`` of them under its header."""
     height = table.fontMetrics().height() + ROW_PADDING
     lines = table.verticalHeader()
     lines.setMinimumSectionSize(height)
     lines.setDefaultSectionSize(height)
     lines.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
     table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows * height + 2 * table.frameWidth())
-    return height
 
 
 def filter_box(proxy, column: int = 1) -> QLineEdit:

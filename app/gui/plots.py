@@ -16,6 +16,7 @@ from dptop.monitor import catalogue
 from dptop.monitor.explain import drops_of
 
 HISTORY = 600  # points kept per curve
+TABLE_MARGIN = 6  # px beside the throughput table's widest figures
 
 
 class RingBuffer:
@@ -89,7 +90,6 @@ class SparseLogAxis(pg.AxisItem):
         return [text if k else "" for text, k in zip(strings, keep)]
 
 
-TABLE_MARGIN = 6  # px beside the throughput table's widest figures
 EWMA_WEIGHT = 0.3
 """Weight of the newest one-second sample in the smoothed throughput figures (EWMA)."""
 
