@@ -118,13 +118,16 @@ def test_nothing_overlaps_nothing_is_cut(qtbot, window, size):
 
     w.docks["tuning"].raise_()
     plots = (w.tuning.plot, w.tuning.limits)
+    note = w.tuning.limit_note  # its lines were clipped at the top and bottom when it wrapped to three
 
-    def whole() -> bool:  # tall enough, and whole in the tab (axes in sight)
-        return all(p.height() >= PLOT_MIN_HEIGHT and shown(w, p) == rect_in(w, p) for p in plots)
+    def whole() -> bool:  # tall enough, and whole in the tab (axes in sight), the note below them too
+        return all(p.height() >= PLOT_MIN_HEIGHT for p in plots) and \
+            all(shown(w, x) == rect_in(w, x) for x in (*plots, note))
 
     with suppress(qtbot.TimeoutError):  # the tab is given its height, then its scroll area lays it out
         qtbot.waitUntil(whole, timeout=3000)
     assert whole(), ([(p.height(), shown(w, p), rect_in(w, p)) for p in plots], size)
+    assert note.full_text() and not note.elided, (note.full_text(), size)
     w.docks["throughput"].raise_()
 
 
