@@ -236,3 +236,5 @@ def test_packets_per_second_reach_0_after_the_file_ends(qtbot, window):
 def test_one_release_is_singular(window):
     view = next(lane for lane in window.session.snapshot().lanes if lane.name == "dpsw")
     assert view.algorithm.releases <= 1 and re.search(r"\b1 release\b(?!s)", status_text(view, None))
+    scope = next(row.scope for row in window.budget.model.rows() if row.name == "dpsw")  # it said "1 releases"
+    assert re.fullmatch(r"1 release, 1 run", scope), scope
