@@ -1,6 +1,7 @@
 """The window's geometry, looked at (offscreen, one window for the module): it fits 1280x720 and
 grows to 1920x1080 without two visible widgets overlapping, a label elided where its text fits or a
-table column out of sight; legends beside the bars; tuning plots tall enough to read; the
+table column out of sight; every panel's table shows five rows; the throughput table and the
+status lines are whole; legends beside the bars; tuning plots tall enough to read; the
 packets/s line at 0 once a file has ended; no empty -0.2..0.2 axes; "1 release" in the singular.
 The replay is tests/data/amp.dns.RRSIG.fragmented.pcap (4,412 packets; tests/data/SOURCES.md)."""
 import os
@@ -8,16 +9,20 @@ import os
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 import re
+from contextlib import suppress
 from itertools import combinations
 
 import pytest
 from PySide6.QtCore import QPoint, QRect, QSettings
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
+from PySide6.QtGui import QTextDocument
+
 from dptop.gui.configs import default_config
 from dptop.gui.elide import ElidedLabel
 from dptop.gui.main import MainWindow
-from dptop.gui.panel import AlgorithmPanel, status_text
+from dptop.gui.panel import TABLE_ROWS, AlgorithmPanel, status_text
+from dptop.gui.source_panel import WIDEST_DROPS
 from tests.conftest import DNS_CAPTURE
 
 WARM = 180_000
@@ -112,10 +117,98 @@ def test_nothing_overlaps_nothing_is_cut(qtbot, window, size):
             assert label.fontMetrics().horizontalAdvance(label.text()) <= label.width() + 2, (label.text(), size)
 
     w.docks["tuning"].raise_()
-    QApplication.processEvents()
-    for plot in (w.tuning.plot, w.tuning.limits):
-        assert plot.height() >= PLOT_MIN_HEIGHT
+    plots = (w.tuning.plot, w.tuning.limits)
+    note = w.tuning.limit_note  # its lines were clipped at the top and bottom when it wrapped to three
+
+    def whole() -> bool:  # tall enough, and whole in the tab (axes in sight), the note below them too
+        return all(p.height() >= PLOT_MIN_HEIGHT for p in plots) and \
+            all(shown(w, x) == rect_in(w, x) for x in (*plots, note))
+
+    with suppress(qtbot.TimeoutError):  # the tab is given its height, then its scroll area lays it out
+        qtbot.waitUntil(whole, timeout=3000)
+    assert whole(), ([(p.height(), shown(w, p), rect_in(w, p)) for p in plots], size)
+    assert note.full_text() and not note.elided, (note.full_text(), size)
     w.docks["throughput"].raise_()
+
+
+def visible_rows(w, table) -> tuple[int, int]:
+    """(rows of ``table`` one sees whole on screen, rows its visible viewport has room for)."""
+    view = shown(w, table.viewport())
+    top = table.viewport().mapTo(w, QPoint(0, 0)).y()
+    whole = sum(1 for r in range(table.model().rowCount())
+                if view.top() <= top + table.rowViewportPosition(r)
+                and top + table.rowViewportPosition(r) + table.rowHeight(r) - 1 <= view.bottom())
+    return whole, view.height() // table.verticalHeader().defaultSectionSize()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_every_panel_shows_five_table_rows(qtbot, window, size):
+    """At 1280x720 the panels' area was 222 px for 330 px panels: scrolled to a panel, its table
+    showed one row. Now, scrolled to any panel, its table shows TABLE_ROWS rows (or every row
+    released), with the throughput tab in front."""
+    w = window
+    finished(qtbot, w)
+    w.docks["throughput"].raise_()
+    settle(qtbot, w, size)
+    for p in w.panels.values():
+        w.scroll_area.ensureWidgetVisible(p, 0, 0)
+        QApplication.processEvents()
+        whole, room = visible_rows(w, p.table)
+        assert room >= TABLE_ROWS, (p.name, room, size)
+        assert whole >= min(TABLE_ROWS, p.model.rowCount()), (p.name, whole, p.model.rowCount(), size)
+    assert sum(p.model.rowCount() >= TABLE_ROWS for p in w.panels.values()) >= 2  # the rows were there to see
+
+
+def text_width(label: QLabel) -> float:
+    doc = QTextDocument()
+    doc.setDefaultFont(label.font())
+    doc.setHtml(label.text())
+    return doc.idealWidth()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_the_throughput_table_and_legends_are_whole(qtbot, window, size):
+    """At 1280x720 the throughput line above the plot (ending in the drops) was wider than the
+    dock: it pushed the table beside the plot past the right edge ("busy" cut). Now the plot, its
+    line and its table lie inside the dock's view, the table with room for its text; the utility
+    legend too."""
+    w = window
+    finished(qtbot, w)
+    w.docks["throughput"].raise_()
+    settle(qtbot, w, size)
+    th = w.throughput
+    qtbot.waitUntil(lambda: th.capture.n >= 1, timeout=5000)  # its line and table carry the capture's figures
+    for widget in (th.table, th.info, th.widget):
+        assert shown(w, widget) == rect_in(w, widget), (widget, shown(w, widget), rect_in(w, widget), size)
+    assert text_width(th.table) <= th.table.contentsRect().width(), size
+    w.docks["utility"].raise_()
+    QApplication.processEvents()
+    legend = w.utility.legend
+    qtbot.waitUntil(lambda: bool(legend.text()), timeout=5000)
+    assert shown(w, legend) == rect_in(w, legend) and text_width(legend) <= legend.contentsRect().width() + 1
+    w.docks["throughput"].raise_()
+    QApplication.processEvents()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_status_lines_are_whole(qtbot, window, size):
+    """The source bar's drops line elided from about 60 characters at 1280x720 (a wrapping label,
+    which the overlap test lets elide) and the throughput line was cut. Now both are whole, the
+    source bar's also with drops in the millions."""
+    w = window
+    finished(qtbot, w)
+    settle(qtbot, w, size)
+    w.timer.stop()  # the texts below are not overwritten while they are looked at
+    try:
+        stats = w.source_panel.stats
+        stats.set_plain(f"running · 9,999,999 pkts · 999,999 pkts/s\n{WIDEST_DROPS.text()}")  # rendered at once
+        assert shown(w, stats) == rect_in(w, stats)
+        assert not stats.elided, (stats.full_text(), stats.width(), size)
+        w.throughput.info.set_plain(f"Capture: 9,999,999 IP packets · {WIDEST_DROPS.text()}")
+        assert not w.throughput.info.elided, size
+    finally:
+        w.timer.start()
+        w.refresh()
 
 
 def test_legends_beside_the_bars_and_sensible_idle_ranges(window):
@@ -143,3 +236,5 @@ def test_packets_per_second_reach_0_after_the_file_ends(qtbot, window):
 def test_one_release_is_singular(window):
     view = next(lane for lane in window.session.snapshot().lanes if lane.name == "dpsw")
     assert view.algorithm.releases <= 1 and re.search(r"\b1 release\b(?!s)", status_text(view, None))
+    scope = next(row.scope for row in window.budget.model.rows() if row.name == "dpsw")  # it said "1 releases"
+    assert re.fullmatch(r"1 release, 1 run", scope), scope

@@ -260,17 +260,17 @@ def test_tuning_plots_the_a_priori_detection_limit_against_epsilon(qtbot, make_w
         xs, ys = tuning.limit_curve.getData()
         if name == "dpss":  # epochs of 2 s need a source's public time range
             assert xs is None or len(xs) == 0
-            assert "public time range" in tuning.limit_note.text()
+            assert "public time range" in tuning.limit_note.full_text()
             continue
         assert list(xs) == [0.1, 0.25, 0.5, 0.75, 0.9]
         assert all(a > b for a, b in zip(ys, ys[1:])), (name, ys)  # more budget, smaller sources released
     tuning.algorithm.setCurrentText("lazyhh")
     tuning.values.setText("0.5, 2")  # LazyHH's Gaussian mechanism needs ε < 1: that point says why
     tuning.show_limits()
-    assert list(tuning.limit_curve.getData()[0]) == [0.5] and "(0, 1)" in tuning.limit_note.text()
+    assert list(tuning.limit_curve.getData()[0]) == [0.5] and "(0, 1)" in tuning.limit_note.full_text()
     tuning.values.setText("0.1, 0.25, 0.5, 0.75, 0.9")
     replay(qtbot, window)
-    qtbot.waitUntil(lambda: "4412" in tuning.limit_note.text().replace(",", ""), timeout=10_000)
+    qtbot.waitUntil(lambda: "4412" in tuning.limit_note.full_text().replace(",", ""), timeout=10_000)
     facts = window.session.public_facts()
     base = window.config.settings_for("lazyhh", facts)
     expect = [100 * lim["share"] for _, lim in detection_limits("lazyhh", base, "epsilon", [0.1, 0.25, 0.5, 0.75, 0.9],

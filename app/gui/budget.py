@@ -8,6 +8,11 @@ from dptop.gui.help import TIPS
 from dptop.gui.models import BudgetModel, BudgetRow
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one ("1 release", "30 releases")."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def budget_rows(ledger: dict | None) -> list[BudgetRow]:
     """The ledger (``dptop.monitor.ledger.Ledger.to_json``) -> one row per algorithm and unit,
     each unit's total last in its block."""
@@ -20,7 +25,7 @@ def budget_rows(ledger: dict | None) -> list[BudgetRow]:
             continue
         for name, ln in lines.items():
             rows.append(BudgetRow(name, ln["scope"], ln["measure"], ln["epsilon"], ln["delta"], ln["rho"],
-                                  ln["neighbouring"], f"{ln['releases']} releases, {ln['segments']} run(s)"))
+                                  ln["neighbouring"], f"{counted(ln['releases'], 'release')}, {counted(ln['segments'], 'run')}"))
         private = "" if group["private"] else " — NOT private (seeded)"
         rows.append(BudgetRow(f"Total per {group['unit']}{private}", "sequential composition",
                               group["measure"], group["epsilon"], group["delta"],

@@ -1,5 +1,5 @@
 """What the window adds to its panels for an operator's questions: what a packet counts for (key
-and weight pickers), a filter over each table, and a drill-down on one key.
+and weight pickers), a filter over each table, rows one line tall, and a drill-down on one key.
 
 The drill-down (double-click on a row) plots that key's private estimates over the session's
 published releases of that algorithm, with the mechanism's a-priori error as the error bar
@@ -13,14 +13,15 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRegularExpression, Signal
-from PySide6.QtWidgets import (QComboBox, QDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QComboBox, QDialog, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QTableView, QVBoxLayout, QWidget)
 
 from dptop.engine.core.keykinds import KeyKind
 from dptop.monitor.config import Counting
 from dptop.monitor.status import LaneStatus
 
 ESTIMATE_BRUSH, TRUTH_BRUSH = (52, 120, 220), (150, 150, 150, 170)
+ROW_PADDING = 6  # px above and below a table row's text, together
 
 
 class CountingPicker(QWidget):
@@ -61,6 +62,17 @@ class CountingPicker(QWidget):
 
     def _emit(self, *_) -> None:
         self.changed.emit(self.counting())
+
+
+def compact_rows(table: QTableView, rows: int) -> None:
+    """Rows of ``table`` one text line tall (the style's default is about twice that), and the
+    table at least tall enough to show ``rows`` of them under its header."""
+    height = table.fontMetrics().height() + ROW_PADDING
+    lines = table.verticalHeader()
+    lines.setMinimumSectionSize(height)
+    lines.setDefaultSectionSize(height)
+    lines.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+    table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows * height + 2 * table.frameWidth())
 
 
 def filter_box(proxy, column: int = 1) -> QLineEdit:

@@ -15,9 +15,12 @@ from dptop.gui.main import MainWindow
 from dptop.resources import DEMO_CAPTURE
 
 
-def screenshot(out: str, path: str = str(DEMO_CAPTURE), seconds: float = 8.0, size=(1600, 1000)) -> int:
+def screenshot(out: str, path: str = str(DEMO_CAPTURE), seconds: float = 8.0, size=(1600, 1000),
+               front: str = "throughput") -> int:
     """Open the window on ``path`` (demo settings, fresh preferences), replay for ``seconds`` and
-    save ``QWidget.grab()`` of the window to ``out`` (the README screenshot and its test)."""
+    save ``QWidget.grab()`` of the window to ``out`` (the README screenshot and its test), with the
+    bottom tab ``front`` (a key of ``MainWindow.docks``) in front; the tuning tab runs its sweep
+    from half-way."""
     import tempfile
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -32,6 +35,9 @@ def screenshot(out: str, path: str = str(DEMO_CAPTURE), seconds: float = 8.0, si
             window.grab().save(out, "PNG")
             window.close()
 
+        window.docks[front].raise_()
+        if front == "tuning":
+            QTimer.singleShot(int(seconds * 500), window.tuning.start)
         QTimer.singleShot(int(seconds * 1000), grab)
         return app.exec()
 

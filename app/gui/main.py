@@ -17,16 +17,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QFrame, QGridLayout, QLabel, QMainWindow, QScrollArea,
-                               QSplitter, QToolBar, QWidget)
+from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QMainWindow, QScrollArea, QSplitter, QToolBar, QWidget
 
 from dptop.gui.budget import BudgetPanel
 from dptop.gui.configs import (DEMO_SPEED, config_from_json, config_to_json, default_config,  # noqa: F401 (re-exported)
                                demo_config, preview_ledger)
+from dptop.gui.docks import build_docks, first_proportions, room_for_tuning
 from dptop.gui.drilldown import key_title, open_drilldown
 from dptop.gui.export import export_csv, export_json, save_png
-from dptop.gui.help import TIPS, HelpOverlay
+from dptop.gui.help import HelpOverlay
+from dptop.gui.menus import build_menus, install_shortcuts
 from dptop.gui.overview import OverviewPanel
 from dptop.gui.panel import AlgorithmPanel
 from dptop.gui.params import ParametersPanel
@@ -38,7 +38,7 @@ from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
 from dptop.gui.source_panel import SourcePanel
-from dptop.gui.tuning import HEIGHT as TUNING_HEIGHT, TuningPanel
+from dptop.gui.tuning import TuningPanel
 from dptop.gui.theme import apply_plot_theme, watch_color_scheme
 
 SWITCH_INTERVAL = 0.001
@@ -54,10 +54,6 @@ THROUGHPUT_EVERY = 1.0  # seconds between throughput samples
 FIRST_SIZE = (1920, 1200)  # the window's size at its first start, at most the screen's
 PANEL_WIDTH = 520  # px a panel needs beside another (its table's columns and a chart); one column below
 MAX_COLUMNS = 3
-PARAMS_WIDTH = 290
-BOTTOM_SHARE = 0.3  # of the window's height, for the throughput / budget / utility / tuning tabs
-TABS_HEIGHT = 28  # the bottom docks' tab bar
-OVERVIEW_SHARE = 0.4  # of the central area's height, the rest for the panels
 OVERVIEW_EVERY = 1.0  # seconds between overview updates (the exact counts move on)
 OVERVIEW_SOON = 0.25  # ... or this soon after a panel drew a new release
 EXACT_TOP = 10_000  # exact counts the overview looks keys up in (a key below them shows "…")
@@ -73,15 +69,6 @@ class ReflowArea(QScrollArea):
     def resizeEvent(self, event):
         super().resizeEvent(event)
         self._on_width(self.viewport().width())
-
-
-def scrolled(widget: QWidget) -> QScrollArea:
-    """``widget`` in a frameless scroll area (a dock content that may not fit)."""
-    area = QScrollArea()
-    area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.Shape.NoFrame)
-    area.setWidget(widget)
-    return area
 
 
 class MainWindow(QMainWindow):
@@ -115,6 +102,7 @@ class MainWindow(QMainWindow):
         self.panels: dict[str, AlgorithmPanel] = {}
         self.columns = 0  # panel columns now (reflowed with the width)
         self.grid = QGridLayout()
+        self.grid.setContentsMargins(0, 0, 0, 0)  # the panels have their own frames
         holder = QWidget()
         holder.setLayout(self.grid)
         self.scroll_area = ReflowArea(self._reflow)
@@ -126,6 +114,7 @@ class MainWindow(QMainWindow):
         self._overview_at = 0.0
         self._overview_due = False  # a panel drew new rows since the overview was last updated
         self._tuning_watched = False
+        self._tuning_in_front = False
         central = QSplitter(Qt.Orientation.Vertical)
         central.setObjectName("central")
         central.addWidget(self.overview)
@@ -141,32 +130,17 @@ class MainWindow(QMainWindow):
         self.throughput = ThroughputPlot()
         self.utility = UtilityPlot()
         self.tuning = TuningPanel(self)
-        self.docks = {}
-        for key, title, widget, area in (
-                ("params", "Parameters", self.params, Qt.DockWidgetArea.LeftDockWidgetArea),
-                ("throughput", "Throughput", self.throughput, Qt.DockWidgetArea.BottomDockWidgetArea),
-                ("budget", "Privacy budget", self.budget, Qt.DockWidgetArea.BottomDockWidgetArea),
-                ("utility", "Utility over time", self.utility, Qt.DockWidgetArea.BottomDockWidgetArea),
-                ("tuning", "Tuning (what-if sweeps)", self.tuning, Qt.DockWidgetArea.BottomDockWidgetArea)):
-            dock = QDockWidget(title, self)
-            dock.setObjectName(f"dock-{key}")
-            # a dock may be smaller than its content: it scrolls, never overlaps; the tuning tab is
-            # given its height when shown (_room_for_tuning) and its plots stretch into it
-            dock.setWidget(widget if key == "tuning" else scrolled(widget))
-            self.addDockWidget(area, dock)
-            self.docks[key] = dock
-        self.tabifyDockWidget(self.docks["throughput"], self.docks["budget"])
-        self.tabifyDockWidget(self.docks["budget"], self.docks["utility"])
-        self.tabifyDockWidget(self.docks["utility"], self.docks["tuning"])
-        self.docks["throughput"].raise_()
         self.central = central
+        self.docks = build_docks(self, {"params": self.params, "throughput": self.throughput,
+                                        "budget": self.budget, "utility": self.utility, "tuning": self.tuning})
 
         self.fps = QLabel()
+        self.fps.setMinimumWidth(self.fps.fontMetrics().horizontalAdvance("99 redraws/s") + 4)  # no re-layout as it changes
         self.freeze_label = QLabel()
         self.statusBar().addPermanentWidget(self.freeze_label)
         self.statusBar().addPermanentWidget(self.fps)
-        self._menus()
-        self._shortcuts()
+        build_menus(self)
+        install_shortcuts(self)
 
         self.params.applied.connect(self.apply_config)
         self.source_panel.start_requested.connect(self.open_source)
@@ -180,40 +154,6 @@ class MainWindow(QMainWindow):
         self.timer.setInterval(REFRESH_MS)
         self.timer.timeout.connect(self.refresh)
         self.timer.start()
-
-    # ----- menus and keys ----------------------------------------------------------------
-    def _menus(self) -> None:
-        file = self.menuBar().addMenu("&File")
-        self.act_open = file.addAction("Open capture…", self.source_panel.choose_file, QKeySequence.StandardKey.Open)
-        self.act_export = file.addAction("Export private releases…", self.export_dialog, QKeySequence("Ctrl+E"))
-        file.addAction("Save throughput plot as PNG…", lambda: self.save_plot_dialog(self.throughput.widget),
-                       QKeySequence("Ctrl+Shift+E"))
-        file.addAction("Save utility plot as PNG…", lambda: self.save_plot_dialog(self.utility.widget))
-        file.addSeparator()
-        file.addAction("Quit", self.close, QKeySequence.StandardKey.Quit)
-        run = self.menuBar().addMenu("&Run")
-        run.addAction("Start", lambda: self.open_source(self.source_panel.spec()), QKeySequence("Ctrl+R"))
-        run.addAction("Pause / resume", self.toggle_pause, QKeySequence("P"))
-        run.addAction("Stop", self.stop_source, QKeySequence("Ctrl+."))
-        run.addAction("Apply parameters", self.params.apply, QKeySequence("Ctrl+Return"))
-        view = self.menuBar().addMenu("&View")
-        self.act_freeze = QAction("Freeze tables", self, checkable=True)
-        self.act_freeze.setToolTip(TIPS["freeze"])
-        self.act_freeze.toggled.connect(self.set_frozen)
-        view.addAction(self.act_freeze)
-        for dock in self.docks.values():
-            view.addAction(dock.toggleViewAction())
-        help_menu = self.menuBar().addMenu("&Help")
-        help_menu.addAction("Shortcuts and terms", self.overlay.toggle, QKeySequence("F1"))
-        for menu in (file, run, view, help_menu):  # shortcuts work wherever the focus is in the window
-            self.addActions(menu.actions())
-
-    def _shortcuts(self) -> None:
-        for keys, slot in (("Space", lambda: self.act_freeze.toggle()), ("?", self.overlay.toggle),
-                           ("Esc", self.overlay.hide)):
-            sc = QShortcut(QKeySequence(keys), self)
-            sc.setContext(Qt.ShortcutContext.WindowShortcut)
-            sc.activated.connect(slot)
 
     # ----- panels ------------------------------------------------------------------------
     def _layout_panels(self, names) -> None:
@@ -232,6 +172,7 @@ class MainWindow(QMainWindow):
                 self.panels[name].set_frozen(self.frozen)
         self.columns = 0
         self._reflow(self.scroll_area.viewport().width())
+        self._room_for_panels()
 
     def _reflow(self, width: int) -> None:
         """Place the panels in as many columns as ``width`` holds (each at least ``PANEL_WIDTH`` and
@@ -254,16 +195,23 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._tuning_watched:  # from the first show on: the start-up's own visibility changes do not count
             self._tuning_watched = True
-            self.docks["tuning"].visibilityChanged.connect(self._room_for_tuning)
+            self.docks["tuning"].visibilityChanged.connect(self._tuning_shown)
 
-    def _room_for_tuning(self, visible: bool) -> None:
-        """The tuning tab, when shown, gets the height its plots need (up to half the window)."""
-        dock = self.docks["tuning"]
-        chrome = dock.height() - dock.widget().height()  # its title bar
-        want = min(max(TUNING_HEIGHT, self.tuning.minimumSizeHint().height()) + chrome + TABS_HEIGHT,
-                   self.height() // 2)
-        if visible and dock.height() < want:
-            self.resizeDocks([dock], [want], Qt.Orientation.Vertical)
+    def _tuning_shown(self, visible: bool) -> None:
+        """The tuning tab in front gets the height its plots need (the panels scroll meanwhile);
+        behind the other tabs again, it gives the panels back the room for one whole panel."""
+        self._tuning_in_front = visible
+        self._room_for_panels()
+        room_for_tuning(self, visible)
+
+    def _room_for_panels(self) -> None:
+        """The panels' area is at least as tall as the tallest panel (its header lines and
+        ``panel.TABLE_ROWS`` table rows): the bottom tabs give way first, except the tuning tab."""
+        margins = self.grid.contentsMargins()
+        tallest = max((p.minimumSizeHint().height() for p in self.panels.values()), default=0)
+        room = tallest + margins.top() + margins.bottom() + 2 * self.scroll_area.frameWidth()
+        self.scroll_area.setMinimumHeight(0 if self._tuning_in_front else room)
+        self.central.updateGeometry()  # the window's layout reads the new minimum now, before docks are resized
 
     def set_frozen(self, frozen: bool) -> None:
         self.frozen = frozen
@@ -465,11 +413,8 @@ class MainWindow(QMainWindow):
             self.resize(min(FIRST_SIZE[0], screen.width()), min(FIRST_SIZE[1], screen.height()))
         if state is not None:
             self.restoreState(state)
-        else:  # first start: the docks and the overview in proportion to the window
-            self.resizeDocks([self.docks["params"]], [PARAMS_WIDTH], Qt.Orientation.Horizontal)
-            self.resizeDocks([self.docks["throughput"]], [int(BOTTOM_SHARE * self.height())], Qt.Orientation.Vertical)
-            rest = int((1 - BOTTOM_SHARE) * self.height())
-            self.central.setSizes([int(OVERVIEW_SHARE * rest), rest - int(OVERVIEW_SHARE * rest)])
+        else:
+            first_proportions(self)
         self.source_panel.restore(self.store)
 
     def _save(self) -> None:

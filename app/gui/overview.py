@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
-from dptop.gui.drilldown import filter_box
+from dptop.gui.drilldown import compact_rows, filter_box
 from dptop.gui.models import SORT_ROLE, RowsModel, sorting_proxy
+
+OVERVIEW_ROWS = 3  # rows the overview always has room for
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ class OverviewPanel(QWidget):
         self.table.verticalHeader().hide()
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self.table.setMinimumHeight(90)
+        compact_rows(self.table, OVERVIEW_ROWS)
         self.table.activated.connect(self.drill)
         self.title = QLabel("<b>Who is talking</b> — keys released privately now, by any algorithm "
                             "(double-click or Enter: drill down)")

@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHeaderView, QLabel, QSizePolicy, QSplitter, QTableView,
                                QVBoxLayout, QWidget)
 
-from dptop.gui.drilldown import ESTIMATE_BRUSH, TRUTH_BRUSH, filter_box, key_title
+from dptop.gui.drilldown import ESTIMATE_BRUSH, TRUTH_BRUSH, compact_rows, filter_box, key_title
 from dptop.gui.elide import ElidedLabel
 from dptop.gui.help import TIPS
 from dptop.monitor.explain import detectable_text, reason_text, threshold_of
@@ -26,7 +26,7 @@ CHART_ROWS = 12  # bars drawn (the table has every released item)
 CHART_MIN_WIDTH = 130
 COLUMN_SAMPLES = ("#99", None, "99,999,999", "99,999,999", "-9,999,999")
 """The widest text each table column shows in practice (the key column stretches and elides)."""
-PANEL_MIN_HEIGHT = 330  # the header lines and about six table rows
+TABLE_ROWS = 5  # rows a panel's table always has room for (its minimum height: the header lines and these)
 KEY_MIN_WIDTH = 104  # "255.255.255.255" in the default font; longer keys elide, the tooltip has them
 
 
@@ -176,6 +176,7 @@ class AlgorithmPanel(QFrame):
         self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.verticalHeader().hide()
+        compact_rows(self.table, TABLE_ROWS)
         # fixed widths from the font (ResizeToContents re-measures every cell per update); the key
         # column takes what is left, so every column shows without a horizontal scroll bar
         header = self.table.horizontalHeader()
@@ -217,7 +218,6 @@ class AlgorithmPanel(QFrame):
         for w in (self.title, self.guarantee, self.status, self.reason, self.filter):
             layout.addWidget(w)
         layout.addWidget(split, 1)
-        self.setMinimumHeight(PANEL_MIN_HEIGHT)
         self._shown = None  # (release, truth counts, generation) last drawn
         self._truth = None  # the exact answer for the drawn release (its utility line)
         self.redrawn_at = 0.0

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from dptop.gui.elide import ElidedLabel
 from dptop.gui.help import TIPS
 from dptop.gui.models import fmt_rate, utility_values
 from dptop.monitor import catalogue
 from dptop.monitor.explain import drops_of
 
 HISTORY = 600  # points kept per curve
+TABLE_MARGIN = 6  # px beside the throughput table's widest figures
 
 
 class RingBuffer:
@@ -102,8 +105,9 @@ class Ewma:
         return self.value
 
 
-THROUGHPUT_TIP = ("Rate while busy: packets per CPU-second of the algorithm's thread (what it could sustain if it "
-                  "had a core to itself; log scale). Packets/s: packets it actually processed per second of wall "
+THROUGHPUT_TIP = ("Rate while busy (left axis, log scale; colours as in the table): packets per CPU-second of the "
+                  "algorithm's thread (what it could sustain if it had a core to itself). Capture packets/s: dotted, "
+                  "right axis. Packets/s: packets it actually processed per second of wall "
                   "time. Busy: its thread's CPU time per wall second. One-second samples, smoothed (EWMA, "
                   f"newest weight {EWMA_WEIGHT:g}).")
 
@@ -143,11 +147,11 @@ class ThroughputPlot(QWidget):
         self.widget.setYRange(0, 3)
         self.widget.enableAutoRange()  # data, once there, decides
         self.widget.getViewBox().setLimits(xMin=0)  # time starts at 0 (one point must not centre the axis on it)
-        self.info = QLabel()
+        self.info = ElidedLabel(1)  # the capture's figures and drops: elided only where they cannot fit
         self.table = QLabel()
         self.table.setTextFormat(pg.QtCore.Qt.TextFormat.RichText)
         self.table.setToolTip(THROUGHPUT_TIP)
-        self.table.setMinimumWidth(330)
+        self._fitted: tuple[str, ...] | None = None  # the algorithms the table's width was fitted to
         self.table.setAlignment(pg.QtCore.Qt.AlignmentFlag.AlignTop | pg.QtCore.Qt.AlignmentFlag.AlignLeft)
         row = QHBoxLayout()
         row.addWidget(self.widget, 1)
@@ -201,11 +205,22 @@ class ThroughputPlot(QWidget):
                 self.capture_curve.setData(xs, ys)
                 self.capture_box.setYRange(0, max(1.0, float(ys.max()) * 1.1), padding=0)  # from 0, always
             self._src = (t, src.ip_packets)
-            self.info.setText(f"Rate while busy: packets per CPU-second of each algorithm's thread (left, log scale; "
-                              f"colours as in the table) · capture packets/s dotted (right axis): "
-                              f"{src.ip_packets:,} IP packets · {drops_of(snap).text()}")
+            self.info.set_plain(f"Capture: {src.ip_packets:,} IP packets · {drops_of(snap).text()}", THROUGHPUT_TIP)
+        self._fit_table(tuple(name for name, *_ in rows))
         self.table.setText(throughput_table(rows))
         self.curves.redraw()
+
+    def _fit_table(self, names: tuple[str, ...]) -> None:
+        """The table as wide as its widest figures for ``names`` (fixed: a changing figure must not
+        re-layout the plot, nor a longer one be cut at the edge)."""
+        if names == self._fitted:
+            return
+        self._fitted = names
+        widest = throughput_table([(name, 99.99e6, 99.99e6, 1.0) for name in names or ("algorithm",)])
+        doc = QTextDocument()
+        doc.setDefaultFont(self.table.font())
+        doc.setHtml(widest)
+        self.table.setMinimumWidth(int(doc.idealWidth()) + 2 * TABLE_MARGIN)
 
     def _rate(self, key: str) -> float | None:
         e = self._ewma.get((key, "rate"))
@@ -218,7 +233,9 @@ class ThroughputPlot(QWidget):
         self._last: dict[str, tuple[float, int, float]] = {}  # key -> (time, packets, busy seconds)
         self._ewma: dict[tuple[str, str], Ewma] = {}
         self._t0 = self._src = None
+        self.info.set_plain("Capture: no packets yet", THROUGHPUT_TIP)
         self.table.setText(throughput_table([]))
+        self._fit_table(())
 
 
 def swatch(name: str) -> str:

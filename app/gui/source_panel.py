@@ -11,13 +11,15 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
 from dptop.gui.elide import ElidedLabel
 from dptop.gui.help import TIPS
 from dptop.monitor.config import SourceSpec
-from dptop.monitor.explain import drops_of
+from dptop.monitor.explain import Drops, drops_of
 from dptop.monitor.states import State
 
 SPEEDS = (("1×", 1.0), ("2×", 2.0), ("10×", 10.0), ("100×", 100.0), ("max", None))
 KINDS = ("Capture file", "Interface", "Synthetic")
 KIND_KEYS = ("file", "live", "synth")  # SourceSpec.kind of each entry of KINDS
 SYNTH = KIND_KEYS.index("synth")
+WIDEST_DROPS = Drops(99_999, 9_999, 9_999, 0, 9_999_999)
+"""Drops as large as the status line is made wide enough for, whole (larger ones elide; the tooltip has them)."""
 LOOP_TIP = ("Loop: start the synthetic stream over at its end. Offered for synthetic streams only: looping a "
             "real capture repeats every real packet, and the per-packet privacy guarantee cannot absorb "
             "the repeats (each pass would multiply what the releases reveal about those packets).")
@@ -99,7 +101,7 @@ class SourcePanel(QWidget):
         self.progress.setTextVisible(True)
         self.stats = ElidedLabel(2, wrap=True)  # two lines; the tooltip has the whole text
         self.stats.set_plain("idle")
-        self.stats.setMinimumWidth(160)
+        self.stats.setMinimumWidth(self.stats.fontMetrics().horizontalAdvance(WIDEST_DROPS.text()) + 12)
 
         row = QHBoxLayout(self)
         row.setContentsMargins(4, 2, 4, 2)

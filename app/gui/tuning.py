@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QGridLayout, QHBoxLayout, QLab
                                QScrollArea, QSpinBox, QWidget)
 
 from dptop.engine.core.facts import NO_FACTS, PublicFacts
+from dptop.gui.elide import ElidedLabel
 from dptop.gui.help import TIPS
 from dptop.monitor import catalogue
 from dptop.monitor.config import PER_ALGORITHM
@@ -29,6 +30,24 @@ def facts_of(session) -> PublicFacts:
     if session is None or session.state is State.STARTING:
         return NO_FACTS
     return session.public_facts()
+
+
+LIMIT_TIP = ("A-priori detection limit: the smallest share of its epoch, horizon or window a source needs to be "
+             "released with probability >= 0.9, from the parameters and public facts alone (no packet is read).")
+
+
+class WrappedLines(QLabel):
+    """A label wrapped in a fixed number of lines that never asks for height-for-width: the dock's
+    scroll area would otherwise size the whole tab by the wrapped text (QLabel asks again at every
+    setText) and scroll the plots' axes out of sight."""
+
+    def __init__(self, lines: int, text: str = ""):
+        super().__init__(text)
+        self.setWordWrap(True)
+        self.setFixedHeight(lines * self.fontMetrics().lineSpacing() + 4)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt's name
+        return False
 
 
 class TuningPanel(QWidget):
@@ -61,9 +80,8 @@ class TuningPanel(QWidget):
         self.stop = QPushButton("Cancel")
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
-        self.message = QLabel("Sweeps compare fresh runs on the recorded packets with their exact counts; "
-                              "their results are for tuning and are not private.")
-        self.message.setWordWrap(True)
+        self.message = WrappedLines(3, "Sweeps compare fresh runs on the recorded packets with their exact counts; "
+                                       "their results are for tuning and are not private.")
         self.choice = QComboBox()
         self.choice.setMinimumContentsLength(40)
         self.apply = QPushButton("Apply to live run")
@@ -81,11 +99,7 @@ class TuningPanel(QWidget):
         self.limits.getAxis("bottom").enableAutoSIPrefix(False)
         self.limit_curve = self.limits.plot(pen=pg.mkPen((148, 103, 189), width=2), symbol="s",
                                             symbolBrush=(148, 103, 189))
-        self.limit_note = QLabel()
-        self.limit_note.setWordWrap(True)
-        self.limit_note.setToolTip("A-priori detection limit: the smallest share of its epoch, horizon or window a "
-                                   "source needs to be released with probability >= 0.9, from the parameters and "
-                                   "public facts alone (no packet is read).")
+        self.limit_note = ElidedLabel(3, wrap=True)  # wrapped; elided only where it cannot fit, whole in its tooltip
 
         # the controls in a column at the left, the two plots beside them: the plots keep the dock's height
         controls = QGridLayout()
@@ -98,13 +112,6 @@ class TuningPanel(QWidget):
                 controls.addWidget(w, r, c, 1, 2 if len(cells) == 1 else 1)
         controls.setRowStretch(10, 1)
         self.message.setMaximumWidth(CONTROLS_WIDTH)
-        for label, lines in ((self.message, 3), (self.limit_note, 2)):
-            # wrapped in a fixed number of lines, without height-for-width: a dock's scroll area would
-            # otherwise size the whole tab by the wrapped text and scroll the plots' axes out of sight
-            policy = label.sizePolicy()
-            policy.setHeightForWidth(False)
-            label.setSizePolicy(policy)
-            label.setFixedHeight(lines * label.fontMetrics().lineSpacing() + 4)
         self.choice.setMinimumContentsLength(20)
         self.choice.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         for plot, what in ((self.plot, "recall / precision / ARE of fresh runs on the recorded packets"),
@@ -157,14 +164,14 @@ class TuningPanel(QWidget):
                                       self.main.config.counting.counted())
         except ValueError as exc:
             self.limit_curve.setData([], [])
-            self.limit_note.setText(f"{name}: no a-priori limit yet — {exc}")
+            self.limit_note.set_plain(f"{name}: no a-priori limit yet — {exc}", LIMIT_TIP)
             return
         shown = [(v, 100 * lim["share"]) for v, lim in points if lim and lim.get("share") is not None]
         self.limit_curve.setData([v for v, _ in shown], [y for _, y in shown])
         self.limits.setLabel("bottom", self.parameter.currentText())
         limits = [lim for _, lim in points if lim]
         if not limits:
-            self.limit_note.setText(f"{name}: no a-priori limit is worked out for this algorithm")
+            self.limit_note.set_plain(f"{name}: no a-priori limit is worked out for this algorithm", LIMIT_TIP)
             return
         over = next((lim["over"] for lim in limits if lim.get("over")), "its span")
         text = f"{name}: a-priori detection limit, share of {over} (reads no packet: costs no privacy)"
@@ -173,8 +180,8 @@ class TuningPanel(QWidget):
                  if lim and lim.get("note")]  # a refused value's reason first
         rising = len(shown) > 1 and shown[-1][1] > shown[0][1] + 1e-9
         why = next((lim["why"] for lim in limits if lim.get("why")), None) if rising else None
-        self.limit_note.setText(text + (f" — {notes[0]}" if notes else "")
-                                + (f". It rises with {self.parameter.currentText()}: {why}" if why else ""))
+        self.limit_note.set_plain(text + (f" — {notes[0]}" if notes else "")
+                                  + (f". It rises with {self.parameter.currentText()}: {why}" if why else ""), LIMIT_TIP)
 
     def start(self) -> bool:
         """Start a sweep on the recorded packets (the copy is taken here; the work runs on a thread)."""
