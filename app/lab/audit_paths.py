@@ -28,7 +28,7 @@ from dptop.engine.lab.audit.streams import Pair
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.lab.product_audit import HEAVY, SECOND, T0, ProductTarget, base_stream, neighbour_files
-from dptop.monitor.config import Counting, SourceSpec
+from dptop.monitor.config import CountingChoice, SourceSpec
 
 SERVER = 0xC0A8_0001  # write_pcap's default destination
 CLIENT_NET, BUSY = "172.16.0.0/24", 0xAC10_0063  # 172.16.0.99
@@ -46,7 +46,7 @@ class BytesTarget(ProductTarget):
     description = ("the product path counting bytes (units of 64 B, at most 24 per packet): dpss calibrated per "
                    "update so (ε, δ) holds per packet; claim (2ε, (1+e^ε)·δ) for a length change (two steps)")
     algorithms = ("dpss",)
-    counting = Counting(weight="bytes", unit=64, cap=24)
+    counting = CountingChoice(weight="bytes", unit=64, cap=24)
 
     def pairs(self):
         src, ts = base_stream()
@@ -79,7 +79,7 @@ class DestinationTarget(ProductTarget):
     name = "product-dst"
     description = "the product path counting destinations (--key dst): dpss; claim (2ε, (1+e^ε)·δ)"
     algorithms = ("dpss",)
-    counting = Counting(key="dst")
+    counting = CountingChoice(key="dst")
 
     def pairs(self):
         src, ts = base_stream()

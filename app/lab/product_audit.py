@@ -32,7 +32,7 @@ from dptop.engine.lab.audit.streams import Pair
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.engine.single_release.dpss import DPSpaceSaving
-from dptop.monitor.config import Counting, RunConfig, SourceSpec
+from dptop.monitor.config import CountingChoice, RunConfig, SourceSpec
 from dptop.engine.privacy.measures import ApproxDP, group
 from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
@@ -137,7 +137,7 @@ class ProductTarget(Target):
     session_type = Session  # what replays the files (a broken variant swaps in its own)
     make = staticmethod(registry.make)  # what builds each algorithm
     view = staticmethod(publish_json)  # what a user reads
-    counting = Counting()  # what a packet counts as
+    counting = CountingChoice()  # what a packet counts as
 
     def session(self, config: RunConfig) -> Session:
         return self.session_type(config, record_packets=1 << 12, make=self.make)

@@ -33,7 +33,7 @@ from dptop.capture.synth import write_pcap
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.monitor import publish
-from dptop.monitor.config import Counting, RunConfig, SourceSpec
+from dptop.monitor.config import CountingChoice, RunConfig, SourceSpec
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
 from dptop.lab.product_audit import view_features
@@ -149,7 +149,7 @@ def settings(cell: Cell, seed: int | None) -> Settings:
 
 
 def config(cell: Cell, seed: int | None) -> RunConfig:
-    return RunConfig((cell.algorithm,), settings(cell, seed), counting=Counting(key=cell.key, weight=cell.weight))
+    return RunConfig((cell.algorithm,), settings(cell, seed), counting=CountingChoice(key=cell.key, weight=cell.weight))
 
 
 def spec(cell: Cell, path: Path, speed: float | None = None) -> SourceSpec:

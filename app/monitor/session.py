@@ -34,7 +34,7 @@ from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.fanout import Fanout
 from dptop.monitor.lanes import Lane, LaneView, SessionSnapshot
 from dptop.monitor.ledger import Ledger
-from dptop.monitor.precheck import SourceFacts, public_facts, read_facts
+from dptop.monitor.precheck import SourceFacts, read_facts, typed_facts
 from dptop.monitor.states import Lifecycle, State
 from dptop.monitor.truth import Truth, WorkerDied
 
@@ -265,7 +265,7 @@ class Session:
 
     def public_facts(self) -> PublicFacts:
         """The public facts so far (``public``), typed with their provenance: what every lane is built from."""
-        return public_facts(self.public, self.public_source)
+        return typed_facts(self.public, self.public_source)
 
     def _lane(self, name: str) -> Lane:
         self._generation += 1
