@@ -125,6 +125,12 @@ class CountingChoice:
         """What an algorithm is told a packet counts as (``engine.core.settings.Counting``)."""
         return Counting(self.kind, self.group, self.unit if self.weight == "bytes" else None)
 
+    @property
+    def update_unit(self) -> str:
+        """What one counted update is, in words: "packet", or "64 bytes" weighted by bytes (a packet
+        is then ⌈length/64⌉ of them, at most ``cap``); the run JSON's ``settings.unit``."""
+        return f"{self.unit} bytes" if self.weight == "bytes" else "packet"
+
     def counted_unit(self) -> Unit:
         """The typed unit guarantees are stated for (key kind, byte cap)."""
         return counted_unit(self.counted())
