@@ -166,10 +166,9 @@ class RunConfig:
         counted = self.counting.counted()
         return cls.with_defaults(per_update(cls, s, counted), facts, counted)
 
-    def make(self, name: str, facts: PublicFacts = NO_FACTS, make=registry.make):
-        """``name`` built (by ``make``: the registry's, or a lab's) from its settings, the public
-        ``facts`` and the counting."""
-        return make(name, self.settings_for(name, facts), facts, self.counting.counted())
+    def make(self, name: str, facts: PublicFacts = NO_FACTS):
+        """``name`` built by the registry from its settings, the public ``facts`` and the counting."""
+        return registry.make(name, self.settings_for(name, facts), facts, self.counting.counted())
 
 
 def affected(name: str, old: Settings, new: Settings) -> bool:
