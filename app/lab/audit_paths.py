@@ -25,8 +25,8 @@ import numpy as np
 
 from dptop.capture.synth import write_pcap
 from dptop.engine.lab.audit.streams import Pair
-from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
+from dptop.engine.privacy.measures import ApproxDP, calibrate_group, group
 from dptop.lab.product_audit import HEAVY, SECOND, T0, ProductTarget, base_stream, neighbour_files
 from dptop.monitor.config import CountingChoice, SourceSpec
 
@@ -63,16 +63,19 @@ class BytesTarget(ProductTarget):
                      "add/remove one packet")]
 
 
-def _uncalibrated(name, settings, facts, counting):
-    """The old bytes mode: every update spends the per-packet budget."""
-    return registry.make(name, settings.with_(epsilon=settings.epsilon * counting.cap), facts, counting)
-
-
 class UncalibratedBytesTarget(BytesTarget):
     name = "product-bytes-uncalibrated"
     broken = True
     description = "BROKEN: bytes counted with the full ε per update while the claim is per packet"
-    make = staticmethod(_uncalibrated)
+
+    def settings(self, seed):
+        """The old bytes mode, every update spending the per-packet ε (with the calibrated δ): the
+        session is asked for that cost's group over G updates, which its calibration turns back
+        into it (``calibrate_group`` inverts ``group``)."""
+        s = super().settings(seed)
+        per_update = ApproxDP(s.epsilon, calibrate_group(ApproxDP(s.epsilon, s.delta), self.counting.cap).delta)
+        asked = group(per_update, self.counting.cap)
+        return s.with_(epsilon=asked.epsilon, delta=asked.delta)
 
 
 class DestinationTarget(ProductTarget):
