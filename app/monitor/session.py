@@ -196,16 +196,12 @@ class Session:
         if spec.loop and self.grid is not None:
             self.clock = sink = LoopClock(self.grid, self.fanout)
         elif spec.speed is not None and self.grid is not None:  # releases on the replay's public clock
-            self.clock = self._paced_clock(spec, path)
-            sink = self.clock or self.fanout
+            counts = sources.cell_counts(path, self.grid)
+            self.clock = sink = PacedClock(self.grid, spec.speed, spec.lateness, self.fanout, counts)
         if self._stopping.is_set() or not self._start_lanes():
             return None
         plan = None if isinstance(self.clock, LoopClock) else self.facts.plan  # canonical order on the grid
         return sources.file_replay(path, sink, spec, self.facts, plan)
-
-    def _paced_clock(self, spec: SourceSpec, path: str) -> PacedClock | None:
-        """The public clock of a paced replay (the audit's broken variant releases on arrivals)."""
-        return PacedClock(self.grid, spec.speed, spec.lateness, self.fanout, sources.cell_counts(path, self.grid))
 
     def _open_live(self, spec: SourceSpec):
         sources.refuse_data_stop(spec, self.config.names)
