@@ -10,7 +10,7 @@ from dptop.engine.core.clock import parse_time_range
 from dptop.engine.core.keykinds import KEY_KINDS
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Settings, parse_param
 from dptop.monitor import catalogue, defaults
-from dptop.monitor.config import (BYTE_CAP, BYTE_UNIT, LATENESS, LATENESS_SECONDS, LIVE_EPOCH_SECONDS, Counting,
+from dptop.monitor.config import (BYTE_CAP, BYTE_UNIT, LATENESS, LATENESS_SECONDS, LIVE_EPOCH_SECONDS, CountingChoice,
                                   RunConfig, config_errors)
 from dptop.monitor.footprints import ENV, MemoryLimit, parse_size
 from dptop.options import json_target, nonempty, ranged
@@ -210,7 +210,7 @@ def config_from_args(args) -> RunConfig:
     names = algorithm_names(args.algorithms)
     settings = settings_from_args(args)
     top = args.top if args.top is not None else settings.extra.get("top", max(args.k, 10))
-    counting = Counting(args.key, args.weight, args.byte_unit, args.byte_cap)
+    counting = CountingChoice(args.key, args.weight, args.byte_unit, args.byte_cap)
     config = RunConfig(tuple(names), settings.with_(extra={**settings.extra, "top": top}), counting=counting,
                        memory_limit=args.memory_limit)
     for name, error in config_errors(config).items():

@@ -158,8 +158,8 @@ def test_utility_against_exact_window_zipf():
 
 
 def _bytes_config():
-    from dptop.monitor.config import Counting as UserCounting, RunConfig
-    return RunConfig(("dpsw",), Settings(), counting=UserCounting(weight="bytes", unit=64, cap=24))
+    from dptop.monitor.config import CountingChoice, RunConfig
+    return RunConfig(("dpsw",), Settings(), counting=CountingChoice(weight="bytes", unit=64, cap=24))
 
 
 def test_bytes_on_an_ipv4_capture_release_no_label_that_carried_no_traffic():

@@ -13,7 +13,7 @@ from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.release import Release, Span
 from dptop.engine.core.worker import QueueBound, Worker
 from dptop.engine.core.settings import Settings
-from dptop.monitor.config import Counting
+from dptop.monitor.config import CountingChoice
 from dptop.monitor.explain import Drops, drops_of
 from dptop.monitor.fanout import Fanout
 from dptop.monitor.lanes import LaneView
@@ -47,7 +47,7 @@ def test_offered_minus_seen_is_what_each_lane_missed_and_the_total_counts_each_p
     lanes = {name: SimpleNamespace(worker=Worker(Gated(Settings(), name, gate), bound).start(), origin=None)
              for name, gate in (("slow", slow_gate), ("fast", fast_gate))}
     truth = Truth().start()
-    fanout = Fanout(truth, Counting(), live=True)
+    fanout = Fanout(truth, CountingChoice(), live=True)
     fanout.lanes = lanes
     for i in range(20):
         keys = np.zeros((100, 2), np.uint64)

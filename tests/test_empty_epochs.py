@@ -64,7 +64,7 @@ def test_the_bulk_positions_have_the_one_by_one_law():
     one: the same mean within 5 standard errors (DPSS's ε_n)."""
     alg = algorithm("dpss", 10)
     bulk = alg.empty_lengths(20_000)
-    single = sum(max(alg.noisy_length(0), 0) for _ in range(20_000))
+    single = sum(max(alg.length_noise(), 0) for _ in range(20_000))
     draws = np.maximum(alg.noise.dlap_array(alg.eps_n, 20_000), 0)
     se = draws.std() * np.sqrt(20_000)
     assert abs(bulk - single) < 5 * np.sqrt(2) * se, (bulk, single, se)

@@ -18,7 +18,7 @@ pytest.importorskip("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from dptop.feed import Feed, parse_serve  # noqa: E402
-from dptop.monitor.config import Counting, RunConfig, SourceSpec  # noqa: E402
+from dptop.monitor.config import CountingChoice, RunConfig, SourceSpec  # noqa: E402
 from dptop.monitor.publish import publish_json  # noqa: E402
 from dptop.monitor.session import Session  # noqa: E402
 
@@ -104,7 +104,7 @@ def test_metrics_during_a_paced_replay_are_the_released_estimates(tmp_path):
 
 @pytest.fixture(scope="module")
 def finished_session():
-    session = Session(RunConfig(("dpss", "exact", "lazyhh"), counting=Counting(key="src/24")))
+    session = Session(RunConfig(("dpss", "exact", "lazyhh"), counting=CountingChoice(key="src/24")))
     session.open(SourceSpec("file", path=str(DNS)))
     while session.wait(0.2) not in ("finished", "stopped", "failed"):
         pass

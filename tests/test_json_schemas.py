@@ -38,6 +38,18 @@ def test_replay_json_and_private_view(tmp_path):
         jsonschema.validate(broken, BY_COMMAND["replay"])
 
 
+@pytest.mark.parametrize("weight, want", [([], "packet"), (["--weight", "bytes", "--byte-unit", "128"], "128 bytes")])
+def test_the_settings_say_what_one_counted_update_is(tmp_path, weight, want):
+    """``settings.unit`` is what one counted update is (never null), as ``counting`` describes it."""
+    out = tmp_path / "out.json"
+    assert main(["replay", str(DNS_CAPTURE), "--algorithms", "exact,dpmg", *weight, "--json", str(out)]) == 0
+    result = valid("replay", out)
+    assert result["settings"]["unit"] == want and result["settings"]["key"] == result["counting"]["key"]
+    assert (result["counting"]["weight"] == "bytes") == (want != "packet")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**result, "settings": {**result["settings"], "unit": None}}, BY_COMMAND["replay"])
+
+
 def test_replay_of_an_archive_goes_through_the_same_contract(tmp_path):
     paths = []
     for name in ("a.pcap", "b.pcap"):

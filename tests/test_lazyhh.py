@@ -403,11 +403,11 @@ def test_suppression_with_coupled_neighbours(control):
 def test_a_horizon_from_the_file_counts_updates_when_weighted_by_bytes():
     """Weighted by bytes a packet is up to G updates: T from the file's packet count must be G times
     it, or the instance stops a fraction of the way into the file (1.3 s of a 30 s capture)."""
-    from dptop.monitor.config import Counting as UserCounting, RunConfig
+    from dptop.monitor.config import CountingChoice, RunConfig
 
     n, cap = 1000, 24
     config = RunConfig(("lazyhh",), Settings(k=4, epsilon=0.5, delta=1e-3),
-                       counting=UserCounting(weight="bytes", unit=64, cap=cap))
+                       counting=CountingChoice(weight="bytes", unit=64, cap=cap))
     alg = config.make("lazyhh", PublicFacts.of(n))
     assert alg.horizon == n * cap
     alg.consume(KeyBatch(np.repeat(zipf_keys(1.1, 50, n, SEED), cap, axis=0)))

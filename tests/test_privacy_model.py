@@ -127,9 +127,9 @@ def test_byte_calibration_round_trip(target, size):
 @pytest.mark.parametrize("name", ["dpss", "lazyhh", "dpsw", "dpmg", "eehh-cms"])
 def test_bytes_guarantee_per_packet_equals_the_unweighted_one(name):
     """Calibrated per update, the per-packet guarantee in bytes is the unweighted run's."""
-    from dptop.monitor.config import Counting, RunConfig
+    from dptop.monitor.config import CountingChoice, RunConfig
     plain_config = RunConfig((name,), Settings(seed=1))
-    byte_config = RunConfig((name,), Settings(seed=1), counting=Counting(weight="bytes", cap=24))
+    byte_config = RunConfig((name,), Settings(seed=1), counting=CountingChoice(weight="bytes", cap=24))
     plain, byte = plain_config.settings_for(name), byte_config.settings_for(name)
     g0, g1 = plain_config.make(name).guarantee(), byte_config.make(name).guarantee()
     assert byte.epsilon < plain.epsilon

@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 from dptop.engine.core.settings import Settings
 from dptop.monitor import catalogue, defaults
-from dptop.monitor.config import Counting, RunConfig
+from dptop.monitor.config import CountingChoice, RunConfig
 from dptop.monitor.ledger import Ledger
 
 DEMO_SPEED = defaults.DEMO_SPEED
@@ -42,6 +42,6 @@ def config_from_json(text: str) -> RunConfig:
     known = set(catalogue.names())
     settings = Settings(**{k: v for k, v in d["settings"].items() if k in Settings.__dataclass_fields__})
     return RunConfig(tuple(n for n in d["names"] if n in known), settings, d.get("extras", {}),
-                     Counting(**d.get("counting", {})))
+                     CountingChoice(**d.get("counting", {})))
 
 

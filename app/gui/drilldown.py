@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QFormLayout, QHBoxLayout, QHe
                                QTableView, QVBoxLayout, QWidget)
 
 from dptop.engine.core.keykinds import KeyKind
-from dptop.monitor.config import Counting
+from dptop.monitor.config import CountingChoice
 from dptop.monitor.status import LaneStatus
 
 ESTIMATE_BRUSH, TRUTH_BRUSH = (52, 120, 220), (150, 150, 150, 170)
@@ -25,11 +25,11 @@ ROW_PADDING = 6  # px above and below a table row's text, together
 
 
 class CountingPicker(QWidget):
-    """Key kind and weight pickers; ``changed`` carries the new ``Counting``."""
+    """Key kind and weight pickers; ``changed`` carries the new ``CountingChoice``."""
 
     changed = Signal(object)
 
-    def __init__(self, counting: Counting, parent=None):
+    def __init__(self, counting: CountingChoice, parent=None):
         super().__init__(parent)
         self.key, self.weight = QComboBox(), QComboBox()
         for kind in KeyKind:
@@ -51,14 +51,14 @@ class CountingPicker(QWidget):
         self.key.currentIndexChanged.connect(self._emit)
         self.weight.currentIndexChanged.connect(self._emit)
 
-    def set_counting(self, counting: Counting) -> None:
+    def set_counting(self, counting: CountingChoice) -> None:
         for box, value in ((self.key, counting.key), (self.weight, counting.weight)):
             box.blockSignals(True)
             box.setCurrentIndex(max(0, box.findData(value)))
             box.blockSignals(False)
 
-    def counting(self) -> Counting:
-        return Counting(self.key.currentData(), self.weight.currentData(), self.unit, self.cap)
+    def counting(self) -> CountingChoice:
+        return CountingChoice(self.key.currentData(), self.weight.currentData(), self.unit, self.cap)
 
     def _emit(self, *_) -> None:
         self.changed.emit(self.counting())

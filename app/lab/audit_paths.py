@@ -25,10 +25,10 @@ import numpy as np
 
 from dptop.capture.synth import write_pcap
 from dptop.engine.lab.audit.streams import Pair
-from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
+from dptop.engine.privacy.measures import ApproxDP, calibrate_group, group
 from dptop.lab.product_audit import HEAVY, SECOND, T0, ProductTarget, base_stream, neighbour_files
-from dptop.monitor.config import Counting, SourceSpec
+from dptop.monitor.config import CountingChoice, SourceSpec
 
 SERVER = 0xC0A8_0001  # write_pcap's default destination
 CLIENT_NET, BUSY = "172.16.0.0/24", 0xAC10_0063  # 172.16.0.99
@@ -46,7 +46,7 @@ class BytesTarget(ProductTarget):
     description = ("the product path counting bytes (units of 64 B, at most 24 per packet): dpss calibrated per "
                    "update so (ε, δ) holds per packet; claim (2ε, (1+e^ε)·δ) for a length change (two steps)")
     algorithms = ("dpss",)
-    counting = Counting(weight="bytes", unit=64, cap=24)
+    counting = CountingChoice(weight="bytes", unit=64, cap=24)
 
     def pairs(self):
         src, ts = base_stream()
@@ -63,23 +63,26 @@ class BytesTarget(ProductTarget):
                      "add/remove one packet")]
 
 
-def _uncalibrated(name, settings, facts, counting):
-    """The old bytes mode: every update spends the per-packet budget."""
-    return registry.make(name, settings.with_(epsilon=settings.epsilon * counting.cap), facts, counting)
-
-
 class UncalibratedBytesTarget(BytesTarget):
     name = "product-bytes-uncalibrated"
     broken = True
     description = "BROKEN: bytes counted with the full ε per update while the claim is per packet"
-    make = staticmethod(_uncalibrated)
+
+    def settings(self, seed):
+        """The old bytes mode, every update spending the per-packet ε (with the calibrated δ): the
+        session is asked for that cost's group over G updates, which its calibration turns back
+        into it (``calibrate_group`` inverts ``group``)."""
+        s = super().settings(seed)
+        per_update = ApproxDP(s.epsilon, calibrate_group(ApproxDP(s.epsilon, s.delta), self.counting.cap).delta)
+        asked = group(per_update, self.counting.cap)
+        return s.with_(epsilon=asked.epsilon, delta=asked.delta)
 
 
 class DestinationTarget(ProductTarget):
     name = "product-dst"
     description = "the product path counting destinations (--key dst): dpss; claim (2ε, (1+e^ε)·δ)"
     algorithms = ("dpss",)
-    counting = Counting(key="dst")
+    counting = CountingChoice(key="dst")
 
     def pairs(self):
         src, ts = base_stream()

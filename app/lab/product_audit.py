@@ -16,25 +16,31 @@ the first packet removed. Each broken variant breaks one class and must be repor
   range, so one packet moves every boundary;
 * ``product-exact-status``: the view carries each release's status with an exact count (the
   epoch's packet count) next to the noisy figures.
+
+Each variant breaks the product from outside, through what any caller of a session passes (the
+source's spec, the facts read of it) or by rewriting the view it reads: the product keeps no hook
+for the lab.
 """
 from __future__ import annotations
 
 import tempfile
 from collections import namedtuple
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from dptop.capture import epochorder
 from dptop.capture.synth import write_pcap
 from dptop.engine.lab.audit.cases import Target
 from dptop.engine.lab.audit.statistics import features_of
 from dptop.engine.lab.audit.streams import Pair
-from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
-from dptop.engine.single_release.dpss import DPSpaceSaving
-from dptop.monitor.config import Counting, RunConfig, SourceSpec
+from dptop.monitor.config import CountingChoice, RunConfig, SourceSpec
 from dptop.engine.privacy.measures import ApproxDP, group
+from dptop.monitor.precheck import SourceFacts, read_facts
 from dptop.monitor.publish import publish_json
+from dptop.monitor.sources import cell_counts
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
 
@@ -134,16 +140,18 @@ class ProductTarget(Target):
     def settings(self, seed):
         return Settings(k=4, k_tilde=8, epsilon=self.epsilon, delta=self.delta, epoch_seconds=1.0, seed=seed)
 
-    session_type = Session  # what replays the files (a broken variant swaps in its own)
-    make = staticmethod(registry.make)  # what builds each algorithm
     view = staticmethod(publish_json)  # what a user reads
-    counting = Counting()  # what a packet counts as
+    counting = CountingChoice()  # what a packet counts as
 
     def session(self, config: RunConfig) -> Session:
-        return self.session_type(config, record_packets=1 << 12, make=self.make)
+        return Session(config, record_packets=1 << 12)
 
     def spec(self, path) -> SourceSpec:
         return SourceSpec("file", path=str(path), time_range=(T0, T0 + 4 * SECOND))
+
+    def facts(self, spec: SourceSpec, epoch_seconds: float) -> SourceFacts | None:
+        """The facts handed to the session with the spec (None: the session reads them itself)."""
+        return None
 
     def sample(self, path, runs, seed):
         out = []
@@ -151,7 +159,8 @@ class ProductTarget(Target):
             run_seed = None if seed is None else seed * 100_003 + r
             session = self.session(RunConfig(self.algorithms, self.settings(run_seed), counting=self.counting))
             try:
-                session.open(self.spec(path))
+                spec = self.spec(path)
+                session.open(spec, self.facts(spec, session.config.settings.epoch_seconds))
                 if session.wait(60) is not State.FINISHED:
                     raise RuntimeError(f"audit replay of {path} ended {session.state}: {session.error}")
                 out.append(view_features(self.view(session, "audit")))
@@ -160,51 +169,40 @@ class ProductTarget(Target):
         return out
 
 
-class _FileOrderSession(Session):
-    def _replay_plan(self):
-        return None  # file order: the algorithms cut epochs by the stamps in arrival order
-
-
 class FileOrderTarget(ProductTarget):
     name = "product-epochs-file-order"
     broken = True
     description = "BROKEN: the replay feeds file order, so a packet stamped ahead closes epochs early"
-    session_type = _FileOrderSession
 
-
-class _DataGridSession(Session):
-    def _facts(self, spec, path):
-        from dptop.capture import epochorder
-        from dptop.monitor.precheck import read_facts
-
-        first = epochorder.time_range(path)[0]
-        start, end = spec.time_range
-        return read_facts(path, (first, first + end - start), self.config.settings.epoch_seconds)
+    def facts(self, spec, epoch_seconds):
+        """The file's facts without their plan: the replay reads the file in file order and the
+        algorithms cut epochs by the stamps in arrival order."""
+        return replace(read_facts(spec.path, spec.time_range, epoch_seconds, spec.loop), plan=None)
 
 
 class DataGridTarget(ProductTarget):
     name = "product-epochs-data-grid"
     broken = True
     description = "BROKEN: the epoch grid is anchored at the first packet instead of the declared range"
-    session_type = _DataGridSession
 
-
-class _ExactStatusDPSS(DPSpaceSaving):
-    def _publish(self, state):
-        items, threshold, n_noisy, status = super()._publish(state)
-        return items, threshold, n_noisy, {**status, "packets": self._epoch.packets}
-
-
-def _make_exact_status(name, settings, facts, counting):
-    return _ExactStatusDPSS(settings, facts, counting) if name == "dpss" else registry.make(name, settings, facts, counting)
+    def spec(self, path):
+        """The declared range's length, started at the file's first stamp."""
+        first = epochorder.time_range(path)[0]
+        return SourceSpec("file", path=str(path), time_range=(first, first + 4 * SECOND))
 
 
 def _view_with_status(session, command):
-    """The private view as the old export wrote it: each release with its status."""
+    """The private view as the old export wrote it, each release with its status, and each DPSS
+    release's status with its epoch's exact packet count (the cell's packets in the file)."""
     view = publish_json(session, command)
+    per_cell = cell_counts(session.spec.path, session.grid)
     for name, a in view["algorithms"].items():
         for out, rel in zip(a["releases"], [r for r in session.releases(name) if r.guarantee is not None]):
             out["status"] = dict(rel.status)
+            if name == "dpss" and rel.span.t_start is not None and rel.span.t_end is not None:
+                middle = np.array([round((rel.span.t_start + rel.span.t_end) / 2 * 1e9)], np.int64)
+                cell = int(session.grid.cell_of(middle)[0])
+                out["status"]["packets"] = int(per_cell[cell]) if 0 <= cell < len(per_cell) else 0
     return view
 
 
@@ -212,7 +210,6 @@ class ExactStatusTarget(ProductTarget):
     name = "product-exact-status"
     broken = True
     description = "BROKEN: the private view carries each DPSS release's status with its epoch's exact packet count"
-    make = staticmethod(_make_exact_status)
     view = staticmethod(_view_with_status)
 
 

@@ -33,7 +33,8 @@ from dptop.capture.synth import write_pcap
 from dptop.engine.core import registry
 from dptop.engine.core.settings import Settings
 from dptop.monitor import publish
-from dptop.monitor.config import Counting, RunConfig, SourceSpec
+from dptop.monitor.config import CountingChoice, RunConfig, SourceSpec
+from dptop.monitor.precheck import SourceFacts, read_facts
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
 from dptop.lab.product_audit import view_features
@@ -149,7 +150,7 @@ def settings(cell: Cell, seed: int | None) -> Settings:
 
 
 def config(cell: Cell, seed: int | None) -> RunConfig:
-    return RunConfig((cell.algorithm,), settings(cell, seed), counting=Counting(key=cell.key, weight=cell.weight))
+    return RunConfig((cell.algorithm,), settings(cell, seed), counting=CountingChoice(key=cell.key, weight=cell.weight))
 
 
 def spec(cell: Cell, path: Path, speed: float | None = None) -> SourceSpec:
@@ -160,14 +161,18 @@ def spec(cell: Cell, path: Path, speed: float | None = None) -> SourceSpec:
 class Product:
     """The product as the matrix drives it; each broken variant overrides one step."""
 
-    session_type = Session
     view = staticmethod(publish.publish_json)
     speed = 4.0  # the timing surface: 4 s of capture in 1 s of wall time
 
+    def facts(self, source: SourceSpec, epoch_seconds: float | None) -> SourceFacts | None:
+        """The facts handed to a session with ``source`` (None: the session reads them itself)."""
+        return None
+
     def replay(self, cell: Cell, path: Path, seed: int | None, speed: float | None = None,
                ledger=None) -> Session:
-        session = self.session_type(config(cell, seed), record_packets=1 << 12, ledger=ledger)
-        session.open(spec(cell, path, speed))
+        session = Session(config(cell, seed), record_packets=1 << 12, ledger=ledger)
+        source = spec(cell, path, speed)
+        session.open(source, self.facts(source, session.config.settings.epoch_seconds))
         if session.wait(120) is not State.FINISHED:
             session.close(5.0)
             raise RuntimeError(f"replay of {path.name} ended {session.state}: {session.error}")
@@ -226,7 +231,7 @@ class Product:
         from dptop.monitor.clocks import LiveClock
 
         now = [T0]
-        session = self.session_type(config(cell, seed), record_packets=1 << 12)
+        session = Session(config(cell, seed), record_packets=1 << 12)
         session.spec = SourceSpec("live", iface="lo", lateness=0.05, duration=EPOCHS)
         session.public["time_range"] = (T0, T0 + EPOCHS * SECOND)
         session.public_source = "the capture's wall clock"
@@ -261,8 +266,9 @@ class Product:
     def timing(self, cell: Cell, path: Path, seed: int | None) -> dict[str, float]:
         """When the number of releases of a paced replay changes, relative to the first change, in
         halves of an epoch's wall time (what a scraper polling /metrics sees)."""
-        session = self.session_type(config(cell, seed), record_packets=1 << 12)
-        session.open(spec(cell, path, self.speed))
+        session = Session(config(cell, seed), record_packets=1 << 12)
+        source = spec(cell, path, self.speed)
+        session.open(source, self.facts(source, session.config.settings.epoch_seconds))
         seen, instants = 0, []
         try:
             while not session.state.ended:
@@ -379,14 +385,17 @@ def run_matrix(selected, runs: int = 3, product: Product | None = None, progress
 
 
 # ----- the broken variants: each finding of the review, one product step broken ---------------
-class _ArrivalSession(Session):
-    def _paced_clock(self, spec, path):
-        return None  # a paced replay's epoch closes when the next cell's first packet arrives
-
-
 class ArrivalRelease(Product):
-    """Finding 2: releases when a later packet shows up, not on the public clock."""
-    session_type = _ArrivalSession
+    """Finding 2: releases when a later packet shows up, not on the public clock: the session is
+    handed the file's facts without their grid (the time range and the canonical plan kept), so
+    a paced replay has no public clock and an epoch closes when the next cell's first packet
+    arrives."""
+
+    def facts(self, source: SourceSpec, epoch_seconds: float | None) -> SourceFacts | None:
+        if source.speed is None:  # an unpaced replay has no public clock to remove
+            return None
+        facts = read_facts(source.path, source.time_range, epoch_seconds, source.loop)
+        return replace(facts, grid=None)
 
 
 class CountStop(Product):

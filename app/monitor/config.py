@@ -11,7 +11,7 @@ from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.core.keykinds import KEY_KINDS, KeyKind
 from dptop.engine.core.facts import NO_FACTS, PublicFacts
 from dptop.engine.core.settings import SEED, Range, Settings, check_ranges
-from dptop.engine.core.settings import Counting as Counted
+from dptop.engine.core.settings import Counting
 from dptop.engine.privacy.calibration import per_update
 from dptop.engine.privacy.units import Unit, counted_unit
 from dptop.monitor.footprints import MemoryLimit, default_limit, memory_error
@@ -91,12 +91,13 @@ BYTE_CAP = Range("byte-cap", 1, 4096, integer=True)
 
 
 @dataclass(frozen=True)
-class Counting:
-    """What a packet counts as: its key (``key``, a ``keykinds.KeyKind`` value: source or
-    destination address, port, protocol, pair, network), one unit or
-    ⌈length / ``unit``⌉ units of ``unit`` bytes capped at ``cap`` (``weight``). In bytes every
-    algorithm sees a packet as up to ``cap`` updates: it runs calibrated per update so that the
-    requested guarantee holds per packet by group privacy (engine/privacy/calibration.py)."""
+class CountingChoice:
+    """The user's choice of what a packet counts as (``--key``, ``--weight``, ``--byte-unit``,
+    ``--byte-cap``): its key (``key``, a ``keykinds.KeyKind`` value: source or destination address,
+    port, protocol, pair, network), one unit or ⌈length / ``unit``⌉ units of ``unit`` bytes capped
+    at ``cap`` (``weight``). ``counted()`` is what the engine is told (``engine.core.settings.Counting``).
+    In bytes every algorithm sees a packet as up to ``cap`` updates: it runs calibrated per update so
+    that the requested guarantee holds per packet by group privacy (engine/privacy/calibration.py)."""
 
     key: str = "src"
     weight: str = "packets"
@@ -120,9 +121,15 @@ class Counting:
     def kind(self) -> KeyKind:
         return KeyKind(self.key)
 
-    def counted(self) -> Counted:
+    def counted(self) -> Counting:
         """What an algorithm is told a packet counts as (``engine.core.settings.Counting``)."""
-        return Counted(self.kind, self.group, self.unit if self.weight == "bytes" else None)
+        return Counting(self.kind, self.group, self.unit if self.weight == "bytes" else None)
+
+    @property
+    def update_unit(self) -> str:
+        """What one counted update is, in words: "packet", or "64 bytes" weighted by bytes (a packet
+        is then ⌈length/64⌉ of them, at most ``cap``); the run JSON's ``settings.unit``."""
+        return f"{self.unit} bytes" if self.weight == "bytes" else "packet"
 
     def counted_unit(self) -> Unit:
         """The typed unit guarantees are stated for (key kind, byte cap)."""
@@ -144,7 +151,7 @@ class RunConfig:
     names: tuple[str, ...]
     settings: Settings = field(default_factory=Settings)
     extras: dict = field(default_factory=dict)
-    counting: Counting = field(default_factory=Counting)
+    counting: CountingChoice = field(default_factory=CountingChoice)
     memory_limit: MemoryLimit | None = None
 
     def settings_for(self, name: str, facts: PublicFacts = NO_FACTS) -> Settings:
@@ -159,10 +166,9 @@ class RunConfig:
         counted = self.counting.counted()
         return cls.with_defaults(per_update(cls, s, counted), facts, counted)
 
-    def make(self, name: str, facts: PublicFacts = NO_FACTS, make=registry.make):
-        """``name`` built (by ``make``: the registry's, or a lab's) from its settings, the public
-        ``facts`` and the counting."""
-        return make(name, self.settings_for(name, facts), facts, self.counting.counted())
+    def make(self, name: str, facts: PublicFacts = NO_FACTS):
+        """``name`` built by the registry from its settings, the public ``facts`` and the counting."""
+        return registry.make(name, self.settings_for(name, facts), facts, self.counting.counted())
 
 
 def affected(name: str, old: Settings, new: Settings) -> bool:

@@ -1,17 +1,17 @@
 """The one place a session's packets go through: a tee to the ground truth first (lossless), then to
 every lane, ``feed`` (lossless) for replays and the clock's ticks, ``offer`` (counted drops) for live
-packets; each batch counted as the algorithms count it (dptop.monitor.config.Counting)."""
+packets; each batch counted as the algorithms count it (dptop.monitor.config.CountingChoice)."""
 from __future__ import annotations
 
 import numpy as np
 
 from dptop.engine.core.keys import KeyBatch
-from dptop.monitor.config import Counting
+from dptop.monitor.config import CountingChoice
 from dptop.monitor.lanes import Lane
 from dptop.monitor.truth import Truth
 
 
-def counted(batch: KeyBatch, c: Counting) -> tuple[KeyBatch, tuple | None]:
+def counted(batch: KeyBatch, c: CountingChoice) -> tuple[KeyBatch, tuple | None]:
     """``batch`` as the algorithms count it: the key kind's keys (packets without one, such as a
     port, left out), and in bytes each packet repeated ⌈length/unit⌉ times, at most ``cap``; plus,
     in bytes, (keys, true byte counts) for the exact baseline."""
@@ -36,7 +36,7 @@ class Fanout:
     the last one a batch was tagged with; ``missed``: live packets at least one lane did not take
     (each lane's worker counts its own drops)."""
 
-    def __init__(self, truth: Truth, counting: Counting, live: bool):
+    def __init__(self, truth: Truth, counting: CountingChoice, live: bool):
         self.truth = truth
         self.counting = counting
         self.live = live

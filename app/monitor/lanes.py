@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from dptop.engine.core import registry
 from dptop.engine.core.facts import PublicFacts
 from dptop.engine.core.worker import AlgorithmSnapshot, QueueBound, Worker
 from dptop.monitor.config import RunConfig
@@ -29,7 +30,7 @@ it busy, few enough that the batches in flight stay small."""
 class Lane:
     """One algorithm's worker and where it joined the stream (``origin``, a position of the truth's stream)."""
 
-    def __init__(self, name: str, config: RunConfig, facts: PublicFacts, generation: int, history: int, make,
+    def __init__(self, name: str, config: RunConfig, facts: PublicFacts, generation: int, history: int,
                  clock_start: float | None = None, live: bool = False):
         self.name, self.generation = name, generation
         self.settings = config.settings_for(name, facts)
@@ -39,7 +40,7 @@ class Lane:
         self.viewed_at = 0.0
         self.worker: Worker | None = None
         try:
-            self.worker = Worker(make(name, self.settings, facts, config.counting.counted()),
+            self.worker = Worker(registry.make(name, self.settings, facts, config.counting.counted()),
                                  LIVE_QUEUE if live else REPLAY_QUEUE,
                                  live_interval=0.1, history=history, clock_start=clock_start).start()
         except (ValueError, TypeError) as exc:

@@ -48,11 +48,11 @@ class SourceFacts:
         return out
 
     def facts(self) -> PublicFacts:
-        """The same facts typed, each with its provenance (``public_facts``)."""
-        return public_facts(self.public(), self.provenance)
+        """The same facts typed, each with its provenance (``typed_facts``)."""
+        return typed_facts(self.public(), self.provenance)
 
 
-def public_facts(public: dict, source: str) -> PublicFacts:
+def typed_facts(public: dict, source: str) -> PublicFacts:
     """A session's public facts (``Session.public``: the stream length, the time range) typed with
     their provenance: a file's packet count is read from its packets (assumed); the time range is
     declared, assumed (the file's own span), or the live clock's or loop's start (metadata) as

@@ -27,8 +27,9 @@ POSITION_FAMILIES = ("single-release", "continual observation", "sliding window"
 counts reports there)."""
 
 
-def public_facts(session: Session) -> tuple[PublicFact, ...]:
-    """The session's time range with its provenance (the grid of every time epoch)."""
+def time_range_facts(session: Session) -> tuple[PublicFact, ...]:
+    """The session's time range as the private view names it, with its provenance (the grid of
+    every time epoch); none before the range is known."""
     if "time_range" not in session.public:
         return ()
     start, end = session.public["time_range"]
@@ -83,7 +84,7 @@ def publish_json(session: Session, command: str, shown: dict | None = None) -> d
     snap = session.snapshot()
     c = session.config.counting
     scale = c.unit if c.weight == "bytes" else 1
-    grid = public_facts(session) if session.config.settings.epoch_seconds is not None else ()
+    grid = time_range_facts(session) if session.config.settings.epoch_seconds is not None else ()
     facts: dict[str, PublicFact] = {f.name: f for f in grid}
     algorithms = {}
     for v in snap.lanes:

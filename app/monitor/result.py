@@ -13,6 +13,7 @@ fact for the person running dptop.
 from __future__ import annotations
 
 from dptop import __version__
+from dptop.monitor.config import CountingChoice
 from dptop.monitor.explain import drops_of
 from dptop.monitor.ledger import Ledger
 from dptop.monitor.session import Session
@@ -99,12 +100,13 @@ def exact_json(total: int, distinct: int, items) -> dict:
             "top": [{"address": it.address, "count": int(it.estimate)} for it in items]}
 
 
-def settings_json(settings, key: str = "src", facts=None) -> dict:
+def settings_json(settings, counting: CountingChoice, facts=None) -> dict:
     """The user's parameters, with the fields the contract has always carried beside them (the key
-    kind counted and the public facts the lanes were built from: ``public`` says their provenance)."""
+    kind counted, what one counted update is, ``CountingChoice.update_unit``, and the public facts
+    the lanes were built from: ``public`` says their provenance)."""
     return {**vars(settings), "stream_length": None if facts is None else facts.length,
             "time_range": None if facts is None or facts.time_range is None else list(facts.time_range.value),
-            "key": key, "unit": None}
+            "key": counting.key, "unit": counting.update_unit}
 
 
 def result_json(command: str, settings: dict, source: dict, exact: dict, algorithms: dict, budget: dict | None,
@@ -170,7 +172,7 @@ def session_json(session: Session, command: str, top: int | None, partial: bool 
         algorithms[v.name] = entry = algorithm_json(v, releases, scale)
         if entry.get("private") and not session.truth.died:  # a dead truth's recording stops short of the lanes'
             entry["truth"] = truth_json(session, v.name, releases, scale)
-    return result_json(command, settings_json(session.config.settings, c.key, session.public_facts()),
+    return result_json(command, settings_json(session.config.settings, c, session.public_facts()),
                        source_json(session),
                        exact_json(*session.exact(top or None)), algorithms, snap.budget, partial, snap.error,
                        counting={**vars(c), "text": c.describe()}, public=public_json(session),
@@ -197,6 +199,6 @@ def archive_json(merged, paths, config, top: int | None) -> dict:
         algorithms[name] = algorithm_entry(guarantee is not None, guarantee, [r.to_json() for r in rels],
                                            packets=source["ip_packets"])
     exact = exact_json(merged.exact.n, len(merged.exact.keys), merged.exact_top(top or 10**9))
-    return result_json("replay", settings_json(config.settings, config.counting.key), source, exact, algorithms,
+    return result_json("replay", settings_json(config.settings, config.counting), source, exact, algorithms,
                        ledger.to_json(), merged.partial,
                        agents=agents, missing=[m.to_json() for m in merged.missing], seconds=merged.seconds)

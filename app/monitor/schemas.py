@@ -45,7 +45,8 @@ RUN = {
     "required": ["dptop", "command", "partial", "settings", "source", "exact", "algorithms", "budget", "non_private"],
     "properties": {
         "dptop": {"type": "string"}, "command": {"enum": ["replay", "capture"]}, "partial": {"type": "boolean"},
-        "settings": {"type": "object", "required": ["k", "epsilon", "delta"]},
+        "settings": {"type": "object", "required": ["k", "epsilon", "delta"],
+                     "properties": {"key": {"type": "string"}, "unit": {"type": "string"}}},
         "counting": {"type": "object", "required": ["key", "weight", "text"]},
         "source": _SOURCE,
         "public": {"type": "object"},

@@ -21,7 +21,6 @@ import threading
 import time
 from dataclasses import replace
 
-from dptop.engine.core import registry
 from dptop.engine.core.clock import TimeGrid
 from dptop.engine.core.jit import compiles
 from dptop.engine.core.keys import tick
@@ -34,7 +33,7 @@ from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.fanout import Fanout
 from dptop.monitor.lanes import Lane, LaneView, SessionSnapshot
 from dptop.monitor.ledger import Ledger
-from dptop.monitor.precheck import SourceFacts, public_facts, read_facts
+from dptop.monitor.precheck import SourceFacts, read_facts, typed_facts
 from dptop.monitor.states import Lifecycle, State
 from dptop.monitor.truth import Truth, WorkerDied
 
@@ -51,12 +50,11 @@ def published(snap) -> int:
 
 
 class Session:
-    def __init__(self, config: RunConfig, record_packets: int = 1 << 20, history: int = 4096, make=registry.make,
+    def __init__(self, config: RunConfig, record_packets: int = 1 << 20, history: int = 4096,
                  ledger: Ledger | None = None):
         """``ledger``: the ledger of an earlier session over the same source (one ledger per
         source: ``dptop top``'s key switch, the window's restart), which this one joins."""
         self.config = config
-        self._make = make  # name, settings, facts, counting -> algorithm (the audit's broken variants substitute one)
         self.history = history
         self.truth = Truth(record_packets)  # started by open(): a session never opened owns no thread
         self.ledger = Ledger() if ledger is None else ledger
@@ -191,31 +189,19 @@ class Session:
             path = self._synthetic.path
         if self.facts is None or not self.facts.fits(path, spec, self.config.settings.epoch_seconds):
             self.life.phase = "reading the capture's public facts"
-            self.facts = self._facts(spec, path)
+            self.facts = read_facts(path, spec.time_range, self.config.settings.epoch_seconds, spec.loop)
         self.public = self.facts.public()
         self.public_source, self.grid = self.facts.provenance, self.facts.grid
         sink = self.fanout
         if spec.loop and self.grid is not None:
             self.clock = sink = LoopClock(self.grid, self.fanout)
         elif spec.speed is not None and self.grid is not None:  # releases on the replay's public clock
-            self.clock = self._paced_clock(spec, path)
-            sink = self.clock or self.fanout
+            counts = sources.cell_counts(path, self.grid)
+            self.clock = sink = PacedClock(self.grid, spec.speed, spec.lateness, self.fanout, counts)
         if self._stopping.is_set() or not self._start_lanes():
             return None
-        plan = None if isinstance(self.clock, LoopClock) else self._replay_plan()
+        plan = None if isinstance(self.clock, LoopClock) else self.facts.plan  # canonical order on the grid
         return sources.file_replay(path, sink, spec, self.facts, plan)
-
-    def _paced_clock(self, spec: SourceSpec, path: str) -> PacedClock | None:
-        """The public clock of a paced replay (the audit's broken variant releases on arrivals)."""
-        return PacedClock(self.grid, spec.speed, spec.lateness, self.fanout, sources.cell_counts(path, self.grid))
-
-    def _facts(self, spec: SourceSpec, path: str) -> SourceFacts:
-        """The file's public facts (the audit's broken variants read others)."""
-        return read_facts(path, spec.time_range, self.config.settings.epoch_seconds, spec.loop)
-
-    def _replay_plan(self):
-        """The canonical order the replay reads the file in (``SourceFacts.plan``)."""
-        return self.facts.plan
 
     def _open_live(self, spec: SourceSpec):
         sources.refuse_data_stop(spec, self.config.names)
@@ -265,13 +251,13 @@ class Session:
 
     def public_facts(self) -> PublicFacts:
         """The public facts so far (``public``), typed with their provenance: what every lane is built from."""
-        return public_facts(self.public, self.public_source)
+        return typed_facts(self.public, self.public_source)
 
     def _lane(self, name: str) -> Lane:
         self._generation += 1
         live = self.fanout.live
         clock = self.public.get("time_range", (None,))[0] if live else None
-        lane = Lane(name, self.config, self.public_facts(), self._generation, self.history, self._make,
+        lane = Lane(name, self.config, self.public_facts(), self._generation, self.history,
                     clock_start=None if clock is None else clock / 1e9, live=live)
         if lane.worker is not None:
             self._workers = [w for w in self._workers if w.thread.is_alive()]

@@ -71,11 +71,6 @@ class DPSpaceSaving(Epoched):
     def cost(self):
         return length_composed_cost(self.eps_a, self.delta_a, self.eps_n, self.delta_n)
 
-    def noisy_length(self, n: int) -> int:
-        """ñ = n + DLap(ε_n) (§4.5 step 1). A hook so that the privacy audit (dptop.engine.lab.audit.cases)
-        can build the broken exact-n variant by overriding it; never override it elsewhere."""
-        return n + self.length_noise()
-
     def threshold(self, n_noisy: int) -> float:
         """τ for a released noisy length ñ (public: a function of ñ and the parameters)."""
         return dpss_threshold(n_noisy, n_noisy + self.slack + 1, self.k, self.k_tilde, self.gamma, self.margin)
@@ -125,7 +120,7 @@ class DPSpaceSaving(Epoched):
             keys, counts, n = np.zeros((0, 2), np.uint64), np.zeros(0, np.int64), 0
         else:
             keys, counts, n = snapshot(state)
-        n_noisy = self.noisy_length(n)
+        n_noisy = n + self.length_noise()  # ñ = n + DLap(ε_n) (§4.5 step 1)
         tau = self.threshold(n_noisy)
         order = by_key(keys)  # noise drawn in key order (P7)
         vals = counts[order] + self.noise.dlap_array(self.eps_a, len(order))

@@ -141,13 +141,9 @@ class _EEHH(Epoched):
                                 "budget split are sized from it; public under substitution of one packet's key")
                      for f in self.sized_by)
 
-    def noisy_length(self, n: int) -> int:
-        """ñ = n + DLap(ε_n) (§4.5 step 1); a hook for the audit's broken exact-n variant only."""
-        return n + self.length_noise()
-
     def _publish(self, state):
         n = 0 if state is None else int(state.meta[N])
-        n_noisy = self.noisy_length(n)
+        n_noisy = n + self.length_noise()  # ñ = n + DLap(ε_n) (§4.5 step 1)
         n_hi = n_noisy + self.slack + 1
         status = {"noisy_length": n_noisy, "t_max": self.t_max, "depth": self.depth,
                   "width": self.width, "psi": self.psi, "k": self.k, "k_tilde": self.k_tilde}

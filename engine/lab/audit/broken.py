@@ -38,8 +38,8 @@ class WeakNoise(NoiseSource):
 class ExactLengthDPSS(DPSpaceSaving):
     """Broken DPSS: τ = max(n/k − γ, n/k~ + 1 + γ) with the exact n (000's Alg 3; §4.5 gap)."""
 
-    def noisy_length(self, n: int) -> int:
-        return n
+    def length_noise(self) -> int:
+        return 0  # ñ = n
 
     def threshold(self, n_noisy: int) -> float:
         return dpss_threshold(n_noisy, n_noisy, self.k, self.k_tilde, self.gamma, self.margin)
@@ -58,8 +58,8 @@ class ExactLengthEEHH(CountMinEEHH):
         super().__init__(settings, facts, counting)
         self.slack = -1
 
-    def noisy_length(self, n: int) -> int:
-        return n
+    def length_noise(self) -> int:
+        return 0  # ñ = n
 
     def _publish(self, state):
         items, tau, n, status = super()._publish(state)
