@@ -15,6 +15,9 @@ and is computed cheaply: epochs and windows count their slice once; prefixes (co
 observation, which re-publishes a longer prefix every 0.1 s) keep one growing counter per start
 position ("anchor") and subtract the few packets that arrived after the release's end.
 
+A live lane whose full queue refused batches did not see them (``Unseen``: their positions, as
+ranges): its comparison leaves them out, so it is made over exactly the packets the lane saw.
+
 The true counts are the non-private baseline shown *next to* private estimates, for released
 labels only; recall/precision/ARE (dptop.engine.core.metrics) use the exact heavy set over the same span.
 """
@@ -111,6 +114,66 @@ class Recording:
         return self.pos if r == len(self._run_cell) else min(self.pos, max(self.first, self._run_start[r]))
 
 
+def _end(r: tuple[int, int]) -> int:
+    return r[1]
+
+
+class Unseen:
+    """Global positions of the batches one live lane refused (its full queue), as disjoint
+    increasing ranges ``[a, b)``, adjacent refusals merged. Bounded: ranges that end before the
+    recording's oldest packet are forgotten (no span that old is answered), and at most ``limit``
+    ranges are kept; before ``known_from`` some were dropped, so a span starting there is not
+    answered. One producer (the fanout) adds; readers take ``ranges``, a tuple swapped whole."""
+
+    def __init__(self, limit: int = 4096):
+        self.limit = int(limit)
+        self.ranges: tuple[tuple[int, int], ...] = ()
+        self.known_from = 0
+
+    def add(self, a: int, b: int, oldest: int = 0) -> None:
+        """The lane did not see positions ``[a, b)`` (after every earlier range); ``oldest``: the
+        recording's oldest position, before which nothing is asked any more."""
+        if b <= a:
+            return
+        kept = self.ranges[bisect.bisect_right(self.ranges, oldest, key=_end):]
+        if kept and kept[-1][1] == a:
+            kept = (*kept[:-1], (kept[-1][0], b))
+        else:
+            kept = (*kept, (a, b))
+        if len(kept) > self.limit:
+            self.known_from = kept[-self.limit - 1][1]
+            kept = kept[-self.limit:]
+        self.ranges = kept
+
+    def within(self, a: int, b: int) -> tuple[tuple[int, int], ...]:
+        """The unseen ranges clipped to ``[a, b)``. Raises ``LookupError`` when some may be forgotten."""
+        if a < self.known_from:
+            raise LookupError(f"span [{a}, {b}) starts before the lane's last {self.limit} refusals")
+        ranges = self.ranges
+        i = bisect.bisect_right(ranges, a, key=_end)
+        out = []
+        for p, q in ranges[i:]:
+            if p >= b:
+                break
+            out.append((max(p, a), min(q, b)))
+        return tuple(out)
+
+
+def seen_keys(rec: Recording, a: int, b: int, unseen: Unseen | None) -> tuple[np.ndarray, int]:
+    """The keys at global positions ``[a, b)`` a lane saw (its ``unseen`` ranges left out), and how
+    many of them it did not see. Raises ``LookupError`` as ``Unseen.within`` does."""
+    return _keys_between(rec, a, b, () if unseen is None else unseen.within(a, b))
+
+
+def _keys_between(rec: Recording, a: int, b: int, gaps: tuple) -> tuple[np.ndarray, int]:
+    """The keys at ``[a, b)`` outside ``gaps`` (ranges inside it), and how many the gaps hold."""
+    if not gaps:
+        return rec.slice(a, b)[0], 0
+    bounds = [a, *(x for gap in gaps for x in gap), b]
+    parts = [rec.slice(p, q)[0] for p, q in zip(bounds[::2], bounds[1::2])]
+    return np.concatenate(parts), sum(q - p for p, q in gaps)
+
+
 def resolve_span(release: Release, origin: int, rec: Recording, finished: bool) -> tuple[int, int] | None:
     """Global positions ``[a, b)`` of the packets ``release`` covers, or ``None`` while the truth
     has not seen them all yet. Raises ``LookupError`` if they are older than the recording."""
@@ -146,10 +209,12 @@ class TruthResult:
     heavy_threshold: float
     utility: Utility
     note: str = ""
+    unseen: int = 0  # packets of [start, end) the lane did not see (its queue refused them): left out
 
     @property
     def packets(self) -> int:
-        return self.end - self.start
+        """The packets compared: those of the span the lane saw."""
+        return self.end - self.start - self.unseen
 
 
 def heavy_threshold(release: Release, k: int, gamma: float | None, n: int) -> float:
@@ -210,6 +275,7 @@ class _Request:
     origin: int
     k: int
     gamma: float | None
+    unseen: Unseen | None = None
 
 
 class Truth:
@@ -285,10 +351,12 @@ class Truth:
         return self._thread
 
     # ----- GUI side ----------------------------------------------------------------------
-    def request(self, panel: str, release: Release, origin: int, k: int, gamma: float | None = None) -> None:
-        """Ask for the truth of ``release`` (the latest request per panel wins)."""
+    def request(self, panel: str, release: Release, origin: int, k: int, gamma: float | None = None,
+                unseen: Unseen | None = None) -> None:
+        """Ask for the truth of ``release`` (the latest request per panel wins) over the packets its
+        lane saw (``unseen``: the lane's refused positions)."""
         with self._lock:
-            self._requests[panel] = _Request(release, origin, k, gamma)
+            self._requests[panel] = _Request(release, origin, k, gamma, unseen)
 
     def result(self, panel: str) -> TruthResult | None:
         with self._lock:
@@ -364,28 +432,34 @@ class Truth:
         if ab is None:
             return None
         a, b = ab
+        gaps = () if req.unseen is None else req.unseen.within(a, b)
+        missing = sum(q - p for p, q in gaps)
         networks = any(it.prefix is not None for it in rel.items)
-        if rel.span.kind in ("prefix", "horizon", "stream") and b - a > 4 * (rec.pos - b) + 65536 and not networks:
-            counts, heavy, thr = self._prefix_truth(rel, a, b, req)
+        if (rel.span.kind in ("prefix", "horizon", "stream") and b - a > 4 * (rec.pos - b + missing) + 65536
+                and not networks):
+            counts, heavy, thr = self._prefix_truth(rel, a, b, req, gaps)
         else:
-            keys, _ = rec.slice(a, b)
+            keys, missing = _keys_between(rec, a, b, gaps)
             counts, heavy, thr = slice_truth(rel, keys, req.k, req.gamma)
-        return TruthResult(rel, a, b, counts, thr, utility_of(rel, counts, heavy))
+        return TruthResult(rel, a, b, counts, thr, utility_of(rel, counts, heavy), unseen=missing)
 
-    def _prefix_truth(self, rel: Release, a: int, b: int, req: _Request):
-        """Counts over ``[a, b)`` as (anchor at a, up to now) minus (b, now)."""
+    def _prefix_truth(self, rel: Release, a: int, b: int, req: _Request, gaps: tuple):
+        """Counts over ``[a, b)`` as (anchor at a, up to now) minus (b, now) and minus the ``gaps``
+        (the positions in ``[a, b)`` the lane did not see)."""
         anchor = self._anchors.get(a)
         if anchor is None:
             anchor = self._anchors[a] = _Anchor(a, self.rec)
         anchor.used = time.monotonic()
-        later = ExactCounter()
-        later.add(self.rec.slice(b, self.rec.pos)[0])
-        counts = tuple(anchor.counter.count_of(it.hi, it.lo) - later.count_of(it.hi, it.lo)
+        excluded = ExactCounter()
+        excluded.add(self.rec.slice(b, self.rec.pos)[0])
+        for p, q in gaps:
+            excluded.add(self.rec.slice(p, q)[0])
+        counts = tuple(anchor.counter.count_of(it.hi, it.lo) - excluded.count_of(it.hi, it.lo)
                        for it in rel.items)
-        thr = heavy_threshold(rel, req.k, req.gamma, b - a)
+        thr = heavy_threshold(rel, req.k, req.gamma, b - a - sum(q - p for p, q in gaps))
         keys, c = anchor.counter.items()
         heavy = set()
         for (h, l), cnt in zip(keys[c > thr].tolist(), c[c > thr].tolist()):
-            if cnt - later.count_of(h, l) > thr:
+            if cnt - excluded.count_of(h, l) > thr:
                 heavy.add((h, l))
         return counts, heavy, thr
