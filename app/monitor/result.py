@@ -145,7 +145,7 @@ def truth_json(session: Session, name: str, releases: list, scale: int, last: in
     for i in range(max(0, len(releases) - last), len(releases)):
         release = releases[i]
         try:
-            span = resolve_span(release, lane.origin or 0, rec, True)
+            span = resolve_span(release, lane.origin or 0, rec, True, lane.unseen)
             if span is None:
                 continue
             keys, unseen = seen_keys(rec, *span, lane.unseen)

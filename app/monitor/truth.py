@@ -120,43 +120,72 @@ def _end(r: tuple[int, int]) -> int:
 
 class Unseen:
     """Global positions of the batches one live lane refused (its full queue), as disjoint
-    increasing ranges ``[a, b)``, adjacent refusals merged. Bounded: ranges that end before the
-    recording's oldest packet are forgotten (no span that old is answered), and at most ``limit``
-    ranges are kept; before ``known_from`` some were dropped, so a span starting there is not
-    answered. One producer (the fanout) adds; readers take ``ranges``, a tuple swapped whole."""
+    increasing ranges ``[a, b)``, adjacent refusals merged: its exact comparison leaves them out,
+    and its own packet positions (count-based spans) map to global ones around them (``position``).
+
+    Bounded: ranges that end before the recording's oldest packet are forgotten (no span that old
+    is answered) and at most ``limit`` are kept; a forgotten range still counts in ``forgotten``
+    (its length), and nothing before ``known_from`` (the last forgotten range's end) is answered.
+    One producer (the fanout) adds; readers take the state, a tuple swapped whole."""
 
     def __init__(self, limit: int = 4096):
         self.limit = int(limit)
-        self.ranges: tuple[tuple[int, int], ...] = ()
-        self.known_from = 0
+        self._state: tuple[tuple[tuple[int, int], ...], int, int] = ((), 0, 0)  # ranges, known_from, forgotten
+
+    @property
+    def ranges(self) -> tuple[tuple[int, int], ...]:
+        return self._state[0]
+
+    @property
+    def known_from(self) -> int:
+        return self._state[1]
+
+    @property
+    def forgotten(self) -> int:
+        return self._state[2]
 
     def add(self, a: int, b: int, oldest: int = 0) -> None:
         """The lane did not see positions ``[a, b)`` (after every earlier range); ``oldest``: the
         recording's oldest position, before which nothing is asked any more."""
         if b <= a:
             return
-        kept = self.ranges[bisect.bisect_right(self.ranges, oldest, key=_end):]
-        if kept and kept[-1][1] == a:
-            kept = (*kept[:-1], (kept[-1][0], b))
+        ranges, known_from, forgotten = self._state
+        if ranges and ranges[-1][1] == a:
+            ranges = (*ranges[:-1], (ranges[-1][0], b))
         else:
-            kept = (*kept, (a, b))
-        if len(kept) > self.limit:
-            self.known_from = kept[-self.limit - 1][1]
-            kept = kept[-self.limit:]
-        self.ranges = kept
+            ranges = (*ranges, (a, b))
+        cut = max(bisect.bisect_right(ranges, oldest, key=_end), len(ranges) - self.limit)
+        if cut > 0:
+            known_from = ranges[cut - 1][1]
+            forgotten += sum(q - p for p, q in ranges[:cut])
+            ranges = ranges[cut:]
+        self._state = (ranges, known_from, forgotten)
 
     def within(self, a: int, b: int) -> tuple[tuple[int, int], ...]:
         """The unseen ranges clipped to ``[a, b)``. Raises ``LookupError`` when some may be forgotten."""
-        if a < self.known_from:
-            raise LookupError(f"span [{a}, {b}) starts before the lane's last {self.limit} refusals")
-        ranges = self.ranges
-        i = bisect.bisect_right(ranges, a, key=_end)
+        ranges, known_from, _ = self._state
+        if a < known_from:
+            raise LookupError(f"span [{a}, {b}) starts before the lane's refusals still held")
         out = []
-        for p, q in ranges[i:]:
+        for p, q in ranges[bisect.bisect_right(ranges, a, key=_end):]:
             if p >= b:
                 break
             out.append((max(p, a), min(q, b)))
         return tuple(out)
+
+    def position(self, n: int, origin: int, end: bool = False) -> int:
+        """The global position of the lane's ``n``-th packet since its ``origin`` (``end``: the
+        position just after its ``n``-th packet, a span's exclusive end: no refusal right after it
+        included). Raises ``LookupError`` when it lies before ranges already forgotten."""
+        ranges, known_from, forgotten = self._state
+        g = origin + n + forgotten
+        for p, q in ranges:
+            if p > g or (end and p == g):
+                break
+            g += q - p
+        if g < known_from or (end and forgotten and g == known_from):  # an end never follows a refusal
+            raise LookupError(f"lane position {n:,} lies before the lane's refusals still held")
+        return g
 
 
 def seen_keys(rec: Recording, a: int, b: int, unseen: Unseen | None) -> tuple[np.ndarray, int]:
@@ -174,9 +203,11 @@ def _keys_between(rec: Recording, a: int, b: int, gaps: tuple) -> tuple[np.ndarr
     return np.concatenate(parts), sum(q - p for p, q in gaps)
 
 
-def resolve_span(release: Release, origin: int, rec: Recording, finished: bool) -> tuple[int, int] | None:
+def resolve_span(release: Release, origin: int, rec: Recording, finished: bool,
+                 unseen: Unseen | None = None) -> tuple[int, int] | None:
     """Global positions ``[a, b)`` of the packets ``release`` covers, or ``None`` while the truth
-    has not seen them all yet. Raises ``LookupError`` if they are older than the recording."""
+    has not seen them all yet. Raises ``LookupError`` if they are older than the recording.
+    ``unseen``: the lane's refused positions, which its own count-based positions skip."""
     span = release.span
     if span.kind == "epoch" and span.t_start is not None:
         if rec.last_cell <= span.index and not finished:
@@ -190,6 +221,9 @@ def resolve_span(release: Release, origin: int, rec: Recording, finished: bool) 
             return None
     else:
         a, b = origin + span.start, origin + span.end
+        if unseen is not None:
+            b = unseen.position(span.end, origin, end=True)
+            a = min(b, unseen.position(span.start, origin))
         if b > rec.pos:
             return None
     if a < rec.first:
@@ -428,7 +462,7 @@ class Truth:
 
     def _compute(self, req: _Request) -> TruthResult | None:
         rel, rec = req.release, self.rec
-        ab = resolve_span(rel, req.origin, rec, self._finished)
+        ab = resolve_span(rel, req.origin, rec, self._finished, req.unseen)
         if ab is None:
             return None
         a, b = ab
