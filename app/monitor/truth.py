@@ -124,9 +124,10 @@ class Unseen:
     and its own packet positions (count-based spans) map to global ones around them (``position``).
 
     Bounded: ranges that end before the recording's oldest packet are forgotten (no span that old
-    is answered) and at most ``limit`` are kept; a forgotten range still counts in ``forgotten``
-    (its length), and nothing before ``known_from`` (the last forgotten range's end) is answered.
-    One producer (the fanout) adds; readers take the state, a tuple swapped whole."""
+    is answered) and at most ``limit`` are kept (about 130 bytes each: 0.5 MB a lane at most); a
+    forgotten range still counts by its length, and nothing before ``known_from`` (the last
+    forgotten range's end) is answered. One producer (the fanout) adds; readers take the state, a
+    tuple swapped whole."""
 
     def __init__(self, limit: int = 4096):
         self.limit = int(limit)
@@ -139,10 +140,6 @@ class Unseen:
     @property
     def known_from(self) -> int:
         return self._state[1]
-
-    @property
-    def forgotten(self) -> int:
-        return self._state[2]
 
     def add(self, a: int, b: int, oldest: int = 0) -> None:
         """The lane did not see positions ``[a, b)`` (after every earlier range); ``oldest``: the
