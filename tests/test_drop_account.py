@@ -17,7 +17,8 @@ from dptop.monitor.config import Counting
 from dptop.monitor.explain import Drops, drops_of
 from dptop.monitor.fanout import Fanout
 from dptop.monitor.lanes import LaneView
-from dptop.monitor.truth import Truth, Unseen
+from dptop.monitor.truth import Truth
+from dptop.monitor.unseen import Unseen
 
 
 class Gated(Algorithm):

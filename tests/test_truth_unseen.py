@@ -1,4 +1,4 @@
-"""A live lane's exact comparison is made over the packets it saw (dptop.monitor.truth.Unseen): a
+"""A live lane's exact comparison is made over the packets it saw (dptop.monitor.unseen.Unseen): a
 lane whose full queue refused batches is compared with a brute-force count over the keys its
 algorithm was handed, not over every packet of its span; a lane that refused nothing gets the
 same answer as before. Headless: no Qt."""
@@ -19,7 +19,8 @@ from dptop.engine.core.worker import QueueBound, Worker
 from dptop.monitor.config import Counting
 from dptop.monitor.fanout import Fanout
 from dptop.monitor.result import truth_json
-from dptop.monitor.truth import Truth, Unseen
+from dptop.monitor.truth import Truth
+from dptop.monitor.unseen import Unseen
 
 BATCH = 2000
 K = 8

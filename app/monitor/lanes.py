@@ -10,7 +10,8 @@ from dptop.engine.core.worker import AlgorithmSnapshot, QueueBound, Worker
 from dptop.monitor.config import RunConfig
 from dptop.monitor.states import State
 from dptop.monitor.status import LaneStatus
-from dptop.monitor.truth import TruthResult, Unseen
+from dptop.monitor.truth import TruthResult
+from dptop.monitor.unseen import Unseen
 
 STALL_SECONDS = 6.0
 """A live lane's queue holds this many seconds of the rate offered to it: a lane (or the whole
