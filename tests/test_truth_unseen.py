@@ -12,19 +12,24 @@ import numpy as np
 import pytest
 
 from dptop.engine.core.base import Algorithm
-from dptop.engine.core.keys import KeyBatch
+from dptop.engine.core.keys import KeyBatch, keys_from_addresses
 from dptop.engine.core.release import Release, ReleasedItem, Span
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.worker import QueueBound, Worker
 from dptop.monitor.config import Counting
+from dptop.monitor.explain import drops_of
 from dptop.monitor.fanout import Fanout
-from dptop.monitor.result import truth_json
+from dptop.monitor.result import session_json, truth_json
 from dptop.monitor.truth import Truth
 from dptop.monitor.unseen import Unseen
+from dptop.report import private_block
+
+from tests.test_live_epochs import START, S, deliver, drained, live_session  # noqa: F401 - a fixture
 
 BATCH = 2000
 K = 8
 HEAVY_IN_STALL = 999_999  # the source that sends most packets while the slow lane is held up
+BURST = int(keys_from_addresses(["198.51.100.7"])[0, 1])
 
 
 class Held(Algorithm):
@@ -232,3 +237,45 @@ def test_the_json_says_how_many_packets_of_each_span_the_lane_did_not_see(run):
     refused = run.snaps["slow"].drops
     assert [e["unseen"] for e in out["slow"]] == [refused] * 3
     assert [e["unseen"] for e in out["fast"]] == [0] * 3
+
+
+def test_a_live_session_compares_each_lane_over_the_batches_it_took(live_session):
+    """The session's wiring: a refusal (injected: the dpss lane's queue is full while a burst from
+    one source arrives) reaches the panel's comparison, the lane's line and the JSON."""
+    s, clock = live_session
+    worker, refused = s.lanes["dpss"].worker, []
+    take = worker.offer
+
+    def full_for_the_burst(b):  # what Worker.offer does with a full queue
+        if BURST not in b.keys[:, 1].tolist():
+            return take(b)
+        worker.drops += len(b)
+        refused.append(len(b))
+        return False
+
+    worker.offer = full_for_the_burst
+    deliver(s, clock, 0.2, [0.1, 0.2])
+    clock.now = START + round(1.55 * S)
+    s.clock.tick()  # closes epoch 0: epoch 1's packets go to the lanes as they come
+    deliver(s, clock, 1.6, [1.05, 1.1, 1.15], "198.51.100.7")
+    deliver(s, clock, 1.7, [1.3, 1.4])
+    clock.now = START + round(2.6 * S)
+    s.clock.tick()  # closes epoch 1
+    drained(s)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        view = next(v for v in s.snapshot().lanes if v.name == "dpss")
+        if view.truth is not None and view.truth.release.span.index == 1:
+            break
+        time.sleep(0.02)
+    truth = view.truth
+    assert refused == [3] and truth is not None and truth.release.span.index == 1
+    assert (truth.packets, truth.unseen) == (2, 3)  # epoch 1 held 5 packets; the lane saw the 2 of 192.0.2.1
+    assert truth.heavy_threshold == 2 / 4 and truth.utility.true_heavy == 1  # over all 5: 5/4, and 2 heavy
+    assert "made over the packets it saw" in drops_of(s.snapshot()).lane_text("dpss")
+    out = session_json(s, "capture", 10)
+    entries = {e["release"]: e for e in out["algorithms"]["dpss"]["truth"]}
+    released = [r.span.index for r in s.releases("dpss")]
+    assert {released[i]: (e["packets"], e["unseen"]) for i, e in entries.items()} == {0: (2, 0), 1: (2, 3)}
+    report = "\n".join(private_block("dpss", out["algorithms"]["dpss"], out["counting"], 1))
+    assert "exact over the same packets: 2 (its queue refused 3 more)" in report, report
