@@ -1,7 +1,8 @@
 """A live lane's exact comparison is made over the packets it saw (dptop.monitor.unseen.Unseen): a
 lane whose full queue refused batches is compared with a brute-force count over the keys its
 algorithm was handed, not over every packet of its span; a lane that refused nothing gets the
-same answer as before. Headless: no Qt."""
+same answer as before; a live session carries a lane's refusals to its panel, its line, the JSON
+and the report. Headless (the window's comparison line is checked where its extra is installed)."""
 import random
 import threading
 import time
