@@ -187,6 +187,8 @@ def private_block(name: str, algorithm: dict, counting: dict | None, scale: int)
         span = f"{span_text(release['span'], units)}{threshold}"
         if truth is not None and truth.get("packets") is not None:
             span += f"; exact over the same {units}: {truth['packets'] // scale:,}"
+            if truth.get("unseen"):
+                span += f" (its queue refused {truth['unseen'] // scale:,} more)"
         out.append(f"  {span}")
         if not rows:
             out.append("    nothing above the threshold")

@@ -18,6 +18,7 @@ from dptop.monitor.explain import Drops, drops_of
 from dptop.monitor.fanout import Fanout
 from dptop.monitor.lanes import LaneView
 from dptop.monitor.truth import Truth
+from dptop.monitor.unseen import Unseen
 
 
 class Gated(Algorithm):
@@ -44,7 +45,8 @@ def test_offered_minus_seen_is_what_each_lane_missed_and_the_total_counts_each_p
     slow_gate, fast_gate = threading.Event(), threading.Event()
     fast_gate.set()
     bound = QueueBound(cap=250)  # the slow lane holds one batch in update and two queued
-    lanes = {name: SimpleNamespace(worker=Worker(Gated(Settings(), name, gate), bound).start(), origin=None)
+    lanes = {name: SimpleNamespace(worker=Worker(Gated(Settings(), name, gate), bound).start(), origin=None,
+                                   unseen=Unseen())
              for name, gate in (("slow", slow_gate), ("fast", fast_gate))}
     truth = Truth().start()
     fanout = Fanout(truth, CountingChoice(), live=True)
@@ -73,6 +75,8 @@ def test_offered_minus_seen_is_what_each_lane_missed_and_the_total_counts_each_p
         assert loss.seen == s.packets and offered - loss.seen == loss.missed, name
     assert drops.total == offered - min(s.packets for s in snaps.values()) == kernel + clock + fanout.missed
     assert drops.lanes == snaps["slow"].drops and drops.queue == snaps["slow"].drops  # one lane refused: once
+    for name, s in snaps.items():  # the positions each lane did not see, for its exact comparison
+        assert sum(q - p for p, q in lanes[name].unseen.ranges) == s.drops, name
     assert Drops.from_json(drops.to_json()) == drops
     assert drops.text().startswith(f"drops {drops.total:,} of {offered:,} offered")
     assert drops.lane_text("fast").startswith(f"lost {kernel + clock:,} ")

@@ -91,8 +91,9 @@ def utility_text(truth) -> str:
     if np.isnan(v["recall"]):
         why.append(f"no true heavy hitter: none > {truth.heavy_threshold:,.0f}")
     tail = f" ({'; '.join(why)})" if why else ""
-    return (f"vs exact over the same {truth.packets:,} packets: recall {recall} · precision {precision} · "
-            f"ARE {are}{tail}")
+    over = (f"the {truth.packets:,} packets it saw (its queue refused {truth.unseen:,})" if truth.unseen
+            else f"the same {truth.packets:,} packets")
+    return f"vs exact over {over}: recall {recall} · precision {precision} · ARE {are}{tail}"
 
 
 class BarChart(pg.PlotWidget):

@@ -124,7 +124,7 @@ class Drops:
         if loss is None or not loss.missed:
             return ""
         return (f"lost {loss.missed:,} of the packets offered (its own queue {loss.refused:,}): "
-                "its exact comparison includes packets it did not see")
+                "its exact comparison is made over the packets it saw")
 
     def to_json(self) -> dict:
         return {"total": self.total, "clock": self.clock, "kernel": self.kernel, "queue": self.queue,

@@ -46,8 +46,9 @@ class Fanout:
 
     def __call__(self, batch: KeyBatch) -> bool:
         """Hand ``batch`` to the truth and every lane, each taking or refusing it whole (live: a
-        full queue refuses it, counted per lane and once in ``missed``; replays and the clock's
-        ticks wait for room). Always True: what a lane refused is counted here, not by the source."""
+        full queue refuses it, counted per lane and once in ``missed``, its positions kept in the
+        lane's ``unseen`` for its exact comparison; replays and the clock's ticks wait for room).
+        Always True: what a lane refused is counted here, not by the source."""
         batch, exact = counted(batch, self.counting)
         if batch.epoch is not None:
             self.cell = batch.epoch
@@ -59,7 +60,9 @@ class Fanout:
             if lane.origin is None:
                 lane.origin = first
             if self.live and len(batch):
-                refused = not lane.worker.offer(batch) or refused
+                if not lane.worker.offer(batch):
+                    refused = True
+                    lane.unseen.add(first, first + len(batch), self.truth.rec.first)
             else:  # replays, and the clock's ticks: a lost tick would leave its epochs unreleased
                 lane.worker.feed(batch)
         if refused:

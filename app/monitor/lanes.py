@@ -12,6 +12,7 @@ from dptop.monitor.config import RunConfig
 from dptop.monitor.states import State
 from dptop.monitor.status import LaneStatus
 from dptop.monitor.truth import TruthResult
+from dptop.monitor.unseen import Unseen
 
 STALL_SECONDS = 6.0
 """A live lane's queue holds this many seconds of the rate offered to it: a lane (or the whole
@@ -28,13 +29,16 @@ it busy, few enough that the batches in flight stay small."""
 
 
 class Lane:
-    """One algorithm's worker and where it joined the stream (``origin``, a position of the truth's stream)."""
+    """One algorithm's worker, where it joined the stream (``origin``, a position of the truth's
+    stream) and the positions of the batches its full queue refused (``unseen``), which its exact
+    comparison leaves out."""
 
     def __init__(self, name: str, config: RunConfig, facts: PublicFacts, generation: int, history: int,
                  clock_start: float | None = None, live: bool = False):
         self.name, self.generation = name, generation
         self.settings = config.settings_for(name, facts)
         self.origin: int | None = None
+        self.unseen = Unseen()
         self.error: str | None = None
         self.view: LaneView | None = None
         self.viewed_at = 0.0

@@ -17,7 +17,7 @@ from dptop.monitor.config import CountingChoice
 from dptop.monitor.explain import drops_of
 from dptop.monitor.ledger import Ledger
 from dptop.monitor.session import Session
-from dptop.monitor.truth import resolve_span, slice_truth
+from dptop.monitor.truth import resolve_span, seen_keys, slice_truth
 
 TRUTH_RELEASES = 3
 """Releases per algorithm whose exact counts (over the packets each covers) the JSON carries: the
@@ -136,9 +136,10 @@ def shown_releases(kept: list, shown: list) -> list:
 
 def truth_json(session: Session, name: str, releases: list, scale: int, last: int = TRUTH_RELEASES) -> list[dict]:
     """Exact counts of the released labels over exactly the packets each of the ``last`` releases
-    covers (dptop.monitor.truth.resolve_span), in counted units times ``scale``: ``release`` (its
-    index in ``releases``), ``packets`` (the span's length), ``counts`` (in release order), or a
-    ``note`` when the span is older than the truth's recording. Call once the session ended."""
+    covers and the lane saw (dptop.monitor.truth.resolve_span, seen_keys), in counted units times
+    ``scale``: ``release`` (its index in ``releases``), ``packets`` (the span's packets the lane
+    saw), ``unseen`` (those its full queue refused), ``counts`` (in release order), or a ``note``
+    when the span is older than the truth's recording. Call once the session ended."""
     lane = session.lanes.get(name)
     if lane is None:
         return []
@@ -146,15 +147,16 @@ def truth_json(session: Session, name: str, releases: list, scale: int, last: in
     for i in range(max(0, len(releases) - last), len(releases)):
         release = releases[i]
         try:
-            span = resolve_span(release, lane.origin or 0, rec, True)
+            span = resolve_span(release, lane.origin or 0, rec, True, lane.unseen)
+            if span is None:
+                continue
+            keys, unseen = seen_keys(rec, *span, lane.unseen)
         except LookupError as exc:
             out.append({"release": i, "packets": None, "counts": None, "note": str(exc)})
             continue
-        if span is None:
-            continue
-        keys, _ = rec.slice(*span)
         counts, _, _ = slice_truth(release, keys, lane.settings.k, lane.settings.gamma)
-        out.append({"release": i, "packets": (span[1] - span[0]) * scale, "counts": [c * scale for c in counts]})
+        out.append({"release": i, "packets": len(keys) * scale, "unseen": unseen * scale,
+                    "counts": [c * scale for c in counts]})
     return out
 
 

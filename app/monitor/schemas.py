@@ -17,8 +17,9 @@ _RELEASE = {"type": "object", "required": ["span", "threshold", "items"],
 _TRUTH = {"type": "object", "required": ["release", "packets"],
           "properties": {"release": {"type": "integer", "minimum": 0}, "packets": {"type": ["integer", "null"]},
                          "counts": {"type": ["array", "null"], "items": {"type": "integer"}},
-                         "note": {"type": "string"}}}
-"""Exact counts of one shown release's labels over the packets it covers (NOT private)."""
+                         "unseen": {"type": "integer", "minimum": 0}, "note": {"type": "string"}}}
+"""Exact counts of one shown release's labels over the packets it covers and its lane saw (NOT
+private): ``packets`` those compared, ``unseen`` those of the span the lane's full queue refused."""
 _ALGORITHM = {"type": "object", "required": ["private", "releases"],
               "properties": {"private": {"type": ["boolean", "null"]},
                              "guarantee": {"oneOf": [{"type": "null"}, GUARANTEE_SCHEMA]},

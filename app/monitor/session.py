@@ -374,7 +374,7 @@ class Session:
                 self.ledger.record(lane.name, lane.generation, snap.guarantee, published(snap), reading=self._reading)
                 if snap.latest is not None:
                     s = lane.settings
-                    self.truth.request(lane.name, snap.latest, lane.origin or 0, s.k, s.gamma)
+                    self.truth.request(lane.name, snap.latest, lane.origin or 0, s.k, s.gamma, lane.unseen)
                 truth = self.truth.result(lane.name)
             lane.view = LaneView(lane.name, lane.generation, lane.origin or 0, lane.settings, snap, lane.error,
                                  truth)

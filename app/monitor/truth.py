@@ -15,6 +15,10 @@ and is computed cheaply: epochs and windows count their slice once; prefixes (co
 observation, which re-publishes a longer prefix every 0.1 s) keep one growing counter per start
 position ("anchor") and subtract the few packets that arrived after the release's end.
 
+A live lane whose full queue refused batches did not see them (dptop.monitor.unseen.Unseen: their
+positions, as ranges): its comparison leaves them out, so it is made over exactly the packets the
+lane saw, and its own count-based positions map to the stream's around them.
+
 The true counts are the non-private baseline shown *next to* private estimates, for released
 labels only; recall/precision/ARE (dptop.engine.core.metrics) use the exact heavy set over the same span.
 """
@@ -32,6 +36,7 @@ from dptop.engine.baselines.exact import ExactCounter
 from dptop.engine.core.keys import KEY_DTYPE, KeyBatch
 from dptop.engine.core.metrics import Utility, average_relative_error, precision, recall
 from dptop.engine.core.release import Release
+from dptop.monitor.unseen import Unseen
 
 ANCHOR_IDLE_SECONDS = 5.0  # drop a prefix counter nobody asked about for this long
 
@@ -111,9 +116,26 @@ class Recording:
         return self.pos if r == len(self._run_cell) else min(self.pos, max(self.first, self._run_start[r]))
 
 
-def resolve_span(release: Release, origin: int, rec: Recording, finished: bool) -> tuple[int, int] | None:
+def seen_keys(rec: Recording, a: int, b: int, unseen: Unseen | None) -> tuple[np.ndarray, int]:
+    """The keys at global positions ``[a, b)`` a lane saw (its ``unseen`` ranges left out), and how
+    many of them it did not see. Raises ``LookupError`` as ``Unseen.within`` does."""
+    return _keys_between(rec, a, b, () if unseen is None else unseen.within(a, b))
+
+
+def _keys_between(rec: Recording, a: int, b: int, gaps: tuple) -> tuple[np.ndarray, int]:
+    """The keys at ``[a, b)`` outside ``gaps`` (ranges inside it), and how many the gaps hold."""
+    if not gaps:
+        return rec.slice(a, b)[0], 0
+    bounds = [a, *(x for gap in gaps for x in gap), b]
+    parts = [rec.slice(p, q)[0] for p, q in zip(bounds[::2], bounds[1::2])]
+    return np.concatenate(parts), sum(q - p for p, q in gaps)
+
+
+def resolve_span(release: Release, origin: int, rec: Recording, finished: bool,
+                 unseen: Unseen | None = None) -> tuple[int, int] | None:
     """Global positions ``[a, b)`` of the packets ``release`` covers, or ``None`` while the truth
-    has not seen them all yet. Raises ``LookupError`` if they are older than the recording."""
+    has not seen them all yet. Raises ``LookupError`` if they are older than the recording.
+    ``unseen``: the lane's refused positions, which its own count-based positions skip."""
     span = release.span
     if span.kind == "epoch" and span.t_start is not None:
         if rec.last_cell <= span.index and not finished:
@@ -127,6 +149,9 @@ def resolve_span(release: Release, origin: int, rec: Recording, finished: bool) 
             return None
     else:
         a, b = origin + span.start, origin + span.end
+        if unseen is not None:
+            b = unseen.position(span.end, origin, end=True)
+            a = min(b, unseen.position(span.start, origin))
         if b > rec.pos:
             return None
     if a < rec.first:
@@ -146,10 +171,12 @@ class TruthResult:
     heavy_threshold: float
     utility: Utility
     note: str = ""
+    unseen: int = 0  # packets of [start, end) the lane did not see (its queue refused them): left out
 
     @property
     def packets(self) -> int:
-        return self.end - self.start
+        """The packets compared: those of the span the lane saw."""
+        return self.end - self.start - self.unseen
 
 
 def heavy_threshold(release: Release, k: int, gamma: float | None, n: int) -> float:
@@ -210,6 +237,7 @@ class _Request:
     origin: int
     k: int
     gamma: float | None
+    unseen: Unseen | None = None
 
 
 class Truth:
@@ -285,10 +313,12 @@ class Truth:
         return self._thread
 
     # ----- GUI side ----------------------------------------------------------------------
-    def request(self, panel: str, release: Release, origin: int, k: int, gamma: float | None = None) -> None:
-        """Ask for the truth of ``release`` (the latest request per panel wins)."""
+    def request(self, panel: str, release: Release, origin: int, k: int, gamma: float | None = None,
+                unseen: Unseen | None = None) -> None:
+        """Ask for the truth of ``release`` (the latest request per panel wins) over the packets its
+        lane saw (``unseen``: the lane's refused positions)."""
         with self._lock:
-            self._requests[panel] = _Request(release, origin, k, gamma)
+            self._requests[panel] = _Request(release, origin, k, gamma, unseen)
 
     def result(self, panel: str) -> TruthResult | None:
         with self._lock:
@@ -360,32 +390,38 @@ class Truth:
 
     def _compute(self, req: _Request) -> TruthResult | None:
         rel, rec = req.release, self.rec
-        ab = resolve_span(rel, req.origin, rec, self._finished)
+        ab = resolve_span(rel, req.origin, rec, self._finished, req.unseen)
         if ab is None:
             return None
         a, b = ab
+        gaps = () if req.unseen is None else req.unseen.within(a, b)
+        missing = sum(q - p for p, q in gaps)
         networks = any(it.prefix is not None for it in rel.items)
-        if rel.span.kind in ("prefix", "horizon", "stream") and b - a > 4 * (rec.pos - b) + 65536 and not networks:
-            counts, heavy, thr = self._prefix_truth(rel, a, b, req)
+        if (rel.span.kind in ("prefix", "horizon", "stream") and b - a > 4 * (rec.pos - b + missing) + 65536
+                and not networks):
+            counts, heavy, thr = self._prefix_truth(rel, a, b, req, gaps)
         else:
-            keys, _ = rec.slice(a, b)
+            keys, missing = _keys_between(rec, a, b, gaps)
             counts, heavy, thr = slice_truth(rel, keys, req.k, req.gamma)
-        return TruthResult(rel, a, b, counts, thr, utility_of(rel, counts, heavy))
+        return TruthResult(rel, a, b, counts, thr, utility_of(rel, counts, heavy), unseen=missing)
 
-    def _prefix_truth(self, rel: Release, a: int, b: int, req: _Request):
-        """Counts over ``[a, b)`` as (anchor at a, up to now) minus (b, now)."""
+    def _prefix_truth(self, rel: Release, a: int, b: int, req: _Request, gaps: tuple):
+        """Counts over ``[a, b)`` as (anchor at a, up to now) minus (b, now) and minus the ``gaps``
+        (the positions in ``[a, b)`` the lane did not see)."""
         anchor = self._anchors.get(a)
         if anchor is None:
             anchor = self._anchors[a] = _Anchor(a, self.rec)
         anchor.used = time.monotonic()
-        later = ExactCounter()
-        later.add(self.rec.slice(b, self.rec.pos)[0])
-        counts = tuple(anchor.counter.count_of(it.hi, it.lo) - later.count_of(it.hi, it.lo)
+        excluded = ExactCounter()
+        excluded.add(self.rec.slice(b, self.rec.pos)[0])
+        for p, q in gaps:
+            excluded.add(self.rec.slice(p, q)[0])
+        counts = tuple(anchor.counter.count_of(it.hi, it.lo) - excluded.count_of(it.hi, it.lo)
                        for it in rel.items)
-        thr = heavy_threshold(rel, req.k, req.gamma, b - a)
+        thr = heavy_threshold(rel, req.k, req.gamma, b - a - sum(q - p for p, q in gaps))
         keys, c = anchor.counter.items()
         heavy = set()
         for (h, l), cnt in zip(keys[c > thr].tolist(), c[c > thr].tolist()):
-            if cnt - later.count_of(h, l) > thr:
+            if cnt - excluded.count_of(h, l) > thr:
                 heavy.add((h, l))
         return counts, heavy, thr
