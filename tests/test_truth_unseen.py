@@ -17,7 +17,7 @@ from dptop.engine.core.keys import KeyBatch, keys_from_addresses
 from dptop.engine.core.release import Release, ReleasedItem, Span
 from dptop.engine.core.settings import Settings
 from dptop.engine.core.worker import QueueBound, Worker
-from dptop.monitor.config import Counting
+from dptop.monitor.config import CountingChoice
 from dptop.monitor.explain import drops_of
 from dptop.monitor.fanout import Fanout
 from dptop.monitor.result import session_json, truth_json
@@ -122,7 +122,7 @@ def run():
                                    origin=None, unseen=Unseen(), settings=Settings(k=K))
              for name, gate in gates.items()}
     truth = Truth(capacity=1 << 18).start()
-    fanout = Fanout(truth, Counting(), live=True)
+    fanout = Fanout(truth, CountingChoice(), live=True)
     fanout.lanes = lanes
     stream = []
 
