@@ -20,8 +20,6 @@ def optional(default=None):
 
 
 def _json(value):
-    if isinstance(value, (DetectionLimit, AlgorithmStatus)):
-        return value.to_json()
     if isinstance(value, Mapping):
         return {k: _json(v) for k, v in value.items()}
     if isinstance(value, tuple):
@@ -73,7 +71,10 @@ class AlgorithmStatus:
     shown in a private panel) and ``min_packets`` (the epoch length below which no source can pass
     τ even without noise); continual observation: the ``horizon`` T, whether it was reached, the
     packets counted after it and ``packets_until_output``; ``note`` a caveat in plain words.
-    ``detectable`` is the algorithm's a-priori limit, attached by the worker that runs it."""
+    ``detectable`` is the algorithm's a-priori limit, attached by the worker that runs it.
+
+    A family's field named like one of these takes the answer above as its default (dataclasses read
+    a field's default from the class), so a family states every field it has when it is built."""
 
     threshold = None
     epoch = None
