@@ -67,10 +67,10 @@ def test_default_replays_release_the_top_source_or_say_why(capsys, data_dir, req
 def test_lazyhh_says_how_long_a_stream_it_needs():
     alg = registry.make("lazyhh", Settings(k=16, epsilon=0.5), PublicFacts.of(4000))
     limit = alg.detectable()
-    assert limit["share"] > 1 and "released on streams of >=" in limit["note"]
-    need = int(limit["note"].rsplit(">= ", 1)[1].split()[0])
+    assert limit.share > 1 and "released on streams of >=" in limit.note
+    need = int(limit.note.rsplit(">= ", 1)[1].split()[0])
     longer = registry.make("lazyhh", Settings(k=16, epsilon=0.5), PublicFacts.of(need))
-    assert longer.detectable()["share"] <= 0.1 + 1e-9
+    assert longer.detectable().share <= 0.1 + 1e-9
 
 
 def _stream(counts, length, seed):
@@ -91,7 +91,7 @@ def _stream(counts, length, seed):
 def test_sources_at_the_limit_are_released_far_below_never(name, settings, length):
     facts = PublicFacts.of(length)
     settings = registry.get(name).with_defaults(settings, facts)
-    limit = registry.make(name, settings, facts).detectable()["count"]
+    limit = registry.make(name, settings, facts).detectable().count
     at, below = limit, max(1, limit // 4)
     hits = {"at": 0, "below": 0}
     runs = 40

@@ -242,7 +242,7 @@ def test_pure_mode():
 def test_epoch_releases_and_validation():
     alg = DPMisraGries(_settings(epoch_packets=100))
     out = alg.consume(KeyBatch(_keys([1] * 250)))
-    assert [r.span.index for r in out] == [0, 1] and alg.status()["packets_in_epoch"] == 50
+    assert [r.span.index for r in out] == [0, 1] and alg.status().packets_in_epoch == 50
     with pytest.raises(ValueError, match=r"k~ \(2\) must be >= k \(4\)"):
         DPMisraGries(_settings(k_tilde=2))
     with pytest.raises(ValueError, match=r"mode \('B'\) must be one of"):

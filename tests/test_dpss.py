@@ -156,8 +156,8 @@ def test_time_epochs_release_empty_cells_and_use_the_grid():
     assert "public grid" in out[0].guarantee.scope
     assert out[0].guarantee.relation is Relation.ADD_REMOVE
     status = alg.status()
-    assert (status["epoch"], status["packets_in_epoch"], status["epoch_mode"]) == (2, 10, "seconds")
-    assert status["min_packets"] == alg.min_packets
+    assert (status.epoch, status.packets_in_epoch, status.epoch_mode) == (2, 10, "seconds")
+    assert status.min_packets == alg.min_packets
     assert [r.span.index for r in alg.finish()] == [2]
 
 

@@ -188,7 +188,7 @@ def test_bytes_windows_say_what_they_count_and_cover_the_file():
     alg = _bytes_config().make("dpsw", PublicFacts.of(1000))
     assert alg.window == 1000 * 24
     assert alg.guarantee().scope == f"last {1000 * 24} units of 64 bytes"
-    assert "units of 64 bytes" in alg.detectable()["over"]
+    assert "units of 64 bytes" in alg.detectable().over
 
 
 def test_note_states_the_tight_conversion_it_uses():

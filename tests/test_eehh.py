@@ -222,9 +222,9 @@ def test_cli_refuses_a_t_max_below_the_file_and_names_the_one_that_works(capsys)
 
 def test_detection_limit_says_when_no_release_is_possible():
     ok = CountMinEEHH(Settings(k=4, epsilon=1.0), PublicFacts.of(100_000)).detectable()
-    assert ok["count"] < 100_000 and "note" not in ok
+    assert ok.count < 100_000 and ok.note == "" and "note" not in ok.to_json()
     tiny = CountMinEEHH(Settings(k=4, epsilon=0.01), PublicFacts.of(8000)).detectable()
-    assert tiny["count"] > 8000 and "no release is possible" in tiny["note"]
+    assert tiny.count > 8000 and "no release is possible" in tiny.note
 
 
 @pytest.mark.parametrize("kw,match", [

@@ -138,6 +138,7 @@ def test_the_header_describes_the_release_the_table_shows(qtbot):
     from dptop.engine.core.metrics import Utility
     from dptop.engine.core.release import ReleasedItem, Release, Span
     from dptop.engine.core.worker import AlgorithmSnapshot
+    from dptop.engine.core.status import NO_STATUS
     from dptop.gui.panel import AlgorithmPanel
     from dptop.monitor.lanes import LaneView
     from dptop.monitor.truth import TruthResult
@@ -150,7 +151,7 @@ def test_the_header_describes_the_release_the_table_shows(qtbot):
     truth = TruthResult(drawn, 0, 20_000, (880,), 800.0, Utility(1.0, 1.0, 0.03, 1, 1))
 
     def view(latest):
-        snap = AlgorithmSnapshot("dpsw", True, "sliding window", 20_010, 1e5, 0, 0, 0, latest, None, {}, None,
+        snap = AlgorithmSnapshot("dpsw", True, "sliding window", 20_010, 1e5, 0, 0, 0, latest, None, NO_STATUS, None,
                                  False, True)
         return LaneView("dpsw", 1, 0, None, snap, None, truth)
 

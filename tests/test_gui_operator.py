@@ -26,7 +26,7 @@ from dptop.gui.source_panel import LOOP_TIP
 from dptop.monitor.config import RunConfig
 from dptop.monitor.session import SessionSnapshot
 from dptop.monitor.states import State
-from dptop.monitor.status import LaneStatus
+from dptop.engine.core.status import DetectionLimit
 from dptop.monitor.truth import TruthResult
 from tests.conftest import DNS_CAPTURE
 
@@ -273,11 +273,11 @@ def test_a_starting_session_says_it_is_compiling_kernels(qtbot, window):
 
 
 def test_the_a_priori_detection_limit_is_shown_when_the_status_has_one():
-    def shown(limit):
-        return detectable_text(LaneStatus.of({"detectable": limit}).detectable)
+    def shown(count=None, share=None, after=()):
+        return detectable_text(DetectionLimit(count, share, None, "", after=after))
 
-    assert shown({"count": 14523.4, "share": 0.095}) == "detectable: ≥ 14,523 pkts and ≥ 9.5% of the span"
-    assert shown({"count": 812, "share": None}) == "detectable: ≥ 812 pkts"
-    assert shown(None) == "" and shown({}) == ""
-    assert shown({"count": 50, "share": 0.5, "after": {"0.1": 400, "0.05": None}}) == (
+    assert shown(14523.4, 0.095) == "detectable: ≥ 14,523 pkts and ≥ 9.5% of the span"
+    assert shown(812) == "detectable: ≥ 812 pkts"
+    assert detectable_text(None) == "" and shown() == ""
+    assert shown(50, 0.5, ((0.1, 400), (0.05, None))) == (
         "detectable: ≥ 50 pkts and ≥ 50.0% of the span; 10% source after 400 pkts, 5% source never in a segment")

@@ -273,7 +273,7 @@ def test_tuning_plots_the_a_priori_detection_limit_against_epsilon(qtbot, make_w
     qtbot.waitUntil(lambda: "4412" in tuning.limit_note.full_text().replace(",", ""), timeout=10_000)
     facts = window.session.public_facts()
     base = window.config.settings_for("lazyhh", facts)
-    expect = [100 * lim["share"] for _, lim in detection_limits("lazyhh", base, "epsilon", [0.1, 0.25, 0.5, 0.75, 0.9],
+    expect = [100 * lim.share for _, lim in detection_limits("lazyhh", base, "epsilon", [0.1, 0.25, 0.5, 0.75, 0.9],
                                                                 facts)]
     assert list(tuning.limit_curve.getData()[1]) == pytest.approx(expect)
 

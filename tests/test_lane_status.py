@@ -1,23 +1,22 @@
-"""The engine's status as the views read it (app/monitor/status.py): what a DPSS lane states about
-the epoch length it needs reaches the panel's words (it once went under a name no engine wrote),
-and every name the mapping reads is one some engine writes."""
+"""The engine's status as the views read it (dptop.engine.core.status): what a DPSS lane states
+about the epoch length it needs reaches the panel's words (it once went under a name no engine
+wrote), every attribute the views read is a field some engine states, and the JSON keeps its keys."""
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import re
-from pathlib import Path
+from dataclasses import fields, replace
 
+from dptop.engine.core import registry
+from dptop.engine.core.release import Release, Span
 from dptop.engine.core.settings import Settings
+from dptop.engine.core.status import NO_STATUS, AlgorithmStatus, DetectionLimit, EpochStatus
 from dptop.engine.single_release.dpss import dpss_min_packets
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.explain import reason_text, threshold_of
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
-from dptop.monitor.status import LaneStatus, ReleaseStatus
 from tests.conftest import DNS_CAPTURE
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_dpss_minimum_epoch_length_reaches_the_panel():
@@ -45,20 +44,42 @@ def _with_latest(snap, release):
     return replace(snap, latest=release)
 
 
-def test_the_mapping_reads_names_the_engine_writes():
-    """Each status name ``LaneStatus.of`` reads is written by some engine module (a renamed key
-    would otherwise turn a panel silent)."""
-    source = (ROOT / "app" / "monitor" / "status.py").read_text()
-    read = set(re.findall(r'\.get\("([a-z_]+)"', source))
-    engine = "\n".join(p.read_text() for p in (ROOT / "engine").rglob("*.py"))
-    assert read >= {"min_packets", "threshold", "tau", "horizon_reached", "detectable", "suppressed"}
-    missing = sorted(k for k in read if f'"{k}"' not in engine and f"'{k}'" not in engine)
-    assert missing == [], f"read by the views, written by no engine: {missing}"
+def _status_classes(cls=AlgorithmStatus):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _status_classes(sub)
 
 
-def test_typed_status_defaults_and_release_status():
-    st = LaneStatus.of(None)
+def test_every_attribute_the_views_read_is_a_field_some_engine_states():
+    """``AlgorithmStatus`` answers a default for what the views read (``threshold``, ``min_packets``,
+    ...); a family states it as a field. A field renamed in one family and not in the base would
+    leave the panel reading the default, silently: each such name is a field of some registered
+    algorithm's status class."""
+    registry.names()  # every algorithm module imported, so every status class is defined
+    viewed = {name for name, value in vars(AlgorithmStatus).items()
+              if not name.startswith("_") and not callable(value) and name not in {f.name for f in fields(AlgorithmStatus)}}
+    assert viewed >= {"threshold", "min_packets", "horizon_reached", "packets_after_horizon", "note", "epoch_mode"}
+    stated = {f.name for cls in _status_classes() for f in fields(cls)}
+    assert sorted(viewed - stated) == [], "read by the views, stated by no engine"
+
+
+def test_status_json_states_fields_in_order_optional_ones_when_set_and_the_limit_last():
+    st = EpochStatus(epoch=2, epoch_mode="seconds", packets_in_epoch=10)
+    assert list(st.to_json()) == ["epoch", "epoch_mode", "packets_in_epoch"]
+    timed = replace(st, packets_dropped=0, detectable=DetectionLimit(5, 0.5, 1.5, "an epoch"))
+    assert timed.to_json() == {"epoch": 2, "epoch_mode": "seconds", "packets_in_epoch": 10, "packets_dropped": 0,
+                               "detectable": {"count": 5, "share": 0.5, "error": 1.5, "over": "an epoch"}}
+    assert (timed.threshold, timed.min_packets, timed.horizon_reached) == (None, None, False)
+    limit = DetectionLimit(300, 3.0, None, "the 100 packets", after=((0.1, 400), (0.3, None)))
+    assert limit.explained().note == "nothing can be released here: a source would need 300 packets, more than the 100 packets holds"
+    assert list(limit.explained().to_json()) == ["count", "share", "error", "over", "after", "note"]
+    assert limit.to_json()["after"] == {"0.1": 400, "0.3": None}
+    assert DetectionLimit(3, 0.5, None, "x", note="kept").explained().note == "kept"
+
+
+def test_typed_status_defaults_and_release_suppressed():
+    st = NO_STATUS
     assert (st.threshold, st.min_packets, st.detectable, st.horizon_reached, st.note) == (None, None, None, False, "")
-    assert LaneStatus.of({"tau": 3}).threshold == 3.0 and LaneStatus.of({"threshold": 2, "tau": 3}).threshold == 2.0
-    assert ReleaseStatus.of({"suppressed": "epoch too long"}).suppressed == "epoch too long"
-    assert ReleaseStatus.of(None).suppressed == ""
+    assert st.to_json() == {}
+    assert Release("eehh-cms", Span(0, 1), (), status={"suppressed": "epoch too long"}).suppressed == "epoch too long"
+    assert Release("eehh-cms", Span(0, 1), ()).suppressed == ""

@@ -261,7 +261,7 @@ def test_fixed_horizon_stops_visibly_and_update_past_it_raises():
     st = alg.live().status
     assert st["horizon_reached"] and st["packets_seen"] == 100 and st["packets_after_horizon"] == 50
     assert st["packets_until_horizon"] == 0 and st["mode"] == "fixed horizon"
-    assert alg.consume(KeyBatch(keys[:10])) == [] and alg.status()["packets_after_horizon"] == 60
+    assert alg.consume(KeyBatch(keys[:10])) == [] and alg.status().packets_after_horizon == 60
     fresh = registry.make("lazyhh", s)
     fresh.update(keys[:100])
     with pytest.raises(HorizonExceeded, match="fixed horizon T = 100 reached"):
@@ -280,7 +280,7 @@ def test_restart_uses_a_fresh_instance_per_horizon():
     assert (rels[2].span.start, rels[2].span.end) == (128, 144)  # t = 16 in epoch 2
     assert alg.epoch == 2 and alg.t == 150 - 128
     assert not np.array_equal(seeds0, alg.instance.sketch.state.seeds)
-    assert "each epoch" in alg.guarantee().scope and alg.status()["mode"] == "restart per horizon"
+    assert "each epoch" in alg.guarantee().scope and alg.status().mode == "restart per horizon"
 
 
 def test_horizon_defaults():
@@ -411,6 +411,6 @@ def test_a_horizon_from_the_file_counts_updates_when_weighted_by_bytes():
     alg = config.make("lazyhh", PublicFacts.of(n))
     assert alg.horizon == n * cap
     alg.consume(KeyBatch(np.repeat(zipf_keys(1.1, 50, n, SEED), cap, axis=0)))
-    assert alg.status()["packets_after_horizon"] == 0  # every update of the file inside the horizon
+    assert alg.status().packets_after_horizon == 0  # every update of the file inside the horizon
     assert alg.finish()[-1].span.end == n * cap
     assert any("times the 24 updates a packet may make" in f.why for f in alg.guarantee().facts)

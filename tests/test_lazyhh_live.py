@@ -39,13 +39,14 @@ def test_live_defaults_release_30_and_10_percent_sources_in_time_at_epsilon_half
     t30, t10 = release_after(alg.params, 0.3), release_after(alg.params, 0.1)
     assert t30 / RATE <= 60 and t10 / RATE <= 180, (t30 / RATE, t10 / RATE)
     limit = alg.detectable()
-    assert limit["after"] == {"0.3": t30, "0.1": t10} and "each segment" in limit["over"]
-    assert "restart per horizon" == alg.status()["mode"] and "each epoch of T = 1048576" in alg.guarantee().scope
+    assert limit.after == ((0.3, t30), (0.1, t10)) and "each segment" in limit.over
+    assert limit.to_json()["after"] == {"0.3": t30, "0.1": t10}
+    assert "restart per horizon" == alg.status().mode and "each epoch of T = 1048576" in alg.guarantee().scope
     # a replay keeps its own horizon (the file's length) and no restart
     facts = PublicFacts.of(100_000)
     replay = registry.make("lazyhh", RunConfig(("lazyhh",), Settings(k=16, epsilon=0.5, delta=1e-6))
                            .settings_for("lazyhh", facts), facts)
-    assert (replay.horizon, replay.restart) == (100_000, False) and "after" not in replay.detectable()
+    assert (replay.horizon, replay.restart) == (100_000, False) and replay.detectable().after == ()
 
 
 def test_segments_compose_in_parallel_and_overlaps_sequentially():
@@ -77,5 +78,5 @@ def test_a_source_is_released_by_the_stated_time_on_a_paced_stream(share, addres
             if first is None and address in {it.address for it in rel.items}:
                 first = rel.span.end
     assert first is not None and first <= due, (first, due)
-    note = alg.status()["note"]
+    note = alg.status().note
     assert "at the current 2,000 packets/s" in note and f"a {share:.0%} source after ≈ " in note

@@ -78,7 +78,7 @@ def test_guarantee_is_local_dp_per_report_with_the_window_budget():
     assert "ε-LDP per report, <= 8 reports per agent per window of 5 s of packet time" in g.scope
     assert "window budget ε=2 per agent" in g.scope and "untrusted collector" in g.scope
     assert g.seeded and not g.private and "NOT private" in g.noise  # seeded run
-    assert alg.status()["window_budget_per_agent"] == 2.0
+    assert alg.status().window_budget_per_agent == 2.0
     every = make("ldp-dsr", reports="all").guarantee()
     assert every.epsilon == 2.0 and "every packet reported" in every.scope
     assert make("ldp-bgr", reports="all", settings={"seed": None}).guarantee().noise.startswith("exact integer")
@@ -89,14 +89,14 @@ def test_reports_per_window_are_capped():
     alg = make("ldp-bgr", reports=10, settings={"epoch_packets": 1000})
     releases = alg.consume(zipf_batch(4500)) + alg.finish()
     assert len(releases) == 5 and [r.span.index for r in releases] == [1, 2, 3, 4, 5]
-    assert alg.status()["reports"] == 50 and releases[-1].span.end == 50  # spans count reports, not packets
+    assert alg.status().reports == 50 and releases[-1].span.end == 50  # spans count reports, not packets
 
 
 def test_time_windows_default_to_one_second():
     alg = make("ldp-bgr", reports=3)
     out = alg.consume(zipf_batch(1000, ts_step_ns=10_000_000))  # 10 s of packet time
-    assert len(out) == 9 and alg.status()["reports"] == 27
-    assert alg.status()["window"] == "1 s of packet time"
+    assert len(out) == 9 and alg.status().reports == 27
+    assert alg.status().window == "1 s of packet time"
 
 
 def test_releases_are_top_k_without_other(tmp_path):

@@ -129,7 +129,7 @@ def test_cap_is_counted_in_live_status_only():
     alg = registry.make("hostdp-dst", Settings(k=16, seed=1, extra={"m": 3}))
     alg.consume(KeyBatch(src, dst=dst))
     st = alg.status()
-    assert (st["users_in_epoch"], st["capped_users"], st["over_cap_packets"]) == (2, 1, 3)
+    assert (st.users_in_epoch, st.capped_users, st.over_cap_packets) == (2, 1, 3)
     rel = alg.finish()[-1]
     assert "over_cap_packets" not in rel.status
 

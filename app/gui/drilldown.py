@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QFormLayout, QHBoxLayout, QHe
                                QTableView, QVBoxLayout, QWidget)
 
 from dptop.engine.core.keykinds import KeyKind
+from dptop.engine.core.status import NO_STATUS, AlgorithmStatus
 from dptop.monitor.config import CountingChoice
-from dptop.monitor.status import LaneStatus
 
 ESTIMATE_BRUSH, TRUTH_BRUSH = (52, 120, 220), (150, 150, 150, 170)
 ROW_PADDING = 6  # px above and below a table row's text, together
@@ -126,7 +126,7 @@ def key_history(releases, label: str) -> KeyHistory:
 class DrillDown(QDialog):
     """A key's private estimates over the session's releases of one algorithm."""
 
-    def __init__(self, name: str, label: str, releases, status: LaneStatus, guarantee, exact: int | None,
+    def __init__(self, name: str, label: str, releases, status: AlgorithmStatus, guarantee, exact: int | None,
                  exact_total: int | None, kind: KeyKind, parent=None):
         super().__init__(parent)
         self.setWindowTitle(f"{label} — {name}")
@@ -176,7 +176,7 @@ def open_drilldown(window, name: str, label: str, exact: int | None):
     snap = lane.snapshot()
     truth = session.truth.result(name)
     total = truth.packets if truth is not None and exact is not None else None
-    dialog = DrillDown(name, label, session.releases(name), LaneStatus.of(None if snap is None else snap.status),
+    dialog = DrillDown(name, label, session.releases(name), NO_STATUS if snap is None else snap.status,
                        None if snap is None else snap.guarantee, exact, total, session.config.counting.kind, window)
     dialog.show()
     window.drilldowns.append(dialog)

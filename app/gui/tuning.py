@@ -166,20 +166,20 @@ class TuningPanel(QWidget):
             self.limit_curve.setData([], [])
             self.limit_note.set_plain(f"{name}: no a-priori limit yet — {exc}", LIMIT_TIP)
             return
-        shown = [(v, 100 * lim["share"]) for v, lim in points if lim and lim.get("share") is not None]
+        shown = [(v, 100 * lim.share) for v, lim in points if lim and lim.share is not None]
         self.limit_curve.setData([v for v, _ in shown], [y for _, y in shown])
         self.limits.setLabel("bottom", self.parameter.currentText())
         limits = [lim for _, lim in points if lim]
         if not limits:
             self.limit_note.set_plain(f"{name}: no a-priori limit is worked out for this algorithm", LIMIT_TIP)
             return
-        over = next((lim["over"] for lim in limits if lim.get("over")), "its span")
+        over = next((lim.over for lim in limits if lim.over), "its span")
         text = f"{name}: a-priori detection limit, share of {over} (reads no packet: costs no privacy)"
-        notes = [f"{v:g}: {lim['note']}" for v, lim in sorted(points, key=lambda p: p[1] is None or
-                                                               p[1].get("count") is not None)
-                 if lim and lim.get("note")]  # a refused value's reason first
+        notes = [f"{v:g}: {lim.note}" for v, lim in sorted(points, key=lambda p: p[1] is None or
+                                                            p[1].count is not None)
+                 if lim and lim.note]  # a refused value's reason first
         rising = len(shown) > 1 and shown[-1][1] > shown[0][1] + 1e-9
-        why = next((lim["why"] for lim in limits if lim.get("why")), None) if rising else None
+        why = next((lim.why for lim in limits if lim.why), None) if rising else None
         self.limit_note.set_plain(text + (f" — {notes[0]}" if notes else "")
                                   + (f". It rises with {self.parameter.currentText()}: {why}" if why else ""), LIMIT_TIP)
 

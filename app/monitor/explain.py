@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dptop.monitor.status import DetectionLimit, ReleaseStatus
+from dptop.engine.core.status import DetectionLimit
 
 
 def threshold_of(view) -> float | None:
@@ -34,7 +34,7 @@ def reason_text(view, noun: str = "source") -> str:
     if not a.ready:
         return "Compiling kernels (first use since install; later starts load them from the cache)…"
     rel, st = a.latest, view.status
-    suppressed = None if rel is None else ReleaseStatus.of(rel.status).suppressed
+    suppressed = None if rel is None else rel.suppressed
     if suppressed:
         return suppressed
     empty = rel is None or not rel.items

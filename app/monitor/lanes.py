@@ -3,14 +3,13 @@ views the snapshot gives out."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 from dptop.engine.core import registry
 from dptop.engine.core.facts import PublicFacts
+from dptop.engine.core.status import NO_STATUS, AlgorithmStatus
 from dptop.engine.core.worker import AlgorithmSnapshot, QueueBound, Worker
 from dptop.monitor.config import RunConfig
 from dptop.monitor.states import State
-from dptop.monitor.status import LaneStatus
 from dptop.monitor.truth import TruthResult
 from dptop.monitor.unseen import Unseen
 
@@ -75,10 +74,10 @@ class LaneView:
     error: str | None
     truth: TruthResult | None = None
 
-    @cached_property
-    def status(self) -> LaneStatus:
-        """The algorithm's live status, typed (dptop.monitor.status)."""
-        return LaneStatus.of(None if self.algorithm is None else self.algorithm.status)
+    @property
+    def status(self) -> AlgorithmStatus:
+        """The algorithm's live status with its a-priori detection limit (dptop.engine.core.status)."""
+        return NO_STATUS if self.algorithm is None else self.algorithm.status
 
 
 @dataclass(frozen=True)

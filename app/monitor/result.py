@@ -92,7 +92,7 @@ def algorithm_json(lane_view, releases, scale: int = 1) -> dict:
     return algorithm_entry(s.private, s.guarantee, [release_json(r, scale) for r in releases], family=s.family,
                            packets=s.packets, updates_per_second=s.updates_per_second,
                            packets_per_second=s.packets_per_second, busy_share=s.busy_share, drops=s.drops,
-                           status=s.status, error=s.error, published=max(s.releases, len(releases)))
+                           status=s.status.to_json(), error=s.error, published=max(s.releases, len(releases)))
 
 
 def exact_json(total: int, distinct: int, items) -> dict:

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from dptop.engine.core import registry
-from dptop.engine.core.base import explained
 from dptop.engine.core.clock import TimeGrid
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.facts import NO_FACTS, Provenance, PublicFacts
 from dptop.engine.core.settings import PACKETS, Counting, Settings
+from dptop.engine.core.status import DetectionLimit
 
 from dptop.monitor.truth import Recording, resolve_span, slice_truth, utility_of
 
@@ -69,7 +69,7 @@ def settings_for(base: Settings, parameter: str, value: float) -> Settings:
 
 
 def detection_limits(name: str, base: Settings, parameter: str, values, facts: PublicFacts = NO_FACTS,
-                     counting: Counting = PACKETS) -> list[tuple[float, dict | None]]:
+                     counting: Counting = PACKETS) -> list[tuple[float, DetectionLimit | None]]:
     """``name``'s a-priori detection limit (``Algorithm.detectable``: count, share, error, over)
     at each value of ``parameter``, from the parameters in ``base`` and the public ``facts`` alone: no
     packet is read, so the curve is there before any data and costs no privacy. A value the
@@ -78,9 +78,10 @@ def detection_limits(name: str, base: Settings, parameter: str, values, facts: P
     for value in values:
         try:
             settings = registry.get(name).with_defaults(settings_for(base, parameter, value), facts, counting)
-            limit = explained(registry.make(name, settings, facts, counting).detectable())
+            limit = registry.make(name, settings, facts, counting).detectable()
+            limit = None if limit is None else limit.explained()
         except ValueError as exc:
-            limit = {"count": None, "share": None, "note": str(exc)}
+            limit = DetectionLimit(None, None, None, "", note=str(exc))
         out.append((float(value), limit))
     return out
 

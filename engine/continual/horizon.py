@@ -20,6 +20,7 @@ on the arrival count, never on the data; ``segments_cost`` is the privacy map of
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from dptop.engine.continual.gaussbm import HorizonExceeded
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.release import Release, Span
 from dptop.engine.core.settings import PACKETS, Counting, Settings, check_positive_int
+from dptop.engine.core.status import AlgorithmStatus
 from dptop.engine.privacy.measures import Measure, compose
 
 DEFAULT_HORIZON = 1 << 20
@@ -67,6 +69,23 @@ def segments_cost(per_segment: Measure, overlap: int = 1) -> Measure:
     (``measures.compose``: a zCDP segment adds its ρ)."""
     overlap = check_positive_int("overlap", overlap)
     return compose([per_segment] * overlap)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HorizonStatus(AlgorithmStatus):
+    """Public facts about a continual algorithm's horizon: its ``mode`` (fixed or restarted), T and
+    where it came from, the segment (``epoch``), the packets seen in it and still to come before T,
+    whether T was reached and the packets counted after it."""
+
+    mode: str
+    horizon: int
+    horizon_source: str
+    epoch: int
+    packets_seen: int
+    packets_total: int
+    packets_until_horizon: int
+    horizon_reached: bool
+    packets_after_horizon: int
 
 
 class ContinualAlgorithm(Algorithm):
@@ -186,19 +205,13 @@ class ContinualAlgorithm(Algorithm):
             return None
         return (self.t - 1) / (self._t_last - self._t_first)
 
-    def horizon_status(self) -> dict:
-        """Public facts about the horizon: mode, T, packets seen and still to come before T."""
-        return {
-            "mode": self.mode,
-            "horizon": self.horizon,
-            "horizon_source": self.horizon_source,
-            "epoch": self.epoch,
-            "packets_seen": self.t,
-            "packets_total": self.packets,
-            "packets_until_horizon": self.horizon - self.t,
-            "horizon_reached": self.exhausted,
-            "packets_after_horizon": self.after_horizon,
-        }
+    def horizon_status(self, status_type: type[HorizonStatus], **figures) -> HorizonStatus:
+        """A ``status_type`` of the horizon's public facts (mode, T, packets seen and still to come
+        before T) and the algorithm's own ``figures``."""
+        return status_type(mode=self.mode, horizon=self.horizon, horizon_source=self.horizon_source,
+                           epoch=self.epoch, packets_seen=self.t, packets_total=self.packets,
+                           packets_until_horizon=self.horizon - self.t, horizon_reached=self.exhausted,
+                           packets_after_horizon=self.after_horizon, **figures)
 
     def horizon_facts(self) -> tuple[PublicFact, ...]:
         """The file's packet count, when the horizon T was taken from it and no guarantee covers

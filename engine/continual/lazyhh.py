@@ -17,7 +17,7 @@ The numba state and kernels (LAZYHH_UPDATE, OUTPUT, PRUNE) are in ``lazyhh_kerne
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from dptop.engine.privacy import bulknoise
 from dptop.engine.continual.gaussbm import (NOISE_OS, NOISE_SEEDED, check_gaussbm_epsilon, gaussbm_sigma,
                                             tree_height)
 from dptop.engine.core.packing import packed
-from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
+from dptop.engine.continual.horizon import ContinualAlgorithm, HorizonStatus, resolve_horizon
 from dptop.engine.continual.lazyhh_kernels import (CAND_N, OUT_N, OUT_T, T_NOW, hh_state_bytes, make_hh_state,
                                                    suppression_threshold, update_batch)
 from dptop.engine.continual.lazysketch import LazySketch
@@ -37,6 +37,7 @@ from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ApproxDP
 from dptop.engine.privacy.units import Relation, counted_unit
 from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.status import DetectionLimit, optional
 
 E = math.e
 
@@ -200,6 +201,26 @@ class LazyHHInstance:
         return np.stack([self.state.cand_hi[:n], self.state.cand_lo[:n]], axis=1)
 
 
+@dataclass(frozen=True, kw_only=True)
+class LazyHHStatus(HorizonStatus):
+    """The horizon, the threshold τ(t) now and ``packets_until_output`` (the next output time), the
+    t after which τ1 = t/k binds (None: never), the public parameters, and on a restarting live
+    stream ``release_times``: when sources of a given share are released at the current rate."""
+
+    threshold: float
+    packets_until_output: int | None
+    tau1_binds_after: float | None
+    k: int
+    k_tilde: int
+    depth: int
+    width: int
+    sigma: float
+    gamma: float
+    delta_tilde: float
+    release_times: str = optional("")
+    note: str = optional("")
+
+
 @register
 class LazyHH(ContinualAlgorithm):
     """LazyHH as a dptop algorithm: k = ``Settings.k``, k~ = ``Settings.k_tilde`` (default 4k,
@@ -255,18 +276,18 @@ class LazyHH(ContinualAlgorithm):
         return LazyHHParams.build(k, k_tilde, settings.epsilon, settings.delta, beta, horizon,
                                   str(settings.extra.get("option", "A")))
 
-    def detectable(self):
+    def detectable(self) -> DetectionLimit:
         count, error = detection_limit(self.params)
         T = self.params.horizon
-        out = {"count": count, "share": count / T, "error": error, "over": f"the horizon of T = {T} arrivals"}
+        out = DetectionLimit(count, count / T, error, f"the horizon of T = {T} arrivals")
         if self.restart:
-            out["over"] = f"each segment of T = {T} arrivals"
-            out["after"] = {str(share): release_after(self.params, share) for share in LIVE_SHARES}
+            out = replace(out, over=f"each segment of T = {T} arrivals",
+                          after=tuple((share, release_after(self.params, share)) for share in LIVE_SHARES))
         if count > 0.1 * T:
             need = shortest_stream(self.settings, 0.1)
-            out["note"] = (f"at ε = {self.params.epsilon:g} a source needs {count} of the {T} packets; "
-                           + (f"a 10 % source is released on streams of >= {need} packets" if need else
-                              "no stream up to 2^40 packets releases a 10 % source"))
+            out = replace(out, note=(f"at ε = {self.params.epsilon:g} a source needs {count} of the {T} packets; "
+                                     + (f"a 10 % source is released on streams of >= {need} packets" if need else
+                                        "no stream up to 2^40 packets releases a 10 % source")))
         return out
 
     @classmethod
@@ -288,8 +309,7 @@ class LazyHH(ContinualAlgorithm):
         keys, vals, tau, t_out = self.instance.output()
         items = sorted_items(keys[:, 0], keys[:, 1], bulknoise.on_grid(vals))  # whole updates: no float bits
         threshold = tau if t_out else self.params.threshold(self.t)
-        status = self.status()
-        status["output_at"] = t_out
+        status = {**self.status().to_json(), "output_at": t_out}
         return Release(self.name, self.span_to(end_packet, t_end), items, threshold, self.guarantee(), status)
 
     def guarantee(self) -> Guarantee:
@@ -309,32 +329,29 @@ class LazyHH(ContinualAlgorithm):
             ),
         ).counted(counted_unit(self.counting))
 
-    def status(self) -> dict:
+    def status(self) -> LazyHHStatus:
         """Public facts: horizon, packets seen, τ at the current t and when τ1 = t/k takes over.
         All are functions of t and the parameters (never of the candidates, P2)."""
         p = self.params
-        st = self.horizon_status()
         binds = p.tau1_binds_after()
         tau = p.threshold(self.t)
-        st.update({
-            "threshold": tau,
-            "packets_until_output": None if self.exhausted else p.k_tilde - self.t % p.k_tilde,
-            "tau1_binds_after": binds,
-            "k": p.k, "k_tilde": p.k_tilde, "depth": p.depth, "width": p.width,
-            "sigma": p.sigma, "gamma": p.gamma, "delta_tilde": p.delta_tilde,
-        })
+        release_times = note = ""
         rate = self.arrival_rate()
         if self.restart and rate:
             seen = []
             for share in LIVE_SHARES:
                 t = release_after(p, share)
                 seen.append(f"a {share:.0%} source after ≈ {t / rate:,.0f} s" if t else f"a {share:.0%} source never")
-            st["release_times"] = (f"at the current {rate:,.0f} packets/s, {' and '.join(seen)} of each segment "
-                                   f"of {p.horizon:,} packets (≈ {p.horizon / rate:,.0f} s)")
+            release_times = (f"at the current {rate:,.0f} packets/s, {' and '.join(seen)} of each segment "
+                             f"of {p.horizon:,} packets (≈ {p.horizon / rate:,.0f} s)")
         if binds is None or self.t < binds:
-            st["note"] = (f"suppression: an item is released only once its estimate exceeds τ = {tau:.0f} "
-                          f"packets (at t = {self.t}); τ falls to t/k only after t = "
-                          + ("never within this horizon" if binds is None or binds > p.horizon else f"{binds:.0f}"))
-        if "release_times" in st:
-            st["note"] = "; ".join(x for x in (st["release_times"], st.get("note")) if x)
-        return st
+            note = (f"suppression: an item is released only once its estimate exceeds τ = {tau:.0f} "
+                    f"packets (at t = {self.t}); τ falls to t/k only after t = "
+                    + ("never within this horizon" if binds is None or binds > p.horizon else f"{binds:.0f}"))
+        if release_times:
+            note = "; ".join(x for x in (release_times, note) if x)
+        return self.horizon_status(
+            LazyHHStatus, threshold=tau,
+            packets_until_output=None if self.exhausted else p.k_tilde - self.t % p.k_tilde,
+            tau1_binds_after=binds, k=p.k, k_tilde=p.k_tilde, depth=p.depth, width=p.width,
+            sigma=p.sigma, gamma=p.gamma, delta_tilde=p.delta_tilde, release_times=release_times, note=note)

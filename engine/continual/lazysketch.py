@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from dptop.engine.privacy import bulknoise
 from dptop.engine.continual.gaussbm import (CHUNK, NOISE_OS, NOISE_SEEDED, HorizonExceeded, check_gaussbm_delta,
                                             check_gaussbm_epsilon, gaussbm_sigma, make_bm_state, noise_bound,
                                             tree_height)
-from dptop.engine.continual.horizon import ContinualAlgorithm, resolve_horizon
+from dptop.engine.continual.horizon import ContinualAlgorithm, HorizonStatus, resolve_horizon
 from dptop.engine.continual.lazysketch_kernels import (SketchState, high_word_mixes, key_cells, lazy_batch,
                                                        punctual_batch, query_estimates)
 from dptop.engine.core.base import Footprint
@@ -42,6 +43,7 @@ from dptop.engine.privacy.guarantee import Guarantee
 from dptop.engine.privacy.measures import ApproxDP
 from dptop.engine.privacy.units import Relation, counted_unit
 from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.status import optional
 
 MAX_SKETCH_BYTES = 1 << 30
 
@@ -204,6 +206,22 @@ def default_depth(horizon: int, beta: float, odd: bool) -> int:
     return d + 1 if odd and d % 2 == 0 else d
 
 
+@dataclass(frozen=True, kw_only=True)
+class SketchStatus(HorizonStatus):
+    """The horizon, the labels queried and the sketch's public sizing and error bounds: the noise's,
+    the lag of a lazy refresh and CountMin's collision bound e·t/w."""
+
+    labels_queried: int
+    depth: int
+    width: int
+    sigma: float
+    beta: float
+    noise_error: float
+    lag_bound: float
+    collision_error: float
+    note: str = optional("")
+
+
 class _SketchAlgorithm(ContinualAlgorithm):
     """A private sketch as a dptop algorithm: O is released at every arrival (a release per
     batch), queried only for the labels the user gives in ``extra['query']`` (comma-separated
@@ -266,7 +284,7 @@ class _SketchAlgorithm(ContinualAlgorithm):
     def _release(self, end_packet, t_end, computed):
         est = bulknoise.on_grid(self.instance.estimates(self.labels))  # whole updates: no float bits leave
         items = sorted_items(self.labels[:, 0], self.labels[:, 1], est)
-        return Release(self.name, self.span_to(end_packet, t_end), items, None, self.guarantee(), self.status())
+        return Release(self.name, self.span_to(end_packet, t_end), items, None, self.guarantee(), self.status().to_json())
 
     def guarantee(self) -> Guarantee:
         sk = self.instance
@@ -283,20 +301,13 @@ class _SketchAlgorithm(ContinualAlgorithm):
             ),
         ).counted(counted_unit(self.counting))
 
-    def status(self) -> dict:
+    def status(self) -> SketchStatus:
         sk = self.instance
-        t = self.t
-        st = self.horizon_status()
-        st.update({
-            "labels_queried": len(self.labels),
-            "depth": sk.depth, "width": sk.width, "sigma": sk.sigma, "beta": self.beta,
-            "noise_error": sk.noise_error(sk.depth * sk.width * max(1, self.horizon), self.beta),
-            "lag_bound": sk.lag_bound(),
-            "collision_error": math.e * t / sk.width,
-        })
-        if not len(self.labels):
-            st["note"] = "frequency oracle: give labels with --param query=ADDR,ADDR to see estimates"
-        return st
+        return self.horizon_status(
+            SketchStatus, labels_queried=len(self.labels), depth=sk.depth, width=sk.width, sigma=sk.sigma,
+            beta=self.beta, noise_error=sk.noise_error(sk.depth * sk.width * max(1, self.horizon), self.beta),
+            lag_bound=sk.lag_bound(), collision_error=math.e * self.t / sk.width,
+            note="" if len(self.labels) else "frequency oracle: give labels with --param query=ADDR,ADDR to see estimates")
 
 
 @register

@@ -35,6 +35,7 @@ from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.release import Release, Span
 from dptop.engine.core.facts import NO_FACTS, PublicFacts
 from dptop.engine.core.settings import PACKETS, Counting, Settings
+from dptop.engine.core.status import NO_STATUS, AlgorithmStatus, DetectionLimit
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,12 @@ class Algorithm(ABC):
         """The guarantee releases carry (``None`` for non-private baselines)."""
         return None
 
-    def status(self) -> dict:
-        """Public, display-only facts (threshold, packets until the horizon, ...)."""
-        return {}
+    def status(self) -> AlgorithmStatus:
+        """Public, display-only facts (threshold, packets until the horizon, ...), typed
+        (dptop.engine.core.status)."""
+        return NO_STATUS
 
-    def detectable(self) -> dict | None:
+    def detectable(self) -> DetectionLimit | None:
         """A-priori detection limit from the parameters and public facts alone, before any data
         (DataSketches style): the smallest ``count`` (and ``share`` of the packets it is measured
         over) a source needs to be released with probability >= 0.9, the typical ``error`` of a
@@ -133,10 +135,3 @@ class Algorithm(ABC):
         self._last = self.release()
         return [self._last]
 
-
-def explained(limit: dict | None) -> dict | None:
-    """``limit`` (``Algorithm.detectable``) with a plain note when no source can be released."""
-    if limit and limit.get("share") is not None and limit["share"] > 1 and "note" not in limit:
-        limit = {**limit, "note": f"nothing can be released here: a source would need {limit['count']} packets, "
-                                  f"more than {limit['over']} holds"}
-    return limit

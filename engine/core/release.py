@@ -87,6 +87,12 @@ class Release:
     def private(self) -> bool:
         return self.guarantee is not None
 
+    @property
+    def suppressed(self) -> str:
+        """Why this release was withheld as a whole ('' when it was not; e.g. an EEHH epoch too long
+        for its public cap)."""
+        return str(self.status.get("suppressed") or "")
+
     def top(self, n: int) -> tuple[ReleasedItem, ...]:
         return self.items[:n]
 

@@ -32,9 +32,10 @@ import time
 from collections import deque
 from dataclasses import dataclass, replace
 
-from dptop.engine.core.base import Algorithm, explained
+from dptop.engine.core.base import Algorithm
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.release import Release
+from dptop.engine.core.status import NO_STATUS, AlgorithmStatus, DetectionLimit
 
 _STOP = object()
 _FINISH = object()
@@ -60,7 +61,7 @@ class AlgorithmSnapshot:
     releases: int  # releases published so far
     latest: Release | None
     guarantee: "Guarantee | None"  # noqa: F821 - dptop.engine.privacy.guarantee
-    status: dict
+    status: AlgorithmStatus  # with the algorithm's a-priori ``detectable`` limit
     error: str | None
     done: bool
     ready: bool  # False while the kernels compile
@@ -129,11 +130,11 @@ class Worker:
         self.history: deque[Release] = deque(maxlen=history)
         self.released = 0
         self.latest: Release | None = None
-        self.status: dict = {}
+        self.status: AlgorithmStatus | None = None  # None until the first publish
         self.exception: BaseException | None = None
         self.done = False
         self.ready = False  # kernels compiled / loaded from the cache
-        self.detectable: dict | None = None  # the algorithm's a-priori detection limit
+        self.detectable: DetectionLimit | None = None  # the algorithm's a-priori detection limit
         self.thread = threading.Thread(target=self._run, name=f"dptop-{algorithm.name}", daemon=True)
 
     @property
@@ -242,7 +243,7 @@ class Worker:
             releases, live = [self._stamp(r) for r in releases], self._stamp(live)
         status = self.algorithm.status()
         if self.detectable is not None:
-            status["detectable"] = self.detectable
+            status = replace(status, detectable=self.detectable)
         with self.lock:
             self.history.extend(releases)
             self.released += len(releases) + sum(r.released_before for r in releases)
@@ -279,7 +280,8 @@ class Worker:
         alg = self.algorithm
         last_live, live_cost, work = 0.0, 0.0, 0.0
         try:
-            self.detectable = explained(alg.detectable())
+            limit = alg.detectable()
+            self.detectable = None if limit is None else limit.explained()
             alg.warm_up()
             with self.lock:
                 self.ready = True
@@ -318,7 +320,7 @@ class Worker:
                     with self.lock:
                         if not self._queue and not self._stopping:
                             self._room.wait(max(0.005, self.live_interval - since, LIVE_WORK_RATIO * live_cost - since))
-                if released or live is not None or not self.status:
+                if released or live is not None or self.status is None:
                     self._publish(released, live)
         except BaseException as exc:  # noqa: BLE001 - recorded, surfaced by join()
             with self.lock:
@@ -354,6 +356,6 @@ class Worker:
             error = None if self.exception is None else f"{type(self.exception).__name__}: {self.exception}"
             return AlgorithmSnapshot(alg.name, alg.private, alg.family, self.packets, rate,
                                      len(self._queue), self.drops, self.released, self.latest,
-                                     alg.guarantee(), dict(self.status), error, self.done, self.ready,
+                                     alg.guarantee(), self.status or NO_STATUS, error, self.done, self.ready,
                                      self.packets / wall if wall else 0.0, self.busy / wall if wall else 0.0,
                                      self._queued)

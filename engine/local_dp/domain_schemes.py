@@ -5,6 +5,7 @@ HeavyGuardian. The options, windows and releases they share are in ``scheme``.""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from dptop.engine.core.registry import register
 from dptop.engine.core.settings import check_positive_int
@@ -13,7 +14,16 @@ from dptop.engine.local_dp.domain import inventory_domain, prefix_domain
 from dptop.engine.local_dp.dsr import grr_mechanism
 from dptop.engine.local_dp.grr import grr_variance
 from dptop.engine.local_dp.pipeline import Pipeline, make_halves
-from dptop.engine.local_dp.scheme import COMMON, LocalDP
+from dptop.engine.core.status import DetectionLimit
+from dptop.engine.local_dp.scheme import COMMON, LocalDP, LocalStatus
+
+
+@dataclass(frozen=True, kw_only=True)
+class DomainStatus(LocalStatus):
+    """``LocalStatus`` and the address domain, with the GRR error of one item's estimate now."""
+
+    domain: str
+    grr_error_per_item: float
 
 
 class _DomainScheme(LocalDP):
@@ -52,25 +62,25 @@ class _DomainScheme(LocalDP):
         m = grr_mechanism(epsilon, domain_size)
         return float(math.sqrt(grr_variance(reports, 0, m.p, m.q)))
 
-    def detectable(self) -> dict | None:
+    def detectable(self) -> DetectionLimit:
         """About the reports a source needs among the ``n`` reports of the run (R per window times
         the windows, at most the packets; from the public length and time range of a replay, else
         one window) to clear τ w.p. 0.9: GRR's zero-item σ times √(2 ln(d/α)) (τ's Gaussian form)
         plus 1.2816 σ; from the parameters alone."""
         n, over = self.reports_expected()
         if n is None:
-            return {"count": None, "share": None, "error": None, "over": over,
-                    "note": "every packet is reported and the stream length is not public"}
+            return DetectionLimit(None, None, None, over,
+                                  note="every packet is reported and the stream length is not public")
         sigma = self.grr_error(n, self.epsilon, self.domain.size)
         z = math.sqrt(2 * math.log(max(self.domain.size, 2) / self.alpha)) if self.alpha < 1 else 0.0
         count = math.ceil(sigma * (z + 1.2816))
-        limit = {"count": count, "share": count / n, "error": sigma, "over": over}
+        note = ""
         if count > n:
-            limit["note"] = (f"nothing can be released: at ε = {self.epsilon:.3g} per report (the window budget "
-                             f"split over {self.reports_cap or 'every'} reports) a source needs about {count:,} "
-                             f"of {over} over {self.domain.describe()}; raise --epsilon, lower --param reports "
-                             f"or take a smaller domain")
-        return limit
+            note = (f"nothing can be released: at ε = {self.epsilon:.3g} per report (the window budget "
+                    f"split over {self.reports_cap or 'every'} reports) a source needs about {count:,} "
+                    f"of {over} over {self.domain.describe()}; raise --epsilon, lower --param reports "
+                    f"or take a smaller domain")
+        return DetectionLimit(count, count / n, sigma, over, note=note)
 
     def reports_expected(self) -> tuple[int | None, str]:
         """(reports the collector will receive, in words) from public facts: the replay's length,
@@ -89,10 +99,10 @@ class _DomainScheme(LocalDP):
         return n, (f"the {n:,} reports of the run ({windows:,} windows of at most {cap:,})" if windows
                    else f"a window of {n:,} reports")
 
-    def status(self) -> dict:
+    def status(self) -> DomainStatus:
         sent = self._engine.pipelines[0].collector.reports
-        return {**super().status(), "domain": self.domain.describe(),
-                "grr_error_per_item": self.grr_error(max(sent, 1), self.epsilon, self.domain.size)}
+        return self.local_status(DomainStatus, domain=self.domain.describe(),
+                                 grr_error_per_item=self.grr_error(max(sent, 1), self.epsilon, self.domain.size))
 
     def notes(self):
         return (f"{self.scheme.upper()} over {self.domain.describe()}: one HeavyGuardian bucket (w = 1, docs/local-dp.md "

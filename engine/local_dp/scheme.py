@@ -24,6 +24,9 @@ in the bench and the tests).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
@@ -43,6 +46,7 @@ from dptop.engine.local_dp.entropy import BLOCK, Entropy
 from dptop.engine.local_dp.heavyguardian import ED_RULES
 from dptop.engine.local_dp.pipeline import Reservoir
 from dptop.engine.core.facts import NO_FACTS, Provenance, PublicFact
+from dptop.engine.core.status import AlgorithmStatus
 
 DEFAULT_SNAPSHOT = 1024
 DEFAULT_ALPHA = 0.05
@@ -62,6 +66,29 @@ def check_names(extra: dict) -> None:
     for name in extra:
         if name not in known:
             raise ValueError(f"unknown --param {name!r} (local-DP options: {', '.join(LocalDP.all_parameters())})")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalStatus(AlgorithmStatus):
+    """The scheme, its budget per report and per window (R reports, "all": unbounded), the windows,
+    and what the collector saw: reports received and rejected (by reason), heavy cells, snapshots,
+    bytes up and down, and the agents' and the collector's rates."""
+
+    scheme: str
+    epsilon_per_report: float
+    reports_per_window: int | str
+    window_budget_per_agent: float | str
+    window: str
+    windows: int
+    packets_in_window: int
+    reports: int
+    rejected: Mapping[str, int]
+    heavy_cells: int
+    snapshots: int
+    upload_bytes: int
+    download_bytes: int
+    agent_reports_per_second: float | None
+    collector_reports_per_second: float | None
 
 
 class LocalDP(CellOrdered, Algorithm):
@@ -220,7 +247,7 @@ class LocalDP(CellOrdered, Algorithm):
         items = tuple(sorted(labels, key=lambda it: (-it.estimate, it.hi, it.lo)))
         reports = sum(p.collector.reports for p in self._engine.pipelines)  # what the collector sees (public)
         return Release(self.name, Span(0, reports, "stream", self._windows), items, tau,
-                       self.guarantee(), self.status())
+                       self.guarantee(), self.status().to_json())
 
     def live(self) -> Release | None:
         """The collector's current top-k: post-processing of the reports, free to show."""
@@ -259,19 +286,24 @@ class LocalDP(CellOrdered, Algorithm):
         return PublicFact("reports", reports, Provenance.ASSUMED,
                           "the reports the collector received; the threshold grows with them")
 
-    def status(self) -> dict:
+    def status(self) -> LocalStatus:
+        return self.local_status(LocalStatus)
+
+    def local_status(self, status_type: type[LocalStatus], **figures) -> LocalStatus:
+        """A ``status_type`` of the collector's and the agents' figures, and a scheme's own ``figures``."""
         pipes = self._engine.pipelines
         sent = sum(p.collector.reports for p in pipes)
         rejected = {r: sum(p.collector.rejected[r] for p in pipes) for r in pipes[0].collector.rejected}
         agent_s = sum(p.agent_seconds for p in pipes)
         coll_s = sum(p.collector_seconds for p in pipes)
-        return {"scheme": self.scheme, "epsilon_per_report": self.epsilon,
-                "reports_per_window": "all" if self.reports_cap is None else self.reports_cap,
-                "window_budget_per_agent": ("unbounded" if self.reports_cap is None
-                                            else window_epsilon(self.epsilon, self.reports_cap)),
-                "window": window_text(self.window_packets, self.window_seconds), "windows": self._windows,
-                "packets_in_window": self._in_window, "reports": sent, "rejected": rejected,
-                "heavy_cells": self.heavy, "snapshots": sum(p.snapshots for p in pipes),
-                "upload_bytes": sum(p.upload for p in pipes), "download_bytes": sum(p.download for p in pipes),
-                "agent_reports_per_second": sent / agent_s if agent_s else None,
-                "collector_reports_per_second": sent / coll_s if coll_s else None}
+        return status_type(
+            scheme=self.scheme, epsilon_per_report=self.epsilon,
+            reports_per_window="all" if self.reports_cap is None else self.reports_cap,
+            window_budget_per_agent=("unbounded" if self.reports_cap is None
+                                     else window_epsilon(self.epsilon, self.reports_cap)),
+            window=window_text(self.window_packets, self.window_seconds), windows=self._windows,
+            packets_in_window=self._in_window, reports=sent, rejected=MappingProxyType(rejected),
+            heavy_cells=self.heavy, snapshots=sum(p.snapshots for p in pipes),
+            upload_bytes=sum(p.upload for p in pipes), download_bytes=sum(p.download for p in pipes),
+            agent_reports_per_second=sent / agent_s if agent_s else None,
+            collector_reports_per_second=sent / coll_s if coll_s else None, **figures)

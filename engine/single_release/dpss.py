@@ -20,6 +20,7 @@ The release is (ε_A + ε_n, e^(ε_n)·δ_A + δ_n) = (ε, δ)-DP under add/remo
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from dptop.engine.baselines.spacesaving import make_state, snapshot, state_bytes
 from dptop.engine.baselines.summary import counters
 from dptop.engine.core.base import Footprint
 from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.status import EpochStatus
 
 RECALL_BETA = 0.05
 """Admission: all items with f >= n/k are released together with probability >= 1 − β
@@ -48,6 +50,14 @@ def check_beta(beta) -> float:
 def by_key(keys: np.ndarray) -> np.ndarray:
     """Row order of ``keys`` sorted by (hi, lo): a data-independent order for drawing noise."""
     return np.lexsort((keys[:, 1], keys[:, 0]))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DPSSStatus(EpochStatus):
+    """The open epoch, and ``min_packets``: the epoch length below which no source can pass τ even
+    without noise (from the parameters alone)."""
+
+    min_packets: int
 
 
 @register
@@ -81,8 +91,8 @@ class DPSpaceSaving(Epoched):
                 f"n_hi/k~ + 1 + γ) with noisy length ñ (ε_n={self.eps_n:.4g}, δ_n={self.delta_n:.3g}, "
                 f"slack s_n={self.slack}), recall margin m={self.margin:.4g} (β={self.recall_beta:g})",)
 
-    def epoch_status(self):
-        return {"min_packets": self.min_packets}
+    def epoch_status(self, **epoch):
+        return DPSSStatus(**epoch, min_packets=self.min_packets)
 
     def limit(self, n):
         """SpaceSaving never underestimates; the release needs c + DLap(ε_A) > τ(ñ) with
@@ -96,13 +106,13 @@ class DPSpaceSaving(Epoched):
         """``Epoched.detectable`` plus ``why``: which term of τ sets the limit (a limit that rises
         with ε reads as a bug without it)."""
         limit = super().detectable()
-        if not limit or limit.get("count") is None:
+        if limit is None or limit.count is None:
             return limit
-        n = round(limit["count"] / limit["share"])
+        n = round(limit.count / limit.share)
         lead = "ñ/k − γ" if n / self.k - self.gamma >= n / self.k_tilde + 1 + self.gamma else "ñ/k~ + 1 + γ"
-        return {**limit, "why": (f"τ = max(ñ/k − γ, ñ/k~ + 1 + γ), here {lead} leads: a source must hold about "
+        return replace(limit, why=(f"τ = max(ñ/k − γ, ñ/k~ + 1 + γ), here {lead} leads: a source must hold about "
                                  f"1/k = {1 / self.k:.2%} of the epoch (the top-k rule), less the noise margin "
-                                 f"γ = {self.gamma:.3g}; a larger ε shrinks γ, so the limit rises toward n/k")}
+                                 f"γ = {self.gamma:.3g}; a larger ε shrinks γ, so the limit rises toward n/k"))
 
     def _new_state(self):
         return make_state(self.k_tilde)

@@ -29,6 +29,7 @@ default sketch baseline. The sketch's numba state and kernels are in ``eehh_kern
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -46,6 +47,7 @@ from dptop.engine.core.registry import register
 from dptop.engine.core.release import sorted_items
 from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
 from dptop.engine.core.facts import NO_FACTS, PublicFact
+from dptop.engine.core.status import EpochStatus
 
 DEFAULT_T_MAX = 1 << 26
 """Public per-epoch cap on arrivals when no public length (``--param t_max``, ``--epoch-packets``, the
@@ -54,6 +56,17 @@ LENGTH_SHARES = (0.01, 0.02, 0.05, 0.1)
 """Shares of ε and δ tried for the noisy length; the one giving the lowest threshold at the public
 length is used (measured in ``dptop bench --anchors``: F1 follows the threshold)."""
 SCALE_DENOMINATOR = 1 << 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class EEHHStatus(EpochStatus):
+    """The open epoch and the sketch's public sizing: the arrival cap ``t_max``, ``depth`` x
+    ``width`` and the envelope's ψ."""
+
+    t_max: int
+    depth: int
+    width: int
+    psi: float
 
 
 class _EEHH(Epoched):
@@ -131,8 +144,8 @@ class _EEHH(Epoched):
     def _feed(self, state, keys):
         update_batch(state, keys, self.signed)
 
-    def epoch_status(self):
-        return {"t_max": self.t_max, "depth": self.depth, "width": self.width, "psi": self.psi}
+    def epoch_status(self, **epoch):
+        return EEHHStatus(**epoch, t_max=self.t_max, depth=self.depth, width=self.width, psi=self.psi)
 
     def assumed_facts(self):
         """The replayed file's packet count, when T_max, the depth, the width and the budget split

@@ -59,6 +59,7 @@ from dptop.engine.privacy.noise import NoiseSource
 from dptop.engine.core.release import MODEL_SINGLE, Release, Span
 from dptop.engine.core.settings import PACKETS, check_positive_int
 from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.status import DetectionLimit, EpochStatus
 
 SHOWN = 4096
 """Releases of a run of empty epochs built as objects: at least the runner's ``history``."""
@@ -133,9 +134,11 @@ class Epoched(CellOrdered, Algorithm):
         """Extra guarantee notes of the mechanism."""
         return ()
 
-    def epoch_status(self) -> dict:
-        """Extra live status (public parameters, e.g. the packets needed before anything passes)."""
-        return {}
+    def epoch_status(self, **epoch) -> EpochStatus:
+        """The live status from the open ``epoch``'s figures (``EpochStatus``'s fields); a mechanism
+        with more to say (public parameters, e.g. the packets needed before anything passes) returns
+        its own subclass."""
+        return EpochStatus(**epoch)
 
     def assumed_facts(self) -> tuple:
         """Public facts read from the data that the mechanism was sized from (listed, not covered)."""
@@ -154,20 +157,18 @@ class Epoched(CellOrdered, Algorithm):
             return n, f"a {self.epoch_seconds:g} s epoch (about {n} packets on average)"
         return None, f"a {self.epoch_seconds:g} s epoch"
 
-    def detectable(self) -> dict:
+    def detectable(self) -> DetectionLimit | None:
         n, over = self.epoch_size()
         if n is None:
-            return {"count": None, "share": None, "error": None, "over": over,
-                    "note": "depends on the packets in the epoch, which is not public"}
+            return DetectionLimit(None, None, None, over,
+                                  note="depends on the packets in the epoch, which is not public")
         limit = self.limit(n)
         if limit is None:
             return None
         count, error = limit
-        out = {"count": count, "share": count / n, "error": error, "over": over}
-        if count > n:
-            out["note"] = (f"no release is possible with these parameters: a source would need >= {count} "
-                           f"packets, more than the {n} of {over}")
-        return out
+        note = (f"no release is possible with these parameters: a source would need >= {count} "
+                f"packets, more than the {n} of {over}") if count > n else ""
+        return DetectionLimit(count, count / n, error, over, note=note)
 
     def limit(self, n: int) -> tuple[int, float] | None:
         """(count released w.p. >= 0.9, typical error of an estimate) in an epoch of ``n`` packets;
@@ -228,14 +229,13 @@ class Epoched(CellOrdered, Algorithm):
     def live(self) -> Release | None:
         return self._last
 
-    def status(self) -> dict:
+    def status(self) -> EpochStatus:
         """Live facts for the operator's display. ``packets_in_epoch`` is the exact count (the
         same view as the non-private panels); it is never part of a release."""
         mode = ("packets" if self.epoch_packets is not None else
                 "seconds" if self.epoch_seconds is not None else "whole stream")
-        extra = {"packets_dropped": self.dropped} if self.grid is not None else {}
-        return {"epoch": self._index, "epoch_mode": mode, "packets_in_epoch": self._epoch.packets, **extra,
-                **self.epoch_status()}
+        return self.epoch_status(epoch=self._index, epoch_mode=mode, packets_in_epoch=self._epoch.packets,
+                                 packets_dropped=self.dropped if self.grid is not None else None)
 
     def guarantee(self, span: Span | None = None, extra_notes: tuple[str, ...] = ()) -> Guarantee:
         if extra_notes:

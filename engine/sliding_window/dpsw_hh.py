@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -51,6 +52,7 @@ from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_WINDOW, Release, ReleasedItem, Span
 from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
 from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.status import AlgorithmStatus, DetectionLimit
 
 DEFAULT_WINDOW = 100_000
 """The window w when unset, in updates (packets, or byte units when weighted by bytes)."""
@@ -70,6 +72,25 @@ def file_window(length: int, counting=PACKETS) -> int:
     """The default window over a replay of ``length`` packets: all of its updates (up to ``cap`` per
     packet when weighted by bytes), at most ``DEFAULT_WINDOW``."""
     return max(2, min(DEFAULT_WINDOW, length * counting.cap))
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowStatus(AlgorithmStatus):
+    """The window's public plan: mode, window w and substream length L, the threshold, the positions
+    the plan covers and its sketches, the plan rule, estimator and corrections, and the packets
+    still to come before the first full window."""
+
+    mode: str
+    window: int
+    substream_length: int
+    threshold: float
+    covered: tuple[int, int]
+    plan_sketches: int
+    plan: str
+    estimator: str
+    debias: bool
+    scale: bool
+    packets_until_full_window: int
 
 
 @register
@@ -228,15 +249,15 @@ class DPSWHeavyHitters(Algorithm):
             return settings
         return settings.with_(window=file_window(facts.length, counting))
 
-    def detectable(self):
+    def detectable(self) -> DetectionLimit:
         """A window estimate is the frozen sketches' counts (never below the true count, up to
         the plan's public coverage) plus Gaussian noise of standard deviation σ (the plan's
         ``noise_std`` on the leaf level, steady state): a source passes w.p. >= 0.9 with a count
         of threshold + 1.2816·σ. Error: σ plus the CountMin collision bound w/b."""
         sigma = self.window_sigma()
         count = math.ceil(self.threshold + 1.2816 * sigma)
-        return {"count": count, "share": count / self.window, "error": sigma + self.window / self.width,
-                "over": f"a window of {self.counting.amount(self.window)}"}
+        return DetectionLimit(count, count / self.window, sigma + self.window / self.width,
+                              f"a window of {self.counting.amount(self.window)}")
 
     # ---- queries
     @property
@@ -292,7 +313,7 @@ class DPSWHeavyHitters(Algorithm):
             self._cache_key = key
         t = self.sketch.t
         return dataclasses.replace(self._cache, span=Span(max(0, t - self.window), t, kind="window"),
-                                   status=self._status(next(iter(plans.values())), self.threshold))
+                                   status=self._status(next(iter(plans.values())), self.threshold).to_json())
 
     def _query(self, plans) -> Release:
         thr = self.threshold
@@ -310,7 +331,7 @@ class DPSWHeavyHitters(Algorithm):
         t = self.sketch.t
         first = next(iter(plans.values()))
         return Release(self.name, Span(max(0, t - self.window), t, kind="window"), tuple(items),
-                       threshold=thr, guarantee=self.guarantee(), status=self._status(first, thr))
+                       threshold=thr, guarantee=self.guarantee(), status=self._status(first, thr).to_json())
 
     def _tree(self, group: str, chans: list[int], plan, thr: float) -> list[ReleasedItem]:
         """HH_TREE of §5.2 (b): level ℓ keeps prefixes with estimate >= thr − κ_ℓ (κ_H = 0), at most
@@ -387,12 +408,12 @@ class DPSWHeavyHitters(Algorithm):
                                 f"the window w = {self.window} is the file's packet count; public under substitution "
                                 f"of one packet's key") for f in self.facts.assumed("stream_length"))
 
-    def _status(self, plan, thr) -> dict:
+    def _status(self, plan, thr) -> WindowStatus:
         t = self.sketch.t
-        return {"mode": self.mode, "window": self.window, "substream_length": self.geometry.L,
-                "threshold": thr, "covered": list(plan.covered), "plan_sketches": len(plan.entries),
-                "plan": self.rule, "estimator": self.estimator, "debias": self.debias, "scale": self.scale,
-                "packets_until_full_window": max(0, self.window - t)}
+        return WindowStatus(mode=self.mode, window=self.window, substream_length=self.geometry.L, threshold=thr,
+                            covered=tuple(plan.covered), plan_sketches=len(plan.entries), plan=self.rule,
+                            estimator=self.estimator, debias=self.debias, scale=self.scale,
+                            packets_until_full_window=max(0, self.window - t))
 
-    def status(self) -> dict:
+    def status(self) -> WindowStatus:
         return self._status(next(iter(self._plans().values())), self.threshold)

@@ -26,6 +26,7 @@ Count-based epochs are refused: removing one host shifts their boundaries.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,6 +46,7 @@ from dptop.engine.user_level.gshm import gshm_parameters, gshm_release, thm12_er
 from dptop.engine.user_level.pamg import PAMG, state_bytes
 from dptop.engine.user_level.usersets import UserSets
 from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.status import EpochStatus, optional
 
 DEFAULT_M = 8
 VARIANTS = ("pamg", "mg-dup")
@@ -93,6 +95,22 @@ class _PairBatch:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostStatus(EpochStatus):
+    """The open epoch of a host-level mechanism: its sizing (``m`` pairs a user keeps, the
+    ``variant``, τ) and the epoch's users, those capped at m and the packets of the pairs beyond
+    it; with declared ``clients``, the packets with no client end or clients at both ends."""
+
+    m: int
+    variant: str
+    threshold: float
+    users_in_epoch: int
+    capped_users: int
+    over_cap_packets: int
+    clients: str | None = optional()
+    packets_without_one_client_end: int | None = optional()
 
 
 @register
@@ -217,15 +235,16 @@ class HostDPDst(Epoched):
                   "tau": self.flat.tau}
         return items, threshold, None, status
 
-    def epoch_status(self) -> dict:
+    def epoch_status(self, **epoch) -> HostStatus:
         """Operational facts of the open epoch (exact, like packets_in_epoch; never released)."""
         sets = self._epoch.state
-        return {"m": self.m, "variant": self.variant, "threshold": self.threshold(),
-                "users_in_epoch": 0 if sets is None else sets.users,
-                "capped_users": 0 if sets is None else sets.capped_users,
-                "over_cap_packets": 0 if sets is None else sets.over_cap_packets,
-                **({} if self.clients is None else {"clients": self.clients.text,
-                                                    "packets_without_one_client_end": self.unprotected})}
+        clients = self.clients is not None
+        return HostStatus(**epoch, m=self.m, variant=self.variant, threshold=self.threshold(),
+                          users_in_epoch=0 if sets is None else sets.users,
+                          capped_users=0 if sets is None else sets.capped_users,
+                          over_cap_packets=0 if sets is None else sets.over_cap_packets,
+                          clients=self.clients.text if clients else None,
+                          packets_without_one_client_end=self.unprotected if clients else None)
 
     # --- batches carry pairs ---------------------------------------------------------------------
     def _pairs(self, batch: KeyBatch) -> _PairBatch:
