@@ -28,7 +28,7 @@ def test_matches_deque_counter_reference(w, seed):
         n = int(rng.integers(0, 3 * w + 2))
         ex.add(keys[done:done + n])
         done = min(done + n, len(keys))
-        want = reference([tuple(k) for k in keys[:done].tolist()], w)
+        want = reference([tuple(k) for k in keys[max(0, done - w):done].tolist()], w)  # a deque of w keeps these
         got_keys, got_counts = ex.items()
         got = {tuple(k): int(c) for k, c in zip(got_keys.tolist(), got_counts)}
         assert got == dict(want), f"window {w}, after {done} keys (seed {seed})"
