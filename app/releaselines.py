@@ -31,8 +31,8 @@ def clock(t: float) -> str:
 
 
 def items_text(release, scale: int, top: int) -> str:
-    items = " · ".join(f"{it.address} {it.estimate * scale:,.0f}" for it in release.items[:top]) or "(nothing above τ)"
-    return items + (f" (+{len(release.items) - top})" if len(release.items) > top else "")
+    items = " · ".join(f"{it.address} {it.estimate * scale:,.0f}" for it in release.items[:top])
+    return (items or "(nothing above τ)") + (f" (+{len(release.items) - top})" if len(release.items) > top else "")
 
 
 def release_line(name: str, release, units: str = "packets", scale: int = 1, top: int = 5) -> str:
@@ -79,7 +79,7 @@ class ReleaseLines:
         self.seen: dict[tuple[str, int], int] = {}  # (name, generation) -> releases printed
         self.shown: dict[str, list] = {}  # name -> the releases printed, in order
         self.cell = -1
-        self.due: dict[tuple[str, int], tuple[object, int]] = {}  # (name, generation) -> (its latest, the epoch) at a close
+        self.due: dict[tuple[str, int], tuple[object, int]] = {}  # (name, generation) -> (latest, epoch) at a close
         c = session.config.counting
         self.scale = c.unit if c.weight == "bytes" else 1
         self.units = f"{c.unit}-byte units" if c.weight == "bytes" else "packets"

@@ -240,7 +240,8 @@ class Product:
         now = [T0]
         end = None if self.duration is None else T0 + self.duration * SECOND
         session = self.session_type(config(cell, seed), record_packets=1 << 12)
-        session.spec = SourceSpec("live", iface="lo", lateness=LATENESS_NS / 1e9, duration=self.duration, count=self.stop_after)
+        session.spec = SourceSpec("live", iface="lo", lateness=LATENESS_NS / 1e9, duration=self.duration,
+                                  count=self.stop_after)
         session.public["time_range"] = (T0, end)
         session.public_source = "the capture's wall clock"
         session.grid = TimeGrid(T0, SECOND, MAX_CELLS)
@@ -269,6 +270,7 @@ class Product:
                         stop_ns = now[0]
                         break
                     advance(int(batch.ts_ns[0]))
+                    drain(session)  # a full queue would be a drop
                     session.clock(batch)
                     fed += len(batch)
             advance(now[0] if stop_ns is None else stop_ns)
