@@ -108,7 +108,7 @@ class ReleaseLines:
     def closed(self) -> int:
         """The last epoch closed: the one before the open cell, or the last of a bounded time range
         (the final close of a capture with ``--duration`` goes past it)."""
-        grid, (start, end) = self.session.grid, self.session.public.get("time_range", (None, None))
+        grid, end = self.session.grid, self.session.public.get("time_range", (None, None))[1]
         last = self.session.cell - 1
         return last if end is None or grid is None else min(last, (end - grid.start_ns - 1) // grid.epoch_ns)
 
