@@ -197,8 +197,8 @@ class Product:
             view = self.view(session, "audit")
         finally:
             session.close(5.0)
-        if cell.surface == "metrics":
-            return self.metrics(view)
+        if cell.surface == "metrics":  # served beside /releases, whose view names the public facts
+            return {**self.metrics(view), **stated_facts(view)}
         if cell.surface == "seeded":
             return seeded_features(view, self.metrics(view))
         return view_features(view)
@@ -380,6 +380,13 @@ def line_features(text: str) -> dict[str, float]:
                 out[f"{name} line {i} item {label}"] = float(estimate.replace(",", ""))
     out.update({f"{name} lines": float(n) for name, n in count.items()})
     return out
+
+
+def stated_facts(view: dict) -> dict[str, float]:
+    """The public facts ``view`` names (its ``public_facts``), as features: what the feed serves at
+    /releases beside /metrics, so that a series following a named fact is that fact's, not a leak."""
+    return {k: v for k, v in view_features({"public_facts": view["public_facts"], "parameters": {}}).items()
+            if k.startswith(".public_facts")}
 
 
 def seeded_features(view: dict, metrics: dict[str, float]) -> dict[str, float]:
