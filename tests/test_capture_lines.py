@@ -1,7 +1,8 @@
 """A live capture on loopback (capture/lab/paced.py sends a 30 % source at 2,000 packets/s): every
 release line printed while it runs is one of the JSON's releases, for every private algorithm
-(a continual or sliding-window algorithm's line too, not only its last answer), and so is every
-release of the private view (--publish); the final table reads back aligned."""
+(a continual or sliding-window algorithm's line too, not only its last answer: its labels,
+estimates and public threshold, its span being the epoch of the public clock it follows), and so
+is every release of the private view (--publish); the final table reads back aligned."""
 from __future__ import annotations
 
 import json
@@ -12,18 +13,26 @@ import sys
 
 import pytest
 
+from dptop.lab.product_matrix import parse_line
 from dptop.report import span_text
 from tests.tablecheck import tables
 
 LINE = re.compile(r"^\d\d:\d\d:\d\d (\S+) (.*)$")
 
 
-def line_of(name: str, release: dict) -> str:
-    """A release line as dptop.releaselines prints it, from the JSON (without the clock)."""
-    thr = "" if release["threshold"] is None else f", τ {release['threshold']:,.0f}"
+def items_of(release: dict) -> str:
+    """A release's items as dptop.releaselines prints them, from the JSON."""
     items = " · ".join(f"{it['address']} {it['estimate']:,.0f}" for it in release["items"][:5]) or "(nothing above τ)"
-    more = f" (+{len(release['items']) - 5})" if len(release["items"]) > 5 else ""
-    return f"{name} {span_text(release['span'], 'packets')}{thr}: {items}{more}"
+    return items + (f" (+{len(release['items']) - 5})" if len(release["items"]) > 5 else "")
+
+
+def line_of(release: dict, family: str) -> tuple[str | None, str | None, str]:
+    """What a printed line must show of the JSON's ``release``: a single-release epoch's span and
+    threshold; for the other families only the threshold where it is public (a window's), their
+    span being the epoch of the public clock whose close the line follows."""
+    where = span_text(release["span"], "packets") if family == "single-release" else None
+    public = family in ("single-release", "sliding window") and release["threshold"] is not None
+    return where, (f"{release['threshold']:,.0f}" if public else None), items_of(release)
 
 
 def public_of(release: dict) -> dict:
@@ -72,13 +81,17 @@ def test_every_release_line_of_a_live_capture_is_in_the_json_and_the_private_vie
     private_names = [n for n, a in result["algorithms"].items() if a["private"]]
     assert set(printed) == set(private_names), stdout
     for name in private_names:
-        json_releases = result["algorithms"][name]["releases"]
-        in_json = [line_of(name, r) for r in json_releases]
+        json_releases, family = result["algorithms"][name]["releases"], result["algorithms"][name]["family"]
+        in_json = [line_of(r, family) for r in json_releases]
         in_view = [public_of(r) for r in private["algorithms"][name]["releases"]]
         assert len(printed[name]) >= 2, printed[name]
         for line in printed[name]:
-            assert line in in_json, (line, in_json)
-            shown = json_releases[in_json.index(line)]
+            _, _, where, threshold, items = parse_line(f"00:00:00 {line}")
+            got = (where if family == "single-release" else None, threshold, items)
+            assert got in in_json, (line, in_json)
+            shown = json_releases[in_json.index(got)]
             assert any(view_holds(v, shown) for v in in_view), (line, in_view)
+            if family != "single-release":  # the epoch whose close it follows, never a count of packets
+                assert where.startswith("after epoch ") and not re.search(r"packets [\d,]+-", where), line
     # the last epochs' tables read back aligned, with the exact counts beside
     assert any("127.0.0.2" in [r["source"] for r in t["rows"]] for t in tables(stdout)[1:]), stdout

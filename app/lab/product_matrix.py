@@ -8,20 +8,24 @@ record count, the file's span: then the cell says which fact, never "private").
 
 Surfaces: ``publish`` (``replay --publish``, the ``/releases`` JSON and the window's export
 all build ``publish.publish_json``), ``metrics`` (``/metrics``: ``feed.metric_families`` of the
-same view), ``timing`` (a paced replay's release instants as a scraper sees them, on a quantum of
-half an epoch's wall time), ``top`` (a key switch in ``dptop top``: the budget after a
-second session over the same file) and ``seeded`` (a ``--seed`` run must say NOT private on every
-surface). A live ``capture --publish`` goes through the same clock and view (clocks.LiveClock,
-publish.public_span); it needs a capture socket and is left to the live tests.
+same view), ``capture`` (``capture --publish``: a live capture's path, clocks.LiveClock on an
+injected wall clock, without a socket), ``lines`` (the lines ``capture`` prints while it runs,
+dptop.releaselines, on the same path), ``timing`` (a paced replay's release instants as a scraper
+sees them, on a quantum of half an epoch's wall time), ``top`` (a key switch in ``dptop top``: the
+budget after a second session over the same file) and ``seeded`` (a ``--seed`` run must say NOT
+private on every surface).
 
 Each finding of the review that made this matrix is a broken variant (``BROKEN``) the matrix
 must report: the release on a later packet's arrival (``arrival-release``), the data-chosen stop
 (``count-stop``), a new ledger per key switch (``ledger-per-session``), seeded metrics without
-their marker (``seeded-metrics``) and spans with the exact count (``exact-spans``).
+their marker (``seeded-metrics``), spans with the exact count (``exact-spans``) and ``capture``'s
+running log with them (``exact-lines``).
 """
 from __future__ import annotations
 
+import io
 import itertools
+import re
 import tempfile
 import time
 from dataclasses import dataclass, replace
@@ -37,6 +41,8 @@ from dptop.monitor.config import CountingChoice, RunConfig, SourceSpec
 from dptop.monitor.precheck import SourceFacts, read_facts
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
+from dptop.releaselines import ReleaseLines
+from dptop.report import span_text
 from dptop.lab.product_audit import view_features
 
 T0 = 1_700_000_000 * 10**9
@@ -45,8 +51,9 @@ EPOCHS = 4
 HEAVY = (0x0A00_0001, 0x0A00_0002, 0x0A00_0003)
 LIGHT_HOST = 0x0B00_0007  # a light source whose packets one neighbour removes
 QUIET_FROM = 2_500_000_000  # ns into the range: silence after it, where a packet added at the end falls
+LATENESS_NS = 50_000_000  # a live cell closes this long after its end
 LATE_PACKET = 3_600_000_000  # the packet added at the end: alone, late in a cell (the timing finding)
-SURFACES = ("publish", "metrics", "capture", "timing", "top", "seeded")
+SURFACES = ("publish", "metrics", "capture", "lines", "timing", "top", "seeded")
 STATEMENTS = ("top", "seeded")
 """Surfaces checked for a statement every run must make (the ledger's sequential cost, NOT
 private), not for a difference between the sides."""
@@ -186,7 +193,7 @@ class Product:
     def features(self, cell: Cell, path: Path, seed: int | None) -> dict[str, float]:
         if cell.surface == "timing":
             return self.timing(cell, path, seed)
-        if cell.surface == "capture":
+        if cell.surface in ("capture", "lines"):
             return self.capture(cell, path, seed)
         if cell.surface == "top":
             return self.key_switch(cell, path, seed)
@@ -195,8 +202,8 @@ class Product:
             view = self.view(session, "audit")
         finally:
             session.close(5.0)
-        if cell.surface == "metrics":
-            return self.metrics(view)
+        if cell.surface == "metrics":  # served beside /releases, whose view names the public facts
+            return {**self.metrics(view), **stated_facts(view)}
         if cell.surface == "seeded":
             return seeded_features(view, self.metrics(view))
         return view_features(view)
@@ -220,45 +227,68 @@ class Product:
         return session.ledger
 
     stop_after: int | None = None  # a capture stopped at its N-th packet (refused: ``--count``)
+    duration: int | None = EPOCHS  # the public stop (``--duration``, seconds); None: open-ended
+    release_lines = staticmethod(ReleaseLines)  # what prints ``capture``'s running log
 
-    def capture(self, cell: Cell, path: Path, seed: int | None) -> dict[str, float]:
+    def capture(self, cell: Cell, path: Path, seed: int | None, out: io.StringIO | None = None) -> dict[str, float]:
         """A live capture's path without a socket: the packets of ``path`` offered to the live
         clock (clocks.LiveClock) at the wall instants of their own stamps (an injected clock),
         every close at the session's tick, the stop at the end of the public duration; the
-        private view as ``capture --publish`` writes it."""
+        private view as ``capture --publish`` writes it, or (surface ``lines``) the lines
+        ``capture`` prints while it runs (dptop.releaselines, into ``out`` when given), each
+        continual or window line waited for before the capture goes on, so that every close
+        prints one."""
         from dptop.capture.pcap import open_capture
         from dptop.engine.core.clock import MAX_CELLS, TimeGrid
         from dptop.monitor.clocks import LiveClock
 
         now = [T0]
+        end = None if self.duration is None else T0 + self.duration * SECOND
         session = Session(config(cell, seed), record_packets=1 << 12)
-        session.spec = SourceSpec("live", iface="lo", lateness=0.05, duration=EPOCHS)
-        session.public["time_range"] = (T0, T0 + EPOCHS * SECOND)
+        session.spec = SourceSpec("live", iface="lo", lateness=LATENESS_NS / 1e9, duration=self.duration,
+                                  count=self.stop_after)
+        session.public["time_range"] = (T0, end)
         session.public_source = "the capture's wall clock"
         session.grid = TimeGrid(T0, SECOND, MAX_CELLS)
         session.fanout.live = True
-        session.clock = LiveClock(session.grid, 0.05, session.fanout, now_ns=lambda: now[0])
+        session.clock = LiveClock(session.grid, LATENESS_NS / 1e9, session.fanout, now_ns=lambda: now[0])
         session.truth.start()
+        out = io.StringIO() if out is None else out
+        lines = self.release_lines(session, out) if cell.surface == "lines" else None
         try:
             if not session._start_lanes():
                 raise RuntimeError("the lanes did not start")
-            fed, stop_ns = 0, T0 + EPOCHS * SECOND
+            printed(lines)
+
+            def advance(to_ns: int) -> None:  # the session's ticks up to ``to_ns``: each close on time
+                while (due := T0 + (session.cell + 1) * SECOND + LATENESS_NS) <= to_ns:
+                    now[0] = due
+                    session.clock.tick()
+                    drain(session)
+                    printed(lines)
+                now[0] = max(now[0], to_ns)
+
+            fed, stop_ns = 0, end
             with open_capture(path) as reader:
                 for batch in reader.batches(1):
                     if self.stop_after is not None and fed >= self.stop_after:
                         stop_ns = now[0]
                         break
-                    now[0] = max(now[0], int(batch.ts_ns[0]))
-                    session.clock.tick()
-                    drain(session)
+                    advance(int(batch.ts_ns[0]))
+                    drain(session)  # a full queue would be a drop
                     session.clock(batch)
                     fed += len(batch)
-            now[0] = stop_ns
+            advance(now[0] if stop_ns is None else stop_ns)
             session.clock.tick(final=True)
+            drain(session)
+            printed(lines)
             for lane in session.lanes.values():
                 if lane.worker is not None:
                     lane.worker.finish(60)
             session.truth.finish()
+            if lines is not None:
+                lines.update()  # the single releases the finish published
+                return line_features(out.getvalue())
             return view_features(self.view(session, "audit"))
         finally:
             session.close(5.0)
@@ -305,6 +335,66 @@ def drain(session: Session, timeout: float = 60.0) -> None:
         time.sleep(0.001)
 
 
+def printed(lines, timeout: float = 30.0) -> None:
+    """Let ``lines`` see the session now and wait until it printed the line of every epoch close
+    it saw (the first release each continual or window lane made after the close)."""
+    if lines is None:
+        return
+    lines.update()
+    deadline = time.monotonic() + timeout
+    while lines.due:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no release after an epoch's close: {sorted(n for n, _ in lines.due)}")
+        time.sleep(0.002)
+        lines.update()
+
+
+ITEMS = re.compile(r"(?:\S+ -?[\d,]+(?: · \S+ -?[\d,]+)*(?: \(\+\d+\))?|\(nothing above τ\))")
+"""What a printed line (dptop.releaselines) ends with after ``: ``: its labels and estimates."""
+HEAD = re.compile(r"^(?P<clock>\S+) (?P<name>\S+) (?P<where>.*?)(?:, τ (?P<threshold>-?[\d,.]+))?$")
+
+
+def parse_line(line: str):
+    """(clock, name, span, threshold, items) of a printed line; the items start after the first
+    ``: `` whatever follows which is a list of labels and estimates (a span may hold ``: ``)."""
+    at = -1
+    while (at := line.find(": ", at + 1)) >= 0:
+        head, items = HEAD.match(line[:at]), line[at + 2:]
+        if head is not None and ITEMS.fullmatch(items):
+            return head["clock"], head["name"], head["where"], head["threshold"], items
+    return None
+
+
+def line_features(text: str) -> dict[str, float]:
+    """The lines ``capture`` printed as features: per algorithm the number of lines, per line its
+    leading clock and span as a category, its threshold and each label's estimate as values."""
+    out: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for line in text.splitlines():
+        parsed = parse_line(line)
+        if parsed is None:
+            out[f"unparsed={line}"] = 1.0
+            continue
+        clock, name, where, threshold, items = parsed
+        i = count[name] = count.get(name, 0) + 1
+        out[f"{name} line {i}: {clock} {where}"] = 1.0
+        if threshold is not None:
+            out[f"{name} line {i} threshold"] = float(threshold.replace(",", ""))
+        for item in items.split(" · "):
+            label, _, estimate = item.rpartition(" ")
+            if label and estimate.lstrip("-").replace(",", "").isdigit():
+                out[f"{name} line {i} item {label}"] = float(estimate.replace(",", ""))
+    out.update({f"{name} lines": float(n) for name, n in count.items()})
+    return out
+
+
+def stated_facts(view: dict) -> dict[str, float]:
+    """The public facts ``view`` names (its ``public_facts``), as features: what the feed serves at
+    /releases beside /metrics, so that a series following a named fact is that fact's, not a leak."""
+    return {k: v for k, v in view_features({"public_facts": view["public_facts"], "parameters": {}}).items()
+            if k.startswith(".public_facts")}
+
+
 def seeded_features(view: dict, metrics: dict[str, float]) -> dict[str, float]:
     """Whether every surface of a seeded run says NOT private: 1 per surface that does not."""
     unmarked = [k for k in metrics if "'private', 'false'" not in k and not k.startswith("dptop_not_private")]
@@ -345,21 +435,35 @@ def named_facts(xs: list[dict], ys: list[dict]) -> tuple[str, ...]:
                          if {frozenset(f.get(i, ())) for f in fx} != {frozenset(f.get(i, ())) for f in fy}}))
 
 
-def run_cell(cell: Cell, runs: int = 3, product: Product | None = None, seed: int | None = None) -> Verdict:
+CONFIRM = 3
+"""A split seen in ``runs`` runs per side is checked again over ``CONFIRM`` times as many: a field
+the capture decides stays constant within each side and different between them; a noisy one that
+happened to agree within each side (an epoch's label set, three runs of a coin that lands the
+same way 0.9 of the time) does not."""
+
+
+def run_cell(cell: Cell, runs: int = 3, product: Product | None = None, seed: int | None = None,
+             confirm: int = CONFIRM) -> Verdict:
+    """``cell``'s verdict over ``runs`` runs per side (``confirm`` times as many where it splits)."""
     product = product or Product()
     t0 = time.perf_counter()
+    seeded = cell.surface == "seeded"
     with tempfile.TemporaryDirectory(prefix="dptop-matrix-") as folder:
         x, y = neighbour_pair(Path(folder), cell.neighbour)
+        xs: list[dict] = []
+        ys: list[dict] = []
         try:
-            seeded = cell.surface == "seeded"
-            xs = [product.features(cell, x, 7 if seeded else seed) for _ in range(runs)]
-            ys = [product.features(cell, y, 7 if seeded else seed) for _ in range(runs)]
+            for more in (runs, (confirm - 1) * runs):
+                xs += [product.features(cell, x, 7 if seeded else seed) for _ in range(more)]
+                ys += [product.features(cell, y, 7 if seeded else seed) for _ in range(more)]
+                if cell.surface in STATEMENTS or not more or not split_fields(xs, ys) or named_facts(xs, ys):
+                    break
         except Exception as exc:  # noqa: BLE001 - a cell that cannot run is reported, not hidden
             return Verdict(cell, runs, (), (), time.perf_counter() - t0, f"{type(exc).__name__}: {exc}")
     if cell.surface in STATEMENTS:  # what every run must state, whatever the neighbour
         fields = tuple(sorted({k for r in xs + ys for k, v in r.items() if v}))
-        return Verdict(cell, runs, fields, (), time.perf_counter() - t0)
-    return Verdict(cell, runs, split_fields(xs, ys), named_facts(xs, ys), time.perf_counter() - t0)
+        return Verdict(cell, len(xs), fields, (), time.perf_counter() - t0)
+    return Verdict(cell, len(xs), split_fields(xs, ys), named_facts(xs, ys), time.perf_counter() - t0)
 
 
 def cells(quick: bool = False):
@@ -399,7 +503,12 @@ class ArrivalRelease(Product):
 
 
 class CountStop(Product):
-    """Finding 3: a capture stopped at its N-th packet (the last of the second cell in ``x``)."""
+    """Finding 3: a capture stopped at its N-th packet, with no public stop besides (``--count N``
+    alone: an open-ended range). N is the number of packets ``x`` holds before its third cell, so
+    its N-th packet is the last of the second cell; with the first packet removed the N-th is the
+    first of the third cell, which the stop then closes too: two releases against three."""
+
+    duration = None
 
     @property
     def stop_after(self):
@@ -437,11 +546,27 @@ class ExactSpans(Product):
     view = staticmethod(_exact_spans)
 
 
+class _ExactLines(ReleaseLines):
+    def epoch_line(self, lane, snap, cell):
+        """The line as the engine's span says it: the packets seen so far, their stamps."""
+        release = snap.latest
+        thr = "" if release.threshold is None else f", τ {release.threshold:,.0f}"
+        items = " · ".join(f"{it.address} {it.estimate:,.0f}" for it in release.items) or "(nothing above τ)"
+        return f"00:00:00 {lane.name} {span_text(release.span.to_json(), self.units)}{thr}: {items}"
+
+
+class ExactLines(Product):
+    """Finding 8 on ``capture``'s running log: each continual or window line with the engine's
+    span (the exact count of packets seen, the window's exact positions)."""
+    release_lines = staticmethod(_ExactLines)
+
+
 BROKEN = {"arrival-release": (ArrivalRelease, Cell("timing", "dpss", neighbour="added-end")),
           "count-stop": (CountStop, Cell("capture", "dpss", neighbour="removed-start")),
           "ledger-per-session": (LedgerPerSession, Cell("top", "dpss")),
           "seeded-metrics": (SeededMetrics, Cell("seeded", "dpss")),
-          "exact-spans": (ExactSpans, Cell("capture", "dpsw", neighbour="removed-start"))}
+          "exact-spans": (ExactSpans, Cell("capture", "dpsw", neighbour="removed-start")),
+          "exact-lines": (ExactLines, Cell("lines", "lazyhh", neighbour="removed-middle"))}
 """Each broken variant with the cell that must report it."""
 
 
