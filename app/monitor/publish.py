@@ -72,9 +72,11 @@ def public_span(span, family: str, session: Session) -> dict:
 def _release(release, family: str, facts, scale: int, session: Session) -> dict:
     g = release.guarantee.with_facts(facts)
     items = [{"address": it.address, "estimate": it.estimate * scale} for it in release.items]
+    span = public_span(release.span, family, session)
     threshold = None if release.threshold is None else release.threshold * scale
-    return {"span": public_span(release.span, family, session), "threshold": threshold, "items": items,
-            "guarantee": g.to_json()}
+    if family == "continual observation" and "end" not in span:
+        threshold = None  # LazyHH's τ(t) is a function of its output step t, a position kept private here
+    return {"span": span, "threshold": threshold, "items": items, "guarantee": g.to_json()}
 
 
 def publish_json(session: Session, command: str, shown: dict | None = None) -> dict:
