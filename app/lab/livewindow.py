@@ -110,6 +110,34 @@ def medians(rows: list[dict]) -> dict:
     return out
 
 
+def rows(quick: bool = False, progress=print, runs: int = 3, seconds: float = SECONDS,
+         shots: Path | None = None) -> list[dict]:
+    """``dptop bench --only window`` rows: one per run (``runs``; one with ``quick``), the seconds
+    per panel and share, then their medians and the targets; ``shots``: the first run's screenshots."""
+    why = available()
+    if why:
+        return [{"bench": "window", "note": why}]
+    out, raw = [], []
+    for i in range(1 if quick else runs):
+        row = one_run(seconds, shots if i == 0 else None)
+        raw.append(row)
+        out.append(_flat(f"run {i + 1}", row["first"], drops=row.get("drops"), load=row["load"]))
+        if progress:
+            progress(f"window run {i + 1}: {row['first']} ({row.get('drops')}, load {row['load']:.2f})")
+    out.append(_flat("median", medians(raw)))
+    out.append(_flat("target", {p: {str(s): t for s, t in row.items()} for p, row in TARGETS.items()}))
+    return out
+
+
+def _flat(run: str, first: dict, **more) -> dict:
+    row = {"bench": "window", "run": run}
+    for panel in PANELS:
+        for share in TARGETS[panel]:
+            seconds = first[panel][str(share)]
+            row[f"{panel} {share:.0%} (s)"] = "never" if seconds is None else seconds
+    return {**row, **more}
+
+
 # ----- the window's side (in the receiver's namespace, on the Xvfb screen) ----------------------------------
 
 def window_run(iface: str, sender: list[str], seconds: float, out: Path, store: Path, shots: Path | None,
@@ -209,12 +237,12 @@ def main(argv=None) -> int:
         return 2
     if args.shots is not None:
         args.shots.mkdir(parents=True, exist_ok=True)
-    rows = []
+    runs = []
     for i in range(args.runs):
         row = one_run(args.seconds, args.shots if i == 0 else None)
-        rows.append(row)
+        runs.append(row)
         print(json.dumps(row), flush=True)
-    report = {"runs": rows, "median": medians(rows), "targets": TARGETS}
+    report = {"runs": runs, "median": medians(runs), "targets": TARGETS}
     print(json.dumps({"median": report["median"]}), flush=True)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
