@@ -47,10 +47,12 @@ def schedule(shares: dict[str, float], others: int, seed: int = 1) -> list[str]:
     return [slots[i] for i in rng.permutation(SLOTS)]
 
 
-def paced(rate: float, seconds: float, emit, stop=None) -> tuple[float, float]:
-    """Call ``emit(n)`` for n = 0, 1, ... at ``rate`` per second for ``seconds`` (``emit`` returning
-    False: try slot n again on the next tick; ``stop()`` returning True ends it early); returns the
-    Unix times of the start and the end."""
+def paced(rate: float, seconds: float, emit, labels, stop=None) -> dict:
+    """Call ``emit(n)`` for n = 0, 1, ... at ``rate`` per second for ``seconds`` (``stop()``
+    returning True ends it early); ``emit`` returns the label (one of ``labels``) it sent, or None
+    when it could not (slot n is tried again on the next tick). Returns the packets sent per label
+    and the Unix times of the start and the end (the JSON line ``main`` prints)."""
+    sent = dict.fromkeys(labels, 0)
     n = 0
     t0 = time.monotonic()
     first = time.time()
@@ -60,10 +62,14 @@ def paced(rate: float, seconds: float, emit, stop=None) -> tuple[float, float]:
             break
         due = min(int(rate * elapsed) + 1, int(rate * seconds))
         n = max(n, due - int(rate * 0.05) - 1)  # behind (a busy machine): skip, never burst
-        while n < due and emit(n):
+        while n < due:
+            label = emit(n)
+            if label is None:
+                break
+            sent[label] += 1
             n += 1
         time.sleep(0.002)
-    return first, time.time()
+    return {"sent": sent, "packets": sum(sent.values()), "first": first, "last": time.time()}
 
 
 def send(rate: float, seconds: float, shares: dict[str, float], others: int = 20, port: int = PORT,
@@ -75,24 +81,21 @@ def send(rate: float, seconds: float, shares: dict[str, float], others: int = 20
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.bind((address, 0))
         socks[address] = s
-    sent = dict.fromkeys(socks, 0)
     payload = b"dptop"
 
-    def emit(n: int) -> bool:
+    def emit(n: int) -> str | None:
         address = plan[n % SLOTS]
         try:
             socks[address].sendto(payload, ("127.0.0.1", port))
         except OSError:  # loopback queue full: try this slot again on the next tick
-            return False
-        sent[address] += 1
-        return True
+            return None
+        return address
 
     try:
-        first, last = paced(rate, seconds, emit, stop)
+        return paced(rate, seconds, emit, socks, stop)
     finally:
         for s in socks.values():
             s.close()
-    return {"sent": sent, "packets": sum(sent.values()), "first": first, "last": last}
 
 
 def udp_frame(source: str, port: int = PORT, payload: bytes = b"dptop") -> bytes:
@@ -115,34 +118,34 @@ def send_frames(iface: str, rate: float, seconds: float, shares: dict[str, float
         raise ValueError(f"--others ({others}) must be in [1, {OTHERS_NET.num_addresses - 2}] with --iface")
     plan = schedule(shares, 1)
     named = {address: udp_frame(address, port) for address in shares}
-    sent = dict.fromkeys([*shares, "others"], 0)
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     sock.bind((iface, 0))
+    other = 0
 
-    def emit(n: int) -> bool:
+    def emit(n: int) -> str | None:
+        nonlocal other
         address = plan[n % SLOTS]
         frame = named.get(address)
         if frame is None:
-            address = "others"
-            frame = udp_frame(str(OTHERS_NET[1 + sent["others"] % others]), port)
+            address, frame = "others", udp_frame(str(OTHERS_NET[1 + other % others]), port)
         try:
             sock.send(frame)
         except OSError:  # the interface's queue is full: try this slot again on the next tick
-            return False
-        sent[address] += 1
-        return True
+            return None
+        other += address == "others"
+        return address
 
     try:
-        first, last = paced(rate, seconds, emit, stop)
+        return paced(rate, seconds, emit, [*shares, "others"], stop)
     finally:
         sock.close()
-    return {"sent": sent, "packets": sum(sent.values()), "first": first, "last": last}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m dptop.capture.lab.paced",
-                                description="Send UDP packets on loopback at a steady rate from 127.0.0.x sources, "
-                                            "some with a fixed share of the traffic (a test sender for dptop capture).")
+                                description="Send UDP packets on loopback at a steady rate from 127.0.0.x sources "
+                                            "(or frames on a test interface with --iface), some with a fixed share "
+                                            "of the traffic (a test sender for dptop capture).")
     p.add_argument("--rate", type=float, default=2000.0, help="packets per second (default 2000)")
     p.add_argument("--seconds", type=float, default=10.0, help="how long to send, in seconds (default 10)")
     p.add_argument("--share", action="append", default=[], metavar="ADDRESS=SHARE",
