@@ -38,7 +38,7 @@ def test_the_interface_sender_writes_udp_frames_the_capture_counts_by_source(tmp
 @pytest.mark.live
 @pytest.mark.skipif(livewindow.available() is not None, reason=livewindow.available() or "")
 def test_the_window_on_a_2000_per_s_live_link_shows_both_sources_in_time(tmp_path):
-    row = livewindow.one_run(livewindow.SECONDS, tmp_path, "")
+    row = livewindow.one_run(livewindow.SECONDS, tmp_path)
     print(f"\nlive window: {row['first']} (sent {row['sent']['sent']}, {row['drops']}, load {row['load']})")
     assert row["error"] is None
     sent = row["sent"]["sent"]

@@ -63,12 +63,13 @@ def _free_display() -> int:
     return n
 
 
-def one_run(seconds: float = SECONDS, shots: Path | None = None, tag: str = "") -> dict:
+def one_run(seconds: float = SECONDS, shots: Path | None = None) -> dict:
     """One run in fresh namespaces on a fresh Xvfb screen: {"first": {panel: {share: s or None}},
     "sent", "drops", "load"}."""
     with VethLab() as lab, tempfile.TemporaryDirectory(prefix="dptop-livewindow-") as tmp:
         display = _free_display()
-        xvfb = subprocess.Popen(["Xvfb", f":{display}", "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24", "-nolisten", "tcp"],
+        screen = f"{SCREEN[0]}x{SCREEN[1]}x24"
+        xvfb = subprocess.Popen(["Xvfb", f":{display}", "-screen", "0", screen, "-nolisten", "tcp"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 30
@@ -83,7 +84,7 @@ def one_run(seconds: float = SECONDS, shots: Path | None = None, tag: str = "") 
             argv = [sys.executable, "-m", "dptop.lab.livewindow", "--window", lab.rx, "--sender", json.dumps(sender),
                     "--seconds", str(seconds), "--json", str(out), "--settings", str(Path(tmp) / "dptop.ini")]
             if shots is not None:
-                argv += ["--shots", str(shots), "--tag", tag]
+                argv += ["--shots", str(shots)]
             env = {**os.environ, "DISPLAY": f":{display}", "QT_QPA_PLATFORM": "xcb"}
             proc = subprocess.run(lab.command(lab.rx_ns, argv), env=env, capture_output=True, text=True,
                                   timeout=START_TIMEOUT + seconds + 120)
@@ -140,8 +141,7 @@ def _flat(run: str, first: dict, **more) -> dict:
 
 # ----- the window's side (in the receiver's namespace, on the Xvfb screen) ----------------------------------
 
-def window_run(iface: str, sender: list[str], seconds: float, out: Path, store: Path, shots: Path | None,
-               tag: str) -> int:
+def window_run(iface: str, sender: list[str], seconds: float, out: Path, store: Path, shots: Path | None) -> int:
     """Open the window with fresh preferences on ``iface``, start ``sender`` once its session runs,
     poll the private panels, write the run's JSON to ``out``."""
     from PySide6.QtCore import QSettings, QTimer
@@ -202,7 +202,7 @@ def window_run(iface: str, sender: list[str], seconds: float, out: Path, store: 
                     state["first"][panel][share] = now
         since = now - state["t0"]
         for at in SHOTS:
-            name = f"window-{tag}{at}s.png"
+            name = f"window-{at}s.png"
             if shots is not None and since >= at and name not in (n for n, _ in state["shots"]):
                 screen = app.primaryScreen().grabWindow(0)
                 screen.save(str(shots / name), "PNG")
@@ -226,11 +226,9 @@ def main(argv=None) -> int:
     p.add_argument("--window", default=None, help=argparse.SUPPRESS)  # the window's side: its interface
     p.add_argument("--sender", default=None, help=argparse.SUPPRESS)
     p.add_argument("--settings", type=Path, default=None, help=argparse.SUPPRESS)
-    p.add_argument("--tag", default="", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.window:
-        return window_run(args.window, json.loads(args.sender), args.seconds, args.json, args.settings, args.shots,
-                          args.tag)
+        return window_run(args.window, json.loads(args.sender), args.seconds, args.json, args.settings, args.shots)
     why = available()
     if why:
         print(why, file=sys.stderr)
