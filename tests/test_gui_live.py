@@ -41,8 +41,11 @@ def test_the_window_on_a_2000_per_s_live_link_shows_both_sources_in_time(tmp_pat
     row = livewindow.one_run(livewindow.SECONDS, tmp_path)
     print(f"\nlive window: {row['first']} (sent {row['sent']['sent']}, {row['drops']}, load {row['load']})")
     assert row["error"] is None
-    sent = row["sent"]["sent"]
-    assert sent["10.0.0.30"] >= 0.99 * 0.3 * livewindow.RATE * livewindow.SECONDS  # the link carried the shares
+    sent, packets = row["sent"]["sent"], row["sent"]["packets"]
+    # the link carried the shares at about its rate (a busy machine makes the sender skip slots, never burst)
+    assert packets >= 0.9 * livewindow.RATE * livewindow.SECONDS, row["sent"]
+    for address, share in livewindow.SOURCES.items():
+        assert abs(sent[address] / packets - share) < 0.005, row["sent"]
     for panel, targets in livewindow.TARGETS.items():
         for share, deadline in targets.items():
             seconds = row["first"][panel][str(share)]
