@@ -34,7 +34,7 @@ from dptop.runargs import (add_live_options, add_report_options, add_run_options
 REFRESH = Range("refresh", 0.05, 3600.0)
 SOAK_MINUTES = Range("soak-minutes", 0.1, 24 * 60.0)
 BENCH_NAMES = ("algorithms", "single-release", "continual", "sliding-window", "local-dp", "anchors", "capture",
-               "replay", "soak", "live")
+               "replay", "soak", "live", "window")
 """What ``dptop bench --only`` names (dptop.engine.lab.bench.suite.EXTRA_BENCHES by their last part)."""
 def check_replay(args) -> None:
     """Everything ``replay`` checks before it starts (``args.config``, ``args.spec``): the
@@ -189,6 +189,12 @@ def cmd_bench(args) -> int:
 
         show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
         report["reports"].append({"name": "live", "rows": livebench.rows(args.quick, progress=show)})
+        print_report(report["reports"][-1], tables)
+    if wanted is not None and "window" in wanted:
+        from dptop.lab import livewindow
+
+        show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
+        report["reports"].append({"name": "window", "rows": livewindow.rows(args.quick, progress=show)})
         print_report(report["reports"][-1], tables)
     if wanted is None or "replay" in wanted:
         show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
@@ -356,7 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", type=names_arg("--only", BENCH_NAMES), default=None,
                    help="comma-separated bench names: algorithms, capture, single-release, continual, "
                         "sliding-window, anchors, replay (end to end), soak (live, on request only), live (line rate "
-                        "between two namespaces, root, on request only) (default: all but soak and live)")
+                        "between two namespaces, root, on request only), window (the window on a 2,000 packets/s "
+                        "link between two namespaces: seconds until each private panel shows a 30 %% and a 10 %% "
+                        "source, three runs of 200 s, root and Xvfb, on request only) (default: all but soak, live "
+                        "and window)")
     p.add_argument("--soak-minutes", type=ranged(SOAK_MINUTES), default=5.0, metavar="M",
                    help="--only soak: minutes of live capture on lo at 20,000 packets/s (root; the day-long "
                         "target is 60)")
