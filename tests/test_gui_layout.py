@@ -14,7 +14,7 @@ from itertools import combinations
 
 import pytest
 from PySide6.QtCore import QPoint, QRect, QSettings, Qt
-from PySide6.QtWidgets import QApplication, QLabel, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QStyle, QWidget
 
 from PySide6.QtGui import QFontMetrics, QTextDocument
 
@@ -29,7 +29,6 @@ from tests.conftest import DNS_CAPTURE
 WARM = 180_000
 SIZES = ((1280, 720), (1366, 768), (1920, 1080))
 PLOT_MIN_HEIGHT = 150  # px: a plot with its axes, their labels and a few grid lines
-CELL_PADDING = 4  # px a table cell keeps free each side of its text (the style's margin)
 
 
 @pytest.fixture(scope="module")
@@ -299,9 +298,11 @@ def test_the_overview_holds_no_empty_rows(qtbot, window, demo_window, size):
 
 
 def cell_text_width(table, index) -> int:
-    """Pixels the text of the cell at ``index`` needs on one line (its font, the cell's padding)."""
+    """Pixels of its column the text of the cell at ``index`` needs on one line: its font, the
+    style's text margin each side (as Qt's item delegate draws it) and the grid line."""
     font = index.data(Qt.ItemDataRole.FontRole) or table.font()
-    return QFontMetrics(font).horizontalAdvance(str(index.data())) + 2 * CELL_PADDING
+    margin = table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, table) + 1
+    return QFontMetrics(font).horizontalAdvance(str(index.data())) + 2 * margin + int(table.showGrid())
 
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
