@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QMainWindow, QScrollArea, QSplitter, QToolBar, QWidget
+from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
 
 from dptop.gui.budget import BudgetPanel
 from dptop.gui.configs import (DEMO_SPEED, config_from_json, config_to_json, default_config,  # noqa: F401 (re-exported)
@@ -27,7 +27,7 @@ from dptop.gui.drilldown import key_title, open_drilldown
 from dptop.gui.export import export_csv, export_json, save_png
 from dptop.gui.help import HelpOverlay
 from dptop.gui.menus import build_menus, install_shortcuts
-from dptop.gui.overview import OverviewPanel
+from dptop.gui.overview import OVERVIEW_ROWS, OverviewPanel
 from dptop.gui.panel import AlgorithmPanel
 from dptop.gui.params import ParametersPanel
 from dptop.gui.plots import ThroughputPlot, UtilityPlot
@@ -69,6 +69,18 @@ class ReflowArea(QScrollArea):
     def resizeEvent(self, event):
         super().resizeEvent(event)
         self._on_width(self.viewport().width())
+
+
+class CentralArea(QWidget):
+    """The overview above the panels' scroll area; reports its resizes (the overview's height follows)."""
+
+    def __init__(self, on_resize):
+        super().__init__()
+        self._on_resize = on_resize
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self._on_resize()
 
 
 class MainWindow(QMainWindow):
@@ -115,14 +127,16 @@ class MainWindow(QMainWindow):
         self._overview_due = False  # a panel drew new rows since the overview was last updated
         self._tuning_watched = False
         self._tuning_in_front = False
-        central = QSplitter(Qt.Orientation.Vertical)
+        central = CentralArea(self._fit_overview)
         central.setObjectName("central")
-        central.addWidget(self.overview)
-        central.addWidget(self.scroll_area)
-        central.setStretchFactor(0, 1)
-        central.setStretchFactor(1, 3)
-        central.setChildrenCollapsible(False)
+        column = QVBoxLayout(central)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.overview)
+        column.addWidget(self.scroll_area, 1)
+        self.central = central
         self.setCentralWidget(central)
+        for signal in ("modelReset", "rowsInserted", "rowsRemoved", "layoutChanged"):  # its rows, as filtered
+            getattr(self.overview.proxy, signal).connect(self._fit_overview)
         self.overlay = HelpOverlay(central)
 
         self.params = ParametersPanel(self.config)
@@ -130,7 +144,6 @@ class MainWindow(QMainWindow):
         self.throughput = ThroughputPlot()
         self.utility = UtilityPlot()
         self.tuning = TuningPanel(self)
-        self.central = central
         self.docks = build_docks(self, {"params": self.params, "throughput": self.throughput,
                                         "budget": self.budget, "utility": self.utility, "tuning": self.tuning})
 
@@ -190,6 +203,22 @@ class MainWindow(QMainWindow):
             self.grid.addWidget(self.panels[name], i // columns, i % columns)
         for c in range(MAX_COLUMNS):
             self.grid.setColumnStretch(c, 1 if c < columns else 0)
+        self._fit_overview()
+
+    def _fit_overview(self) -> None:
+        """The overview as tall as its rows, no taller (one empty row when it has none): the room
+        for every panel whole comes first; then the overview keeps room for ``OVERVIEW_ROWS`` rows
+        (or as many as it has) and its other rows scroll."""
+        rows = self.overview.proxy.rowCount()
+        line = self.overview.table.verticalHeader().defaultSectionSize()
+        panel_rows = -(-len(self.panels) // max(1, self.columns))
+        tallest = max((p.minimumSizeHint().height() for p in self.panels.values()), default=0)
+        margins = self.grid.contentsMargins()
+        panels = (panel_rows * tallest + max(0, panel_rows - 1) * max(0, self.grid.verticalSpacing())
+                  + margins.top() + margins.bottom() + 2 * self.scroll_area.frameWidth())
+        room = self.central.height() - self.central.layout().spacing() - panels - self.overview.height_for(0)
+        shown = max(min(rows, OVERVIEW_ROWS), min(rows, room // line), 1)
+        self.overview.setFixedHeight(self.overview.height_for(shown))
 
     def showEvent(self, event):
         super().showEvent(event)
@@ -211,6 +240,7 @@ class MainWindow(QMainWindow):
         tallest = max((p.minimumSizeHint().height() for p in self.panels.values()), default=0)
         room = tallest + margins.top() + margins.bottom() + 2 * self.scroll_area.frameWidth()
         self.scroll_area.setMinimumHeight(0 if self._tuning_in_front else room)
+        self._fit_overview()
         self.central.updateGeometry()  # the window's layout reads the new minimum now, before docks are resized
 
     def set_frozen(self, frozen: bool) -> None:
