@@ -12,6 +12,7 @@ from dptop.gui.tuning import HEIGHT as TUNING_HEIGHT
 PARAMS_WIDTH = 290
 BOTTOM_SHARE = 0.3  # of the window's height, for the throughput / budget / utility / tuning tabs
 TABS_HEIGHT = 28  # the bottom docks' tab bar
+BOTTOM_MIN = 260  # px (with their tab bar) the bottom tabs keep when they give way for every panel whole: a readable plot
 
 LEFT, BOTTOM = Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.BottomDockWidgetArea
 DOCKS = (("params", "Parameters", LEFT), ("throughput", "Throughput", BOTTOM), ("budget", "Privacy budget", BOTTOM),
