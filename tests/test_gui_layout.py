@@ -31,15 +31,21 @@ SIZES = ((1280, 720), (1366, 768), (1920, 1080))
 PLOT_MIN_HEIGHT = 150  # px: a plot with its axes, their labels and a few grid lines
 
 
+def shown_window(tmp_path_factory, config, size) -> MainWindow:
+    """A window on ``config`` with fresh preferences, shown at ``size``."""
+    QApplication.instance() or QApplication([])
+    store = QSettings(str(tmp_path_factory.mktemp("layout") / "dptop.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(config, settings=store)
+    w.resize(*size)
+    w.show()
+    return w
+
+
 @pytest.fixture(scope="module")
 def window(tmp_path_factory):
-    app = QApplication.instance() or QApplication([])
-    store = QSettings(str(tmp_path_factory.mktemp("layout") / "dptop.ini"), QSettings.Format.IniFormat)
-    w = MainWindow(default_config(), settings=store)
-    w.resize(1280, 720)
-    w.show()
+    w = shown_window(tmp_path_factory, default_config(), (1280, 720))
     w.open_file(str(DNS_CAPTURE), speed=None)
-    app.processEvents()
+    QApplication.processEvents()
     yield w
     w.close()
 
@@ -69,6 +75,19 @@ def shown(w, widget) -> QRect:
         r = r.intersected(rect_in(w, parent))
         parent = parent.parentWidget()
     return r
+
+
+def assert_labels_whole(w, root: QWidget, size) -> None:
+    """Every visible label under ``root``: an elided one's text is really wider than the label; a
+    plain one shows its whole text (or lies partly out of sight, in a scroll area)."""
+    for label in root.findChildren(ElidedLabel):
+        if label.isVisible() and label.elided:
+            widest = max(label.fontMetrics().horizontalAdvance(line) for line in label.full_text().split("\n"))
+            assert widest > label.contentsRect().width() - 8 or label.wrap, (label.full_text(), size)
+    for label in root.findChildren(QLabel):
+        if label.isVisible() and not isinstance(label, ElidedLabel) and not label.wordWrap() \
+                and "<" not in label.text() and shown(w, label).width() == label.width():
+            assert label.fontMetrics().horizontalAdvance(label.text()) <= label.width() + 2, (label.text(), size)
 
 
 def test_the_minimum_size_is_at_most_1280x720(window):
@@ -108,14 +127,7 @@ def test_nothing_overlaps_nothing_is_cut(qtbot, window, size):
         header = table.horizontalHeader()
         assert header.length() <= table.viewport().width() + 1, (table.parent().objectName(), size)
         assert all(header.sectionSize(c) >= 16 for c in range(header.count()))
-    for label in w.findChildren(ElidedLabel):
-        if label.isVisible() and label.elided:
-            widest = max(label.fontMetrics().horizontalAdvance(line) for line in label.full_text().split("\n"))
-            assert widest > label.contentsRect().width() - 8 or label.wrap, label.full_text()
-    for label in w.findChildren(QLabel):  # a plain label shows its whole text, or is one that elides
-        if label.isVisible() and not isinstance(label, ElidedLabel) and not label.wordWrap() \
-                and "<" not in label.text() and shown(w, label).width() == label.width():
-            assert label.fontMetrics().horizontalAdvance(label.text()) <= label.width() + 2, (label.text(), size)
+    assert_labels_whole(w, w, size)
 
     w.docks["tuning"].raise_()
     plots = (w.tuning.plot, w.tuning.limits)
@@ -251,12 +263,8 @@ LARGE = ((1920, 1080), (2560, 1440))
 @pytest.fixture(scope="module")
 def demo_window(tmp_path_factory):
     """The window ``dptop demo`` opens (its four panels), with no source: its geometry alone."""
-    app = QApplication.instance() or QApplication([])
-    store = QSettings(str(tmp_path_factory.mktemp("demo") / "dptop.ini"), QSettings.Format.IniFormat)
-    w = MainWindow(demo_config(), settings=store)
-    w.resize(1920, 1080)
-    w.show()
-    app.processEvents()
+    w = shown_window(tmp_path_factory, demo_config(), (1920, 1080))
+    QApplication.processEvents()
     yield w
     w.close()
 
@@ -382,12 +390,5 @@ def test_every_tab_nothing_overlaps_no_label_is_cut(qtbot, window, size, front):
     assert not overlapping_siblings(dock.widget()), [(type(p).__name__, type(a).__name__, a.geometry(),
                                                        type(b).__name__, b.geometry())
                                                       for p, a, b in overlapping_siblings(dock.widget())]
-    for label in dock.findChildren(ElidedLabel):
-        if label.isVisible() and label.elided:
-            widest = max(label.fontMetrics().horizontalAdvance(line) for line in label.full_text().split("\n"))
-            assert widest > label.contentsRect().width() - 8 or label.wrap, (label.full_text(), size)
-    for label in dock.findChildren(QLabel):
-        if label.isVisible() and not isinstance(label, ElidedLabel) and not label.wordWrap() \
-                and "<" not in label.text() and shown(w, label).width() == label.width():
-            assert label.fontMetrics().horizontalAdvance(label.text()) <= label.width() + 2, (label.text(), size)
+    assert_labels_whole(w, dock, size)
     w.docks["throughput"].raise_()
