@@ -127,6 +127,7 @@ class MainWindow(QMainWindow):
         self._overview_due = False  # a panel drew new rows since the overview was last updated
         self._tuning_watched = False
         self._tuning_in_front = False
+        self._every_panel = 0  # px the panels' area needs to show every panel whole (``_room_for_panels``)
         central = CentralArea(self._fit_overview)
         central.setObjectName("central")
         column = QVBoxLayout(central)
@@ -220,8 +221,7 @@ class MainWindow(QMainWindow):
         (or as many as it has) and its other rows scroll."""
         rows = self.overview.proxy.rowCount()
         line = self.overview.table.verticalHeader().defaultSectionSize()
-        room = (self.central.height() - self.central.layout().spacing() - self._panels_height(self._panel_rows())
-                - self.overview.height_for(0))
+        room = self.central.height() - self.central.layout().spacing() - self._every_panel - self.overview.height_for(0)
         shown = max(min(rows, OVERVIEW_ROWS), min(rows, room // line), 1)
         self.overview.setFixedHeight(self.overview.height_for(shown))
 
@@ -244,12 +244,12 @@ class MainWindow(QMainWindow):
         When the window has the height, the bottom tabs give way further (down to ``BOTTOM_MIN``)
         so that every panel shows whole and the overview keeps ``OVERVIEW_ROWS`` rows."""
         self.scroll_area.setMinimumHeight(0 if self._tuning_in_front else self._panels_height(1))
+        self._every_panel = self._panels_height(self._panel_rows())  # measured here, not at every overview update
         self._fit_overview()
         self.central.updateGeometry()  # the window's layout reads the new minimum now, before docks are resized
         if self._tuning_in_front or not self.isVisible():
             return
-        need = (self.overview.height_for(OVERVIEW_ROWS) + self.central.layout().spacing()
-                + self._panels_height(self._panel_rows()))
+        need = self.overview.height_for(OVERVIEW_ROWS) + self.central.layout().spacing() + self._every_panel
         bottom = next((d for d in self.docks.values() if self.dockWidgetArea(d) == BOTTOM and d.isVisible()
                        and not d.visibleRegion().isEmpty()), None)
         short = need - self.central.height()
