@@ -3,7 +3,8 @@ has spent per packet over the whole session and the sequential-composition total
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QHeaderView, QLabel, QStyle, QTableView, QVBoxLayout, QWidget
 
 from dptop.gui.help import TIPS
 from dptop.gui.models import BudgetModel, BudgetRow
@@ -76,16 +77,43 @@ class FittedTable(QTableView):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         self.horizontalHeader().setStretchLastSection(False)
+        self._stale = True  # the columns are to be fitted at the next paint
+
+    def wanted_widths(self) -> list[int]:
+        """Each column's width for its title and its widest cell on one line (the cell's font, the
+        style's text margin each side and the grid line, as the item delegate draws it)."""
+        model, header = self.model(), self.horizontalHeader()
+        pad = 2 * (self.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self) + 1) + int(self.showGrid())
+        metrics: dict[str, QFontMetrics] = {}
+        wanted = []
+        for c in range(header.count()):
+            width = header.sectionSizeHint(c)
+            for r in range(model.rowCount()):
+                index = model.index(r, c)
+                font = index.data(Qt.ItemDataRole.FontRole) or self.font()
+                m = metrics.setdefault(font.key(), QFontMetrics(font))
+                width = max(width, m.horizontalAdvance(str(index.data())) + pad)
+            wanted.append(width)
+        return wanted
 
     def fit(self) -> None:
-        header = self.horizontalHeader()
-        wanted = [max(self.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in range(header.count())]
-        for c, width in enumerate(fitted_widths(wanted, self.viewport().width())):
-            header.resizeSection(c, width)
+        """Columns fitted to the width, only while the table is in sight (a tab behind another is
+        "visible" to Qt): out of sight, it is fitted at its next paint."""
+        if not self.isVisible() or self.visibleRegion().isEmpty():
+            self._stale = True
+            return
+        self._stale = False
+        for c, width in enumerate(fitted_widths(self.wanted_widths(), self.viewport().width())):
+            self.horizontalHeader().resizeSection(c, width)
 
     def resizeEvent(self, event):
         super().resizeEvent(event)
         self.fit()
+
+    def paintEvent(self, event):
+        if self._stale:
+            self.fit()
+        super().paintEvent(event)
 
 
 class BudgetPanel(QWidget):
