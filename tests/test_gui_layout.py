@@ -14,9 +14,9 @@ from itertools import combinations
 
 import pytest
 from PySide6.QtCore import QPoint, QRect, QSettings, Qt
-from PySide6.QtWidgets import QApplication, QLabel, QStyle, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
-from PySide6.QtGui import QFontMetrics, QTextDocument
+from PySide6.QtGui import QTextDocument
 
 from dptop.gui.configs import default_config, demo_config
 from dptop.gui.elide import ElidedLabel
@@ -306,11 +306,9 @@ def test_the_overview_holds_no_empty_rows(qtbot, window, demo_window, size):
 
 
 def cell_text_width(table, index) -> int:
-    """Pixels of its column the text of the cell at ``index`` needs on one line: its font, the
-    style's text margin each side (as Qt's item delegate draws it) and the grid line."""
-    font = index.data(Qt.ItemDataRole.FontRole) or table.font()
-    margin = table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, table) + 1
-    return QFontMetrics(font).horizontalAdvance(str(index.data())) + 2 * margin + int(table.showGrid())
+    """Pixels of its column the cell at ``index`` needs to show its text on one line: what the
+    table's item delegate asks for it (its font, the style's margins) and the grid line."""
+    return table.sizeHintForIndex(index).width() + int(table.showGrid())
 
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
