@@ -3,8 +3,7 @@ has spent per packet over the whole session and the sequential-composition total
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QHeaderView, QLabel, QStyle, QTableView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
 from dptop.gui.help import TIPS
 from dptop.gui.models import BudgetModel, BudgetRow
@@ -80,21 +79,9 @@ class FittedTable(QTableView):
         self._stale = True  # the columns are to be fitted at the next paint
 
     def wanted_widths(self) -> list[int]:
-        """Each column's width for its title and its widest cell on one line (the cell's font, the
-        style's text margin each side and the grid line, as the item delegate draws it)."""
-        model, header = self.model(), self.horizontalHeader()
-        pad = 2 * (self.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self) + 1) + int(self.showGrid())
-        metrics: dict[str, QFontMetrics] = {}
-        wanted = []
-        for c in range(header.count()):
-            width = header.sectionSizeHint(c)
-            for r in range(model.rowCount()):
-                index = model.index(r, c)
-                font = index.data(Qt.ItemDataRole.FontRole) or self.font()
-                m = metrics.setdefault(font.key(), QFontMetrics(font))
-                width = max(width, m.horizontalAdvance(str(index.data())) + pad)
-            wanted.append(width)
-        return wanted
+        """Each column's width for its title and its widest cell on one line, as the style draws them."""
+        header = self.horizontalHeader()
+        return [max(self.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in range(header.count())]
 
     def fit(self) -> None:
         """Columns fitted to the width, only while the table is in sight (a tab behind another is
