@@ -116,7 +116,7 @@ class DPSSTarget(EpochedTarget):
         return [self._boundary_pair(mech), self._isolated_pair(mech), frozen_tie_pair()]
 
     def structure(self, pair):
-        """Corollary 1 of seed 000 on the two final summaries (dptop.engine.lab.audit.structure)."""
+        """Corollary 1 of paper 000 on the two final summaries (dptop.engine.lab.audit.structure)."""
         mech = self.cls(self.settings())
         sides = []
         for keys in (pair.x, pair.x_prime):
