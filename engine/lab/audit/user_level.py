@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dptop.engine.lab.audit.statistics import features_of
+from dptop.engine.lab.audit.events import features_of
 from dptop.engine.lab.audit.streams import Pair, label
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.settings import Settings
