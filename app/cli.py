@@ -163,13 +163,13 @@ def cmd_compile(args) -> int:
     """Compile kernels into the user cache now (``make`` runs ``--first`` after installing), so the
     first replay or window starts at once; the rest compile on first use."""
     from dptop.engine.core.jit import cache_dir
-    from dptop.kernels import LIVE, PCAP, PCAPNG, compile_kernels
+    from dptop.kernels import EXACT, LIVE, PCAP, PCAPNG, compile_kernels
 
-    tasks = [PCAP, *algorithm_names(None)] if args.first else [PCAP, PCAPNG, LIVE, *catalogue.names()]
+    tasks = [PCAP, *algorithm_names(None)] if args.first else [PCAP, PCAPNG, LIVE, EXACT, *catalogue.names()]
     t0 = time.perf_counter()
     what = "the pcap parser and the default algorithms" if args.first else "every kernel"
     print(f"dptop: compiling {what} into {cache_dir()} (once per install) ...", file=sys.stderr, flush=True)
-    errors = compile_kernels(tasks)
+    errors = compile_kernels(tasks, every_path=not args.first)
     if errors:
         print(f"dptop: error: {len(errors)} did not compile: {'; '.join(errors)}", file=sys.stderr)
         return 1
