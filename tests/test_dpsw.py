@@ -12,7 +12,7 @@ from scipy import stats
 from dptop.engine.core.keys import hash_key
 from dptop.engine.core.workload import keys_of_ipv4
 from dptop.engine.sliding_window.dpsw import Channel, DPSWSketch
-from dptop.engine.sliding_window.dpsw_kernels import FAMILY_ANY, FAMILY_V4, FAMILY_V6
+from dptop.engine.sliding_window.dpsw_kernels import FAMILY_ANY, FAMILY_V4, FAMILY_V6, INGEST_BLOCK
 from dptop.engine.privacy.measures import bun_steinke_rho, zcdp_epsilon
 from dptop.engine.sliding_window.geometry import (PREFIX, SUFFIX, WHOLE, Geometry, PlanEntry, budgets, checkpoints,
                                                   expected_max_normal, position_costs, rho_from_epsilon_delta)
@@ -374,6 +374,32 @@ def test_reused_sketches_hold_only_their_own_range_and_noise():
                     o, n = ch * st.geom[4] + st.off[sid], sk.depth * st.width[sid]
                     assert np.array_equal(st.cells[o:o + n], _range_counts(sk, history, ch, sid)), (sub, ch, sid)
     assert reads > 5
+
+
+def test_runs_longer_than_an_ingest_block_count_every_item_once():
+    """A channel hashes ``INGEST_BLOCK`` keys at a time and then counts them row by row: runs of
+    hundreds of positions between checkpoints (not a multiple of the block), mixed IPv4 and IPv6
+    keys and batches that end inside a run still leave every PCMS of every channel with exactly
+    the counts of its own range. A key counted twice, dropped at a block's end or hashed with the
+    wrong high word fails it."""
+    assert INGEST_BLOCK < 300
+    g = Geometry.make(1800, 900, "1/2")
+    chans = [Channel(0.5, FAMILY_V4, 104), Channel(0.5, FAMILY_V6, 64), Channel(0.5, FAMILY_ANY, 128)]
+    sk = DPSWSketch(g, chans, depth=2, width=256, seed=4)
+    rng = np.random.default_rng(8)
+    v4 = keys_of_ipv4(rng.integers(0, 5000, 2900).astype(np.uint32) * np.uint32(0x00010101))
+    v6 = np.stack([rng.integers(1, 4, 2900).astype(np.uint64) << np.uint64(40),
+                   rng.integers(0, 300, 2900).astype(np.uint64)], axis=1)
+    history = np.where(rng.random((2900, 1)) < 0.7, v4, v6)
+    for a, b in ((0, 1333), (1333, 2900)):
+        sk.update(history[a:b])
+        st = sk.state
+        for ch in range(len(chans)):
+            for sid in range(len(st.owner)):
+                if st.owner[sid] < 1:
+                    continue
+                o, n = ch * st.geom[4] + st.off[sid], sk.depth * st.width[sid]
+                assert np.array_equal(st.cells[o:o + n], _range_counts(sk, history[:b], ch, sid)), (b, ch, sid)
 
 
 def test_a_read_sees_counts_plus_the_instance_noise_the_same_on_every_read():

@@ -53,6 +53,7 @@ def cmd_bench(args) -> int:
         show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
         report["reports"].append({"name": "startup", "rows": replaybench.startup(quick=args.quick, progress=show)})
         report["reports"].append({"name": "replay", "rows": replaybench.run(quick=args.quick, progress=show)})
+        report["reports"].append({"name": "replay lanes", "rows": replaybench.lanes(quick=args.quick, progress=show)})
     if args.json_out:
         write_json(report, args.json_out)
     return 0

@@ -11,6 +11,11 @@ algorithm; the parser alone reads the same file for the ratio. Contenders altern
 ABCD) and each figure is the median of the repetitions, measured per wall second of the replay
 (start-up excluded: from the first packet to the end) and per CPU-second of the whole process.
 Each row and progress line carries the 1-minute load average when its runs ended (``load``).
+
+``lanes`` splits the default set's replay CPU: per lane, the CPU-seconds inside its algorithm
+during the session (``Worker.busy``) beside the same algorithm alone on the same batches (its
+class, settings and public facts, one thread, nothing else running in it), and the rest of the
+session's CPU (parser, fan-out, ground truth, queues, threads, kernel loading) as one row.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from dptop.engine.lab.bench.load import load_average
 from dptop.engine.core.settings import Settings
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.session import Session
+from dptop.monitor.sources import REPLAY_BATCH
 from dptop.monitor.states import State
 from dptop.resources import DEMO_CAPTURE
 from dptop.runargs import DEFAULT_ALGORITHMS
@@ -69,6 +75,64 @@ def replay(path, names) -> tuple[int, float, float]:
     if state is not State.FINISHED:
         raise RuntimeError(f"replay bench ended {state}: {session.error}")
     return packets, wall, _cpu() - c0
+
+
+def _lane_split(path, names) -> tuple[float, dict[str, float], dict[str, float]]:
+    """(session CPU s, CPU s inside each lane's algorithm, CPU s of each algorithm alone) of one
+    replay of ``path`` with ``names``; alone: a fresh instance of the lane's class with its
+    settings and facts consumes the file's batches (``REPLAY_BATCH``) on this thread."""
+    session = Session(RunConfig(names, Settings()))
+    c0 = _cpu()
+    session.open(SourceSpec("file", path=str(path)))
+    state = session.wait()
+    lanes = dict(session.lanes)
+    busy = {name: lane.worker.busy for name, lane in lanes.items()}
+    session.close(5.0)
+    total = _cpu() - c0
+    if state is not State.FINISHED:
+        raise RuntimeError(f"replay bench ended {state}: {session.error}")
+    with open_capture(path) as reader:
+        batches = list(reader.batches(REPLAY_BATCH))
+    alone = {}
+    for name, lane in lanes.items():
+        used = lane.worker.algorithm
+        algorithm = type(used)(lane.settings, used.facts, used.counting)
+        algorithm.warm_up()
+        t0 = time.thread_time()
+        for batch in batches:
+            algorithm.consume(batch)
+        algorithm.finish()
+        alone[name] = time.thread_time() - t0
+    return total, busy, alone
+
+
+def lanes(quick: bool = False, repeats: int = 3, progress=print, length: int | None = None) -> list[dict]:
+    """Per lane of the default set: median CPU-seconds inside its algorithm in the session, alone,
+    and their ratio; then the session's CPU outside every lane's algorithm (the same Zipf file as
+    ``run``; ``length`` packets instead when given)."""
+    length = length or 1 << (22 if quick else 24)
+    with tempfile.TemporaryDirectory(prefix="dptop-bench-") as tmp:
+        path = Path(tmp) / "zipf.pcap"
+        write_zipf_pcap(path, 1.1, 1 << 20, length, seed=11, rate_pps=1_000_000)
+        _lane_split(path, DEFAULT_ALGORITHMS)  # warm
+        runs = [_lane_split(path, DEFAULT_ALGORITHMS) for _ in range(repeats)]
+    load = load_average()
+    rows = []
+    for name in DEFAULT_ALGORITHMS:
+        inside = statistics.median(r[1][name] for r in runs)
+        alone = statistics.median(r[2][name] for r in runs)
+        rows.append({"bench": "replay lanes", "part": name, "packets": length, "cpu_s": inside,
+                     "alone_cpu_s": alone, "ns_per_packet": inside / length * 1e9,
+                     "vs_alone": inside / alone if alone else None, "load": load})
+    rest = statistics.median(r[0] - sum(r[1].values()) for r in runs)
+    rows.append({"bench": "replay lanes", "part": "outside the algorithms", "packets": length, "cpu_s": rest,
+                 "alone_cpu_s": None, "ns_per_packet": rest / length * 1e9, "vs_alone": None, "load": load})
+    if progress:
+        for r in rows:
+            alone = "" if r["alone_cpu_s"] is None else f", alone {r['alone_cpu_s']:.3f} s ({r['vs_alone']:.2f}x)"
+            progress(f"replay lane {r['part']:22s} {r['cpu_s']:.3f} CPU-s, {r['ns_per_packet']:5.0f} ns/packet"
+                     f"{alone}, load {r['load']:.2f}")
+    return rows
 
 
 STARTUP_TARGETS = {"first CLI result": 1.5, "first window": 3.0, "cold compile": None}

@@ -47,7 +47,7 @@ import numpy as np
 from dptop.engine.privacy.bulknoise import make_rng
 from dptop.engine.core.keys import random_seed64
 from dptop.engine.core.settings import check_positive_int
-from dptop.engine.sliding_window.dpsw_kernels import (FAMILY_ANY, DPSWState, estimate_keys, hash_cache,
+from dptop.engine.sliding_window.dpsw_kernels import (FAMILY_ANY, INGEST_BLOCK, DPSWState, estimate_keys, hash_cache,
                                                       instance_noise, process_batch)
 from dptop.engine.sliding_window.geometry import (ESTIMATORS, PREFIX, SUFFIX, Geometry, Plan,
                                                   PlanEntry, budgets, expected_max_normal,
@@ -126,7 +126,8 @@ class DPSWSketch:
         widths = sketch_widths(width, geometry.I)
         cells = 4 * channels * depth * sum(widths[q] for q in qs)
         per_sketch = len(qs) * (8 * 8 + 8 * channels + 2)
-        return cells + per_sketch + 8 * channels * (depth + 3) + 8 * (len(geometry.I) + len(geometry.Ip)) + 64
+        return (cells + per_sketch + 8 * channels * (depth + 3) + 8 * (len(geometry.I) + len(geometry.Ip)) + 64
+                + 8 * depth * INGEST_BLOCK)
 
     def _build(self) -> None:
         g, a = self.geometry, self.depth
@@ -156,7 +157,7 @@ class DPSWSketch:
             writes=np.zeros(n_sk, dtype=np.int64), last=np.full(n_sk, -1, dtype=np.int64),
             geom=np.array([g.L, g.m, g.K, a, S], dtype=np.int64), hm=hm, hk=hk,
             ids=np.zeros(2 * g.m - 1, dtype=np.int64), rows=np.zeros((2 * g.m - 1) * a, dtype=np.uint64),
-            shs=np.zeros(2 * g.m - 1, dtype=np.uint64))
+            shs=np.zeros(2 * g.m - 1, dtype=np.uint64), hs=np.zeros(a * INGEST_BLOCK, dtype=np.uint64))
 
     def reset(self) -> None:
         """Forget everything: new hash seeds, new noise (a new instance, §9 P11)."""
