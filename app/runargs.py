@@ -30,7 +30,8 @@ PUBLISH_TARGET = nonempty("--publish (a file name, or - for stdout)")
 
 def add_run_options(p: argparse.ArgumentParser, json_out: bool = True) -> None:
     p.add_argument("--algorithms", default=None,
-                   help="comma-separated names (default: the private trio and the baselines available); "
+                   help="comma-separated names (default: the private trio and exact, "
+                        f"{','.join(DEFAULT_ALGORITHMS)}; with --baselines also {','.join(defaults.BASELINES)}); "
                         "'dptop list' shows them")
     p.add_argument("--k", type=ranged(RANGES["k"]), default=defaults.K,
                    help=f"report the keys above 1/k of the traffic, at most k of them (default {defaults.K})")
@@ -118,7 +119,8 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                         "(default auto)")
     p.add_argument("--baselines", action="store_true",
                    help="also print the non-private baselines (SpaceSaving, Misra-Gries, CountMin) beside the "
-                        "exact top; the JSON holds them either way (default: not printed)")
+                        "exact top, and without --algorithms also run SpaceSaving and Misra-Gries (default: the "
+                        "defaults' baseline is exact alone)")
 
 
 def report_form(args) -> str:
@@ -191,10 +193,11 @@ def cluster_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def algorithm_names(spec: str | None) -> list[str]:
+def algorithm_names(spec: str | None, baselines: bool = False) -> list[str]:
+    """The names ``--algorithms`` gives, or the defaults (with ``--baselines``, the cheap baselines too)."""
     known = catalogue.names()
     if spec is None:
-        return [n for n in DEFAULT_ALGORITHMS if n in known]
+        return [n for n in (*DEFAULT_ALGORITHMS, *(defaults.BASELINES if baselines else ())) if n in known]
     names = [n.strip() for n in spec.split(",") if n.strip()]
     if not names:
         raise ValueError("--algorithms names no algorithm")
@@ -207,7 +210,7 @@ def algorithm_names(spec: str | None) -> list[str]:
 
 
 def config_from_args(args) -> RunConfig:
-    names = algorithm_names(args.algorithms)
+    names = algorithm_names(args.algorithms, getattr(args, "baselines", False))
     settings = settings_from_args(args)
     top = args.top if args.top is not None else settings.extra.get("top", max(args.k, 10))
     counting = CountingChoice(args.key, args.weight, args.byte_unit, args.byte_cap)

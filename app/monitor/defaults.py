@@ -15,9 +15,15 @@ from dptop.engine.core.settings import Settings
 from dptop.monitor import catalogue
 from dptop.monitor.config import RunConfig
 
-ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact", "spacesaving", "misragries")
-"""The private trio (one per model: single release, continual observation, sliding window) and
-the cheap baselines beside them; CountMin (as costly per packet as LazyHH) on request."""
+ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact")
+"""The private trio (one per model: single release, continual observation, sliding window) and the
+exact counts beside them. The other non-private baselines run only when a user asks for them
+(``--baselines`` adds ``BASELINES``; ``--algorithms`` names any): SpaceSaving and Misra-Gries cost
+about 14 % of a default replay's CPU and were printed only with ``--baselines`` anyway."""
+
+BASELINES = ("spacesaving", "misragries")
+"""The cheap non-private baselines ``--baselines`` runs beside the defaults (CountMin, as costly per
+packet as LazyHH, only by name)."""
 
 K = 16
 """Heavy hitters: items above n/k, at most k of them."""
@@ -45,7 +51,6 @@ def run_config() -> RunConfig:
     return RunConfig(algorithms(), s.with_(extra={"top": max(s.k, 10)}))
 
 
-DEMO_ALGORITHMS = ("dpss", "lazyhh", "dpsw", "exact")
 DEMO = {"epoch_seconds": 10.0, "k_tilde": 1024, "window": 20_000, "gamma": 0.04}
 """``dptop demo`` (resources/SOURCES.md), windowed and headless alike: the defaults with epochs of
 10 s of packet time, so the 300 s capture releases as a live link would; k~ = 1024 keeps LazyHH's
@@ -55,12 +60,12 @@ threshold near 14.5k packets over the file's 152,629, which the attack waves' so
 
 def demo_config() -> RunConfig:
     base = run_config()
-    return RunConfig(DEMO_ALGORITHMS, base.settings.with_(**DEMO))
+    return RunConfig(base.names, base.settings.with_(**DEMO))
 
 
 def demo_args() -> list[str]:
     """``DEMO`` as ``dptop replay`` options (the headless demo)."""
-    out = ["--algorithms", ",".join(DEMO_ALGORITHMS)]
+    out = ["--algorithms", ",".join(algorithms())]
     for name, value in DEMO.items():
         out += [f"--{name.replace('_', '-')}", f"{value:g}"]
     return out
