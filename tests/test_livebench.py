@@ -29,7 +29,9 @@ def test_every_broken_view_is_caught():
     lane = capture_json(1_000, {"dpss": 990, "exact": 1_000})
     lane["drops"]["by_lane"]["exact"]["missed"] = 3
     assert livebench.account(lane, line, 1_000)[1]
-    assert livebench.account(good, "drops 9 of 1,000 offered", 1_000)[1]  # stderr disagrees with the JSON
+    assert livebench.account(good, "drops 9 of 1,000 offered", 1_000)[1]  # the status disagrees with the JSON
+    assert livebench.account(good, "", 1_000)[1]  # packets lost, and the status does not say so
+    assert livebench.account(capture_json(1_000, {"exact": 1_000}), "", 1_000)[1] == []  # none lost, no line
 
 
 def run(contender: str, rate, offered: int, counted: int, ok: bool = True) -> dict:

@@ -12,7 +12,7 @@ executable, e.g. an older checkout's, run with its own defaults).
 
 Each run's row: offered, counted and dropped per lane (offered minus what the lane saw), the kernel's
 drops, the late and queue drops of dptop's account, whether that account (its JSON and its closing
-stderr line) says exactly offered minus counted for every lane, the CPU per offered packet of the
+status line) says exactly offered minus counted for every lane, the CPU per offered packet of the
 capturing process over the traffic (start-up excluded) and of the sender, and the load average.
 Then one summary row per rate and contender (medians of the alternating runs, the clean runs out of
 all) and a note: whether every run's account held, and the acceptance at the top rate.
@@ -49,7 +49,7 @@ TOP_RATE_FLOOR = 800_000
 """The acceptance's least top rate, frames per second."""
 SENDER_REALTIME = True
 ROOT_NOTE = "the live bench needs root (network namespaces, a veth pair, raw sockets): skipped"
-STDERR_DROPS = re.compile(r"drops ([\d,]+) of ([\d,]+) offered")
+DROPS_LINE = re.compile(r"drops ([\d,]+) of ([\d,]+) offered")
 
 
 def _cpu(pid: int) -> float:
@@ -77,9 +77,10 @@ def _tcpdump_counts(stderr: str) -> tuple[int, int]:
     return numbers.get("captured", 0), numbers.get("dropped by kernel", 0)
 
 
-def account(result: dict, stderr: str, offered: int) -> tuple[dict, list[str]]:
-    """A dptop run's figures from its JSON and stderr against the kernel's ``offered``, and every way
-    its drop account differs from offered minus counted per lane (empty: it holds on both views)."""
+def account(result: dict, text: str, offered: int) -> tuple[dict, list[str]]:
+    """A dptop run's figures from its JSON and printed ``text`` (stdout and stderr: the closing status
+    says "drops N of M offered" when it lost any) against the kernel's ``offered``, and every way its
+    drop account differs from offered minus counted per lane (empty: it holds on both views)."""
     drops = result["drops"]
     seen = {n: a["packets"] for n, a in result["algorithms"].items()}
     counted = min(seen.values()) if seen else 0
@@ -92,9 +93,11 @@ def account(result: dict, stderr: str, offered: int) -> tuple[dict, list[str]]:
         if lane["seen"] != seen.get(name) or lane["missed"] != offered - seen.get(name, 0):
             wrong.append(f"{name}: missed {lane['missed']:,} in the JSON, offered - counted "
                          f"{offered - seen.get(name, 0):,}")
-    said = STDERR_DROPS.findall(stderr)
+    said = DROPS_LINE.findall(text)
     if said and (int(said[-1][0].replace(",", "")), int(said[-1][1].replace(",", ""))) != (offered - counted, offered):
-        wrong.append(f"stderr says 'drops {said[-1][0]} of {said[-1][1]} offered'")
+        wrong.append(f"its status says 'drops {said[-1][0]} of {said[-1][1]} offered'")
+    elif not said and offered != counted:
+        wrong.append("its status has no drops line")
     figures = {"counted": counted, "dropped": offered - counted,
                "dropped_per_lane": ", ".join(f"{n} {offered - k:,}" for n, k in seen.items()),
                "kernel": drops.get("kernel", 0), "late": drops.get("clock", 0), "queue": drops.get("queue", 0)}
@@ -113,7 +116,7 @@ def one_run(lab: VethLab, name: str, argv: tuple[list[str], tuple] | None, rate:
         executable, options = argv
         command = [*executable, "capture", "--iface", lab.rx, "--json", str(out), *options]
     sockets = lab.packet_sockets()
-    proc = subprocess.Popen(lab.command(lab.rx_ns, command), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(lab.command(lab.rx_ns, command), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
         _wait_socket(lab, proc, sockets)
@@ -126,7 +129,7 @@ def one_run(lab: VethLab, name: str, argv: tuple[list[str], tuple] | None, rate:
         offered, tx = lab.rx_packets() - before, lab.tx_packets() - tx0
     finally:
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=300)
+        printed, err = proc.communicate(timeout=300)
     row = {"bench": "live", "contender": name, "rate": rate or "max", "sent": tx, "offered": offered,
            "offered_per_s": round(offered / float(sent_seconds))}
     if argv is None:
@@ -134,7 +137,7 @@ def one_run(lab: VethLab, name: str, argv: tuple[list[str], tuple] | None, rate:
         row.update(counted=captured, dropped=offered - captured, dropped_per_lane="", kernel=kernel, late=0, queue=0,
                    account_ok=kernel == offered - captured, account_differs="")
     else:
-        figures, wrong = account(json.loads(out.read_text()), err, offered)
+        figures, wrong = account(json.loads(out.read_text()), printed + err, offered)
         row.update(figures, account_ok=not wrong, account_differs="; ".join(wrong))
     row.update(cpu_us_per_packet=round(1e6 * cpu / max(offered, 1), 3),
                sender_cpu_us_per_packet=round(1e6 * float(sender_cpu) / max(tx, 1), 3), load=load_average())
@@ -179,7 +182,7 @@ def verdict(runs: list[dict]) -> str:
     """The closing note: the drop account in every dptop run, and the acceptance at the top rate."""
     dptop = [r for r in runs if r["contender"].startswith("dptop")]
     bad = [f"{r['contender']} at {r['rate']}: {r['account_differs']}" for r in dptop if not r["account_ok"]]
-    lines = [f"drop account = offered - counted per lane (JSON and stderr): {len(dptop) - len(bad)} of "
+    lines = [f"drop account = offered - counted per lane (JSON and status line): {len(dptop) - len(bad)} of "
              f"{len(dptop)} dptop runs" + ("" if not bad else "; DIFFERS in " + " | ".join(bad))]
     top = [r for r in dptop if r["rate"] == "max"]
     if top:
