@@ -55,8 +55,10 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-@pytest.mark.parametrize("algorithms", [(), pytest.param(("--algorithms", "dpss,lazyhh,dpsw,exact"), marks=pytest.mark.slow)],
-                         ids=["defaults", "trio"])
+TRIO = ("--algorithms", "dpss,lazyhh,dpsw,exact")
+
+
+@pytest.mark.parametrize("algorithms", [(), pytest.param(TRIO, marks=pytest.mark.slow)], ids=["defaults", "trio"])
 def test_a_process_stopped_for_3_s_at_100k_per_s_loses_nothing(tmp_path, algorithms):
     """Default settings. The ring and the lanes' queues hold the stall, so no packet is lost; a
     packet whose epoch's close (its end plus the lateness, on the public clock) came due while the

@@ -3,11 +3,11 @@
 Two network namespaces joined by a veth pair (dptop.capture.lab.netns); the project's TX-ring
 sender (dptop.capture.lab.txring) offers 34-byte Ethernet/IPv4 frames from Zipf 1.1 sources at a
 stepped rate, the last step as fast as it can send. The sender stands in for another machine, so it
-runs at real-time priority (``SENDER_REALTIME``) to keep its pace on a shared machine. The kernel's counters are the
-ground truth: ``tx_packets`` of the sending interface, ``rx_packets`` of the receiving one (what was
-offered to the capture). Contenders alternate at every step (ABCD ABCD ...): ``dptop capture`` with
-the default algorithms, with the private trio and ``exact``, with ``exact`` alone, and ``tcpdump -B
-65536 -w /dev/null`` where it is installed (``DPTOP_BENCH_BASELINE`` may name another ``dptop``
+runs at real-time priority (``SENDER_REALTIME``) to keep its pace on a shared machine. The kernel's
+counters are the ground truth: ``tx_packets`` of the sending interface, ``rx_packets`` of the
+receiving one (what was offered to the capture). Contenders alternate at every step (ABCD ABCD
+...): ``dptop capture`` with the default algorithms, with the private trio and ``exact``, with
+``exact`` alone, and ``tcpdump -B 65536 -w /dev/null`` where it is installed (``DPTOP_BENCH_BASELINE`` may name another ``dptop``
 executable, e.g. an older checkout's, run with its own defaults).
 
 Each run's row: offered, counted and dropped per lane (offered minus what the lane saw), the kernel's
@@ -122,7 +122,7 @@ def one_run(lab: VethLab, name: str, argv: tuple[list[str], tuple] | None, rate:
         _wait_socket(lab, proc, sockets)
         tx0, before, cpu0 = lab.tx_packets(), lab.rx_packets(), _cpu(proc.pid)
         sent = subprocess.run(lab.sender(count, rate, SENDER_REALTIME), check=True, capture_output=True, text=True,
-                              timeout=600)
+                              timeout=600, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})  # no idle BLAS threads
         _, sent_seconds, sender_cpu = sent.stdout.split()  # from its first frame to its last
         time.sleep(1.5)  # the ring's last blocks, the lanes' queues
         cpu = _cpu(proc.pid) - cpu0
@@ -190,7 +190,8 @@ def verdict(runs: list[dict]) -> str:
         kept = {name: sum(r["dropped"] == 0 for r in top if r["contender"] == name) for name in CONTENDERS}
         runs_each = {name: sum(r["contender"] == name for r in top) for name in CONTENDERS}
         ok = reached >= TOP_RATE_FLOOR and all(kept[n] == runs_each[n] > 0 for n in CONTENDERS)
-        lines.append(f"top rate: the sender reached {reached:,.0f} frames/s (median; acceptance >= {TOP_RATE_FLOOR:,}); "
+        lines.append(f"top rate: the sender reached {reached:,.0f} frames/s (median; acceptance >= "
+                     f"{TOP_RATE_FLOOR:,}); "
                      + ", ".join(f"{n} kept every packet in {kept[n]} of {runs_each[n]}" for n in CONTENDERS)
                      + f": {'PASS' if ok else 'FAIL'} (load {load_average():.2f})")
     return "\n".join(lines)
@@ -213,7 +214,8 @@ def rows(quick: bool = False, progress=print) -> list[dict]:
                     out.append(row)
                     if progress:
                         progress(f"live {name:20s} rate {row['rate']!s:>8}: offered {row['offered']:,} "
-                                 f"({row['offered_per_s']:,}/s), counted {row['counted']:,}, dropped {row['dropped']:,} "
+                                 f"({row['offered_per_s']:,}/s), counted {row['counted']:,}, "
+                                 f"dropped {row['dropped']:,} "
                                  f"(kernel {row['kernel']:,}, late {row['late']:,}, queues {row['queue']:,})"
                                  f"{'' if row['account_ok'] else ' (ACCOUNT DIFFERS)'}, "
                                  f"{row['cpu_us_per_packet']:.3f} us CPU/packet, load {row['load']:.2f}")
