@@ -7,8 +7,9 @@ runs at real-time priority (``SENDER_REALTIME``) to keep its pace on a shared ma
 counters are the ground truth: ``tx_packets`` of the sending interface, ``rx_packets`` of the
 receiving one (what was offered to the capture). Contenders alternate at every step (ABCD ABCD
 ...): ``dptop capture`` with the default algorithms, with the private trio and ``exact``, with
-``exact`` alone, and ``tcpdump -B 65536 -w /dev/null`` where it is installed (``DPTOP_BENCH_BASELINE`` may name another ``dptop``
-executable, e.g. an older checkout's, run with its own defaults).
+``exact`` alone, and ``tcpdump -B 65536 -w /dev/null`` where it is installed
+(``DPTOP_BENCH_BASELINE`` may name another ``dptop`` executable, e.g. an older checkout's, run
+with its own defaults).
 
 Each run's row: offered, counted and dropped per lane (offered minus what the lane saw), the kernel's
 drops, the late and queue drops of dptop's account, whether that account (its JSON and its closing
