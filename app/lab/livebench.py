@@ -14,7 +14,8 @@ with its own defaults).
 Each run's row: offered, counted and dropped per lane (offered minus what the lane saw), the kernel's
 drops, the late and queue drops of dptop's account, whether that account (its JSON and its closing
 status line) says exactly offered minus counted for every lane, the CPU per offered packet of the
-capturing process over the traffic (start-up excluded) and of the sender, and the load average.
+capturing process over the traffic and until it has caught up (start-up excluded) and of the
+sender, and the load average.
 Then one summary row per rate and contender (medians of the alternating runs, the clean runs out of
 all) and a note: whether every run's account held, and the acceptance at the top rate.
 """
@@ -57,6 +58,19 @@ def _cpu(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wait_idle(pid: int, least: float = 1.5, most: float = 60.0, quiet: float = 0.05) -> None:
+    """Wait until the capture has read its ring and emptied its lanes' queues: at least ``least``
+    seconds, then until it used under ``quiet`` of a core over two half-seconds running (at most
+    ``most`` seconds). A stop before that would measure the stop, not what the capture keeps."""
+    time.sleep(least)
+    deadline, calm, cpu = time.monotonic() + most, 0, _cpu(pid)
+    while calm < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = _cpu(pid)
+        calm = calm + 1 if now - cpu < quiet * 0.5 else 0
+        cpu = now
 
 
 def _wait_socket(lab: VethLab, proc: subprocess.Popen, sockets: int, timeout: float = 600.0) -> None:
@@ -125,7 +139,7 @@ def one_run(lab: VethLab, name: str, argv: tuple[list[str], tuple] | None, rate:
         sent = subprocess.run(lab.sender(count, rate, SENDER_REALTIME), check=True, capture_output=True, text=True,
                               timeout=600, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})  # no idle BLAS threads
         _, sent_seconds, sender_cpu = sent.stdout.split()  # from its first frame to its last
-        time.sleep(1.5)  # the ring's last blocks, the lanes' queues
+        _wait_idle(proc.pid)  # the ring's last blocks, the lanes' queues
         cpu = _cpu(proc.pid) - cpu0
         offered, tx = lab.rx_packets() - before, lab.tx_packets() - tx0
     finally:
