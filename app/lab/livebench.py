@@ -113,6 +113,10 @@ def account(result: dict, text: str, offered: int) -> tuple[dict, list[str]]:
         wrong.append(f"its status says 'drops {said[-1][0]} of {said[-1][1]} offered'")
     elif not said and offered != counted:
         wrong.append("its status has no drops line")
+    if wrong:  # what the capture says it read, to tell a frame never read from one read and not counted
+        src = result.get("source") or {}
+        wrong.append(f"its source read {src.get('packets', 0):,} frames, {src.get('ip_packets', 0):,} with an IP "
+                     f"address, skipped {src.get('skipped') or {}}")
     figures = {"counted": counted, "dropped": offered - counted,
                "dropped_per_lane": ", ".join(f"{n} {offered - k:,}" for n, k in seen.items()),
                "kernel": drops.get("kernel", 0), "late": drops.get("clock", 0), "queue": drops.get("queue", 0)}
