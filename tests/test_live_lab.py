@@ -1,8 +1,10 @@
 """Live capture between two network namespaces (root): a veth pair, the TX-ring sender, the
 receiving interface's kernel counter as ground truth (dptop.capture.lab.netns).
 
-* a stall: the capturing process stopped (SIGSTOP) for 3 s while 100,000 frames/s arrive loses
-  nothing, and every view's drop account says offered - counted per lane;
+* a stall, with the default settings: the capturing process stopped (SIGSTOP) for 3 s while 100,000
+  frames/s arrive loses nothing (the kernel's ring and the lanes' queues hold it), a packet of an
+  epoch that closed during the stall counts as late, and the drop account says offered - counted
+  per lane (default run; the other two are slow);
 * the interface deleted mid-capture: one line naming it, exit 1, the JSON written with
   ``partial: true`` and a "gone" event;
 * the interface down and up again: the capture goes on counting, reports the gap, and does not
@@ -18,8 +20,9 @@ import time
 import pytest
 
 from dptop.capture.lab.netns import VethLab
+from dptop.monitor.config import LATENESS_SECONDS
 
-pytestmark = [pytest.mark.live, pytest.mark.slow,
+pytestmark = [pytest.mark.live,
               pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and live capture need root")]
 
 DPTOP = [sys.executable, "-m", "dptop"]
@@ -28,9 +31,11 @@ DPTOP = [sys.executable, "-m", "dptop"]
 def start_capture(lab: VethLab, out, *args: str) -> subprocess.Popen:
     cap = subprocess.Popen(lab.command(lab.rx_ns, [*DPTOP, "capture", "--iface", lab.rx, "--json", str(out), *args]),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 900  # kernels compiled on a busy machine
     while lab.packet_sockets() == 0:  # the socket opens once every kernel is ready
-        assert cap.poll() is None and time.monotonic() < deadline, cap.communicate()
+        if cap.poll() is not None or time.monotonic() > deadline:
+            cap.kill()
+            pytest.fail(f"the capture did not open its socket: {cap.communicate()[1][-600:]}")
         time.sleep(0.2)
     time.sleep(0.5)
     return cap
@@ -50,32 +55,54 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def test_a_process_stopped_for_3_s_at_100k_per_s_loses_nothing(tmp_path):
+TRIO = ("--algorithms", "dpss,lazyhh,dpsw,exact")
+SHORT_EPOCHS = ("--epoch-seconds", "2")
+"""Epochs of 2 s: an epoch's close (its end plus the 1 s lateness) falls inside any 3 s stall."""
+
+
+@pytest.mark.parametrize("algorithms", [(), pytest.param(TRIO, marks=pytest.mark.slow),
+                                        pytest.param(SHORT_EPOCHS, marks=pytest.mark.slow)],
+                         ids=["defaults", "trio", "late"])
+def test_a_process_stopped_for_3_s_at_100k_per_s_loses_nothing(tmp_path, algorithms):
+    """The ring and the lanes' queues hold the stall, so no packet is lost; a packet whose epoch's
+    close (its end plus the lateness, on the public clock) came due while the process was stopped
+    is late by the spec and counted as late, never as lost (``late``: certainly some)."""
     out = tmp_path / "out.json"
     with VethLab() as lab:
         before = lab.rx_packets()
-        # the public clock's lateness covers the stall: packets stamped before it still count in their epoch
-        cap = start_capture(lab, out, "--algorithms", "dpss,lazyhh,dpsw,exact", "--lateness", "6")
-        sender = subprocess.Popen(lab.sender(800_000, 100_000), stdout=subprocess.PIPE, text=True)
+        cap = start_capture(lab, out, *algorithms)
+        sender = subprocess.Popen(lab.sender(500_000, 100_000), stdout=subprocess.PIPE, text=True)
         flowing(lab, 100_000)
+        stopped = time.time()
         cap.send_signal(signal.SIGSTOP)
         time.sleep(3)
         cap.send_signal(signal.SIGCONT)
+        resumed = time.time()
         assert sender.wait(60) == 0
-        time.sleep(3)
+        time.sleep(2)
         cap.send_signal(signal.SIGINT)
-        _, err = cap.communicate(timeout=120)
+        printed, err = cap.communicate(timeout=120)
         offered = lab.rx_packets() - before
     result = json.loads(out.read_text())
     drops = result["drops"]
-    assert offered >= 800_000
-    assert drops["offered"] == offered and drops["total"] == 0, (drops, err)
-    for name, lane in drops["by_lane"].items():
-        assert lane["seen"] == offered and lane["missed"] == 0, name
-        assert result["algorithms"][name]["packets"] == offered, name
-    assert f"drops 0 of {offered:,} offered" in err or not drops["total"]
+    assert offered >= 500_000
+    assert drops["offered"] == offered and drops["kernel"] == 0 and drops["queue"] == 0, (drops, err)
+    for name, lane in drops["by_lane"].items():  # lost: nothing; late: counted, and in every lane alike
+        assert lane["refused"] == 0 and lane["missed"] == drops["clock"], (name, drops)
+        assert lane["seen"] == result["algorithms"][name]["packets"] == offered - drops["clock"], name
+    assert drops["total"] == drops["clock"]
+    assert f"drops {drops['total']:,} of {offered:,} offered" in printed + err or not drops["total"]
+    start, epoch = result["public"]["time_range"]["start"], result["settings"]["epoch_seconds"]
+    closes = [start + (c + 1) * epoch + LATENESS_SECONDS for c in range(int((resumed - start) // epoch) + 2)]
+    if not any(stopped - 0.5 < close < resumed + 2 for close in closes):  # no epoch closed during the stall
+        assert drops["clock"] == 0, drops
+    else:  # at most the packets the stall held back
+        assert drops["clock"] <= 100_000 * (resumed + 2 - stopped), drops
+    if algorithms == SHORT_EPOCHS:
+        assert drops["clock"] > 0, drops
 
 
+@pytest.mark.slow
 def test_the_interface_deleted_mid_capture_ends_it_with_its_results(tmp_path):
     out = tmp_path / "out.json"
     with VethLab() as lab:
@@ -94,6 +121,7 @@ def test_the_interface_deleted_mid_capture_ends_it_with_its_results(tmp_path):
     assert [e["event"] for e in result["source"]["interface_events"]] == ["gone"]
 
 
+@pytest.mark.slow
 def test_down_and_up_keeps_counting_reports_the_gap_and_does_not_spin(tmp_path):
     out = tmp_path / "out.json"
     with VethLab() as lab:

@@ -41,7 +41,7 @@ def cmd_bench(args) -> int:
         from dptop.lab import livebench
 
         show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
-        report["reports"].append({"name": "live", "rows": livebench.rows(args.quick, progress=show)})
+        report["reports"].append(livebench.report(args.quick, progress=show))
         print_report(report["reports"][-1], tables)
     if wanted is not None and "window" in wanted:
         from dptop.lab import livewindow

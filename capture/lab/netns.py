@@ -57,14 +57,23 @@ class VethLab:
 
     def rx_packets(self) -> int:
         """Frames the receiving interface took (its kernel counter)."""
-        out = self.run(self.rx_ns, ["cat", f"/sys/class/net/{self.rx}/statistics/rx_packets"])
-        return int(out.stdout)
+        return self._counter(self.rx_ns, self.rx, "rx_packets")
 
-    def sender(self, count: int, rate: float | None) -> list[str]:
+    def tx_packets(self) -> int:
+        """Frames the sending interface sent (its kernel counter)."""
+        return self._counter(self.tx_ns, self.tx, "tx_packets")
+
+    def _counter(self, ns: str, dev: str, name: str) -> int:
+        return int(self.run(ns, ["cat", f"/sys/class/net/{dev}/statistics/{name}"]).stdout)
+
+    def sender(self, count: int, rate: float | None, realtime: bool = False) -> list[str]:
         """The command that sends ``count`` frames at ``rate`` per second (None: as fast as it can)
-        from the sender's namespace (dptop.capture.lab.txring)."""
+        from the sender's namespace (dptop.capture.lab.txring); ``realtime``: at the lowest
+        real-time priority (SCHED_FIFO 1), so a sender standing in for another machine keeps its
+        pace on a shared one (the kernel still leaves others 5 % of each second)."""
         argv = [sys.executable, "-m", "dptop.capture.lab.txring", self.tx, str(count)]
-        return self.command(self.tx_ns, argv + ([str(rate)] if rate else []))
+        priority = ["chrt", "-f", "1"] if realtime else []
+        return self.command(self.tx_ns, priority + argv + ([str(rate)] if rate else []))
 
     def packet_sockets(self) -> int:
         """Packet sockets open in the receiving namespace (a capture has opened its socket)."""
