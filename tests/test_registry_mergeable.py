@@ -4,6 +4,7 @@ ships each one's declared summary type on the wire, and keeps no list of names o
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 import re
 
 import numpy as np
@@ -19,6 +20,7 @@ from dptop.engine.core import registry
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.mergeable import EpochMerge, WholeStreamMerge
 from dptop.engine.core.settings import Settings
+from dptop.engine.core.status import ReleaseStatus
 
 WIRE_TYPES = {"exact": "count", "spacesaving": "ss", "misragries": "mg", "countmin": "sketch",
               "dpmg": "mg", "eehh-cms": "sketch"}
@@ -73,6 +75,13 @@ def test_collect_help_lists_the_declared_algorithms():
     assert tuple(listed.split(", ")) == tuple(mergeable_names())
 
 
+@dataclass(frozen=True, kw_only=True)
+class Declared(ReleaseStatus):
+    """A newly declared baseline's figure."""
+
+    declared: bool
+
+
 class Tally:
     """A stand-in algorithm registered for one test: exact counts under another name."""
 
@@ -94,7 +103,7 @@ def test_the_cluster_follows_a_new_declaration(scratch_registry):
 
     def release(merged, settings):
         released.append(merged.n)
-        return merged.top(settings.k), {"declared": True}
+        return merged.top(settings.k), Declared(declared=True)
 
     registry.declare_mergeable(Tally, WholeStreamMerge(
         CountSummary, lambda settings, master: CountSummarizer(), merge_all, release))
@@ -113,10 +122,10 @@ def test_the_cluster_follows_a_new_declaration(scratch_registry):
         merger.add_epoch(agent, 0, decode(encode(point.take_epoch(0))))
         merger.add_whole(agent, decode(encode(point.take_whole())))
     (tally,) = merger.release_whole()
-    assert released == [12] and tally.algorithm == Tally.name and tally.status["declared"] is True
+    assert released == [12] and tally.algorithm == Tally.name and tally.status.declared is True
     assert [(it.estimate) for it in tally.items] == [6, 5]  # key (2, 2): 2 + 4, key (1, 1): 5
     (private,) = merger.release_epoch(0, covered=list(points))
-    assert private.algorithm == "dpmg" and private.status["agents"] == ["a", "b"]
+    assert private.algorithm == "dpmg" and private.status.agents == ("a", "b")
 
 
 def test_only_a_registered_algorithm_declares_a_mergeability(scratch_registry):
