@@ -87,7 +87,7 @@ def test_every_attribute_read_of_a_release_status_is_a_field_some_release_states
     assert sorted(viewed - stated) == [], "read by the views, stated by no release"
 
 
-VIEWS = ("gui", "top.py", "monitor/explain.py", "monitor/lanes.py", "cluster/cli.py")
+VIEWS = ("gui", "top.py", "monitor/explain.py", "monitor/lanes.py", "report.py", "runresult.py", "cluster/cli.py")
 """The modules that render a status (the window, the terminal view, the explanations, the report, the
 cluster's lines), under app/."""
 

@@ -117,6 +117,13 @@ class DetectionLimit:
                                        f"more than {self.over} holds")
         return self
 
+    @classmethod
+    def from_json(cls, d: dict) -> "DetectionLimit":
+        """The limit a run's JSON states (``to_json``'s keys), for a reader of that file."""
+        after = tuple((float(share), n) for share, n in (d.get("after") or {}).items())
+        return cls(d.get("count"), d.get("share"), d.get("error"), d.get("over", ""), after, d.get("note", ""),
+                   d.get("why", ""))
+
     def to_json(self) -> dict:
         out = {"count": self.count, "share": self.share, "error": self.error, "over": self.over}
         if self.after:
