@@ -122,7 +122,7 @@ def test_the_cluster_follows_a_new_declaration(scratch_registry):
         merger.add_epoch(agent, 0, decode(encode(point.take_epoch(0))))
         merger.add_whole(agent, decode(encode(point.take_whole())))
     (tally,) = merger.release_whole()
-    assert released == [12] and tally.algorithm == Tally.name and tally.status.declared is True
+    assert released == [12] and tally.algorithm == Tally.name and tally.status.figures.declared is True
     assert [(it.estimate) for it in tally.items] == [6, 5]  # key (2, 2): 2 + 4, key (1, 1): 5
     (private,) = merger.release_epoch(0, covered=list(points))
     assert private.algorithm == "dpmg" and private.status.agents == ("a", "b")
