@@ -37,7 +37,7 @@ from dptop.engine.core.jit import kernel
 from dptop.engine.core.keys import KEY_DTYPE
 from dptop.engine.core.mergeable import WholeStreamMerge
 from dptop.engine.core.registry import declare_mergeable
-from dptop.engine.core.status import ReleaseStatus
+from dptop.engine.core.status import NO_FIGURES, ReleaseStatus
 from dptop.engine.core.release import ReleasedItem, sorted_items
 from dptop.engine.core.settings import check_positive_int
 from dptop.engine.core.topk import tracked
@@ -359,4 +359,4 @@ declare_mergeable(misragries.MisraGries, WholeStreamMerge(
     MGSummary, lambda settings, master: MGSummarizer(_counter_capacity(settings)), merge_all, _counters_top))
 declare_mergeable(CountMinHeap, WholeStreamMerge(
     SketchSummary, _countmin_summarizer, merge_all,
-    lambda merged, settings: (countmin_top(merged, settings.k), {})))
+    lambda merged, settings: (countmin_top(merged, settings.k), NO_FIGURES)))
