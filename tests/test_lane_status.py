@@ -120,6 +120,16 @@ def test_every_status_attribute_a_view_reads_is_declared_by_the_typed_status():
     assert sorted(r for r in reads if r[1] not in declared) == [], "read by a view, declared by no status"
 
 
+def test_the_status_read_check_catches_a_misspelt_read(tmp_path):
+    """Negative control: a view reading a name no status declares is found."""
+    for rel in VIEWS:
+        target = tmp_path / (f"{rel}/view.py" if not rel.endswith(".py") else rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("def show(rel, st, self):\n    return rel.status.noisy_lenght, st.threshold, self.status.set_plain\n")
+    reads = {name for _, name in _status_reads(tmp_path)}
+    assert "noisy_lenght" in reads and "threshold" in reads and "set_plain" not in reads
+
+
 def test_status_json_states_fields_in_order_optional_ones_when_set_and_the_limit_last():
     st = EpochStatus(epoch=2, epoch_mode="seconds", packets_in_epoch=10)
     assert list(st.to_json()) == ["epoch", "epoch_mode", "packets_in_epoch"]
