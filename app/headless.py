@@ -27,6 +27,7 @@ from dptop.monitor.session import Session
 from dptop.output import JsonOut, OutputError, silence_stdout
 from dptop.releaselines import ReleaseLines
 from dptop.report import key_noun, render_csv, render_text, si
+from dptop.runresult import RunResult
 
 PROGRESS_AFTER = 1.0  # seconds before the first progress line
 PROGRESS_EVERY_PIPE = 10.0  # seconds between lines on a pipe or a file (--progress always)
@@ -232,7 +233,7 @@ def report(result: dict, out: JsonOut, json_target: str | None, form: str = "tab
     try:
         if json_target != "-":
             try:
-                sys.stdout.write((render_csv if form == "csv" else render_text)(result, baselines))
+                sys.stdout.write((render_csv if form == "csv" else render_text)(RunResult.from_json(result), baselines))
                 sys.stdout.flush()
             except BrokenPipeError:
                 silence_stdout()

@@ -39,8 +39,8 @@ def release_line(name: str, release, units: str = "packets", scale: int = 1, top
     """A single-release epoch's line: ``12:00:10 dpss epoch 3, 12:00:00-12:00:10 UTC, τ 812:
     127.0.0.2 6,012 · 127.0.0.3 2,010``, led by the epoch's public end (its grid time) where it has
     one, else the moment it is printed (packet epochs, cut at public positions)."""
-    span = release.span.to_json()
-    at = span["t_end"] if span.get("t_end") is not None else time.time()
+    span = release.span
+    at = span.t_end if span.t_end is not None else time.time()
     thr = "" if release.threshold is None else f", τ {release.threshold * scale:,.0f}"
     return f"{clock(at)} {name} {span_text(span, units)}{thr}: {items_text(release, scale, top)}"
 

@@ -61,10 +61,10 @@ def test_bad_input_is_refused():
 
 def test_features_and_events_treat_absent_as_below_every_value():
     a = ReleasedItem(*label(1), 12.0)
-    rec = features_of([a], {"noisy_length": 40})
+    rec = features_of([a], 40)
     name = f"item {decode_key(*label(1))}"
     assert rec[name] == 12.0 and rec["count"] == 1.0 and rec["noisy_length"] == 40.0
-    table = Table([rec, features_of([], {"noisy_length": 41})])
+    table = Table([rec, features_of([], 41)])
     assert Event("ge", name, 10.0).hits(table).tolist() == [True, False]
     assert Event("lt", name, 10.0).hits(table).tolist() == [False, True]
     assert Event("in", "noisy_length", 40.0, 41.0).hits(table).tolist() == [True, False]

@@ -13,6 +13,7 @@ import os
 import pytest
 
 from dptop.report import render_csv, render_text
+from dptop.runresult import RunResult
 from tests.conftest import DATA_DIR
 from tests.tablecheck import number, tables
 
@@ -32,7 +33,7 @@ def result_of(run: str) -> dict:
 
 @pytest.mark.parametrize("run", list(RUNS))
 def test_capture_text_matches_its_golden_file(run):
-    text = render_text(result_of(run))
+    text = render_text(RunResult.from_json(result_of(run)))
     golden = GOLDEN / f"capture-{run}.txt"
     if os.environ.get("DPTOP_GOLDEN") == "write":
         golden.write_text(text)
@@ -42,7 +43,7 @@ def test_capture_text_matches_its_golden_file(run):
 @pytest.mark.parametrize("run", list(RUNS))
 def test_capture_tables_read_back_equal_the_json(run):
     result = result_of(run)
-    text = render_text(result)
+    text = render_text(RunResult.from_json(result))
     assert result["source"]["iface"] and text.startswith(f"{result['source']['iface']}: ")
     assert "seeded noise (--seed): the figures below are NOT private" in text
     found = tables(text)  # asserts every column is aligned
@@ -99,8 +100,8 @@ def test_capture_csv_has_the_rows_of_the_text():
     import io
 
     result = result_of("syn-dport")  # its one private algorithm with releases in full: dpss
-    written = [(r["key"], r["estimate"], r["exact"]) for r in csv.DictReader(io.StringIO(render_csv(result)))
+    written = [(r["key"], r["estimate"], r["exact"]) for r in csv.DictReader(io.StringIO(render_csv(RunResult.from_json(result))))
                if r["algorithm"] == "dpss"]
     shown = [(row["port"], row["private packets"].replace(",", ""), row["exact"].replace(",", ""))
-             for t in tables(render_text(result)) if "± a priori" in t["header"] for row in t["rows"]]
+             for t in tables(render_text(RunResult.from_json(result))) if "± a priori" in t["header"] for row in t["rows"]]
     assert written == shown and written

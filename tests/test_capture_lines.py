@@ -15,6 +15,7 @@ import pytest
 
 from dptop.lab.matrix_features import parse_line
 from dptop.report import span_text
+from dptop.runresult import span_from_json
 from tests.tablecheck import tables
 
 LINE = re.compile(r"^\d\d:\d\d:\d\d (\S+) (.*)$")
@@ -30,7 +31,7 @@ def line_of(release: dict, family: str) -> tuple[str | None, str | None, str]:
     """What a printed line must show of the JSON's ``release``: a single-release epoch's span and
     threshold; for the other families only the threshold where it is public (a window's), their
     span being the epoch of the public clock whose close the line follows."""
-    where = span_text(release["span"], "packets") if family == "single-release" else None
+    where = span_text(span_from_json(release["span"]), "packets") if family == "single-release" else None
     public = family in ("single-release", "sliding window") and release["threshold"] is not None
     return where, (f"{release['threshold']:,.0f}" if public else None), items_of(release)
 

@@ -66,18 +66,18 @@ def test_split_capture_merges_to_the_exact_counts_and_within_merged_bounds(captu
     assert all(0 < a.bytes_shipped < p.stat().st_size for a, p in zip(merged.agents, parts))
     truth = _truth(whole)
     mg = merged.releases["misragries"][0]
-    assert 0 <= mg.status["error_bound"] <= N / (2 * 16 + 1)
+    assert 0 <= mg.status.figures.error_bound <= N / (2 * 16 + 1)
     for it in mg.items:
         f = truth[(it.hi, it.lo)]
-        assert f - mg.status["error_bound"] <= it.estimate <= f
+        assert f - mg.status.figures.error_bound <= it.estimate <= f
     ss = merged.releases["spacesaving"][0]
-    assert 0 <= ss.status["error_bound"] <= N / (2 * 16)
+    assert 0 <= ss.status.figures.error_bound <= N / (2 * 16)
     for it in ss.items:
         f = truth[(it.hi, it.lo)]
-        assert f <= it.estimate <= f + ss.status["error_bound"]
+        assert f <= it.estimate <= f + ss.status.figures.error_bound
     for name in ("dpmg", "eehh-cms"):
         (rel,) = merged.releases[name]
-        assert rel.guarantee is not None and rel.status["agents"] == [str(p) for p in parts]
+        assert rel.guarantee is not None and rel.status.agents == tuple(str(p) for p in parts)
     assert merged.exact_top(3)[0].estimate == max(truth.values())
 
 
@@ -123,8 +123,8 @@ def test_time_grid_releases_every_cell_and_counts_packets_outside(capture, clien
     assert sum(a.outside_grid for a in result.agents) == before > 0
     assert result.exact.n == N  # the exact counts cover every packet; private releases only the grid
     last_cell = (T0 + span_ns - 10_000 - grid.start_ns) // grid.epoch_ns
-    assert all(r.status["agents"] == [str(p) for p in parts] for r in rels)
-    assert all(r.status["noisy_length"] < 1000 for r in rels[last_cell + 1:])  # empty cells still released
+    assert all(r.status.agents == tuple(str(p) for p in parts) for r in rels)
+    assert all(r.status.noisy_length < 1000 for r in rels[last_cell + 1:])  # empty cells still released
     assert "epochs of 0.1 s of packet time" in rels[0].guarantee.scope
 
 
@@ -193,11 +193,11 @@ def test_acceptance_zipf_2_20_split_in_4_on_local_2(tmp_path, k):
     merged = {(int(h), int(lo)): int(c) for (h, lo), c in zip(first.exact.keys, first.exact.counts)}
     assert merged == truth
     mg, ss = first.releases["misragries"][0], first.releases["spacesaving"][0]
-    assert mg.status["error_bound"] <= n / (2 * k + 1) and ss.status["error_bound"] <= n / (2 * k)
-    assert all(truth[(it.hi, it.lo)] - mg.status["error_bound"] <= it.estimate <= truth[(it.hi, it.lo)] for it in mg.items)
-    assert all(truth[(it.hi, it.lo)] <= it.estimate <= truth[(it.hi, it.lo)] + ss.status["error_bound"] for it in ss.items)
-    print(f"\nk={k}: {len(heavy)} heavy hitters (> n/k = {n / k:.0f}); MG merged bound {mg.status['error_bound']:.1f} "
-          f"(n/(k~+1) = {n / (2 * k + 1):.1f}), SS merged bound {ss.status['error_bound']} (n/k~ = {n / (2 * k):.1f}); "
+    assert mg.status.figures.error_bound <= n / (2 * k + 1) and ss.status.figures.error_bound <= n / (2 * k)
+    assert all(truth[(it.hi, it.lo)] - mg.status.figures.error_bound <= it.estimate <= truth[(it.hi, it.lo)] for it in mg.items)
+    assert all(truth[(it.hi, it.lo)] <= it.estimate <= truth[(it.hi, it.lo)] + ss.status.figures.error_bound for it in ss.items)
+    print(f"\nk={k}: {len(heavy)} heavy hitters (> n/k = {n / k:.0f}); MG merged bound {mg.status.figures.error_bound:.1f} "
+          f"(n/(k~+1) = {n / (2 * k + 1):.1f}), SS merged bound {ss.status.figures.error_bound} (n/k~ = {n / (2 * k):.1f}); "
           f"dpmg recall single {np.mean(single):.3f} {single}, split {np.mean(split):.3f} {split}; "
           f"merged threshold {first.releases['dpmg'][0].threshold:.0f}")
     assert abs(np.mean(split) - np.mean(single)) <= 0.05

@@ -59,9 +59,9 @@ def test_two_agents_merge_and_a_killed_agent_is_lost_within_5_s():
         print(f"tap-b shown lost {lost_after:.2f} s after the kill")
         assert lost_after < 5.0
         # the first epoch that ends after the kill is released without claiming tap-b
-        assert wait_for(lambda: any("tap-b" in r.status["agents_missing"] for r in collector.releases()["dpmg"]), 6)
-        rel = next(r for r in collector.releases()["dpmg"] if "tap-b" in r.status["agents_missing"])
-        assert rel.status["agents"] == ["tap-a"]
+        assert wait_for(lambda: any("tap-b" in r.status.agents_missing for r in collector.releases()["dpmg"]), 6)
+        rel = next(r for r in collector.releases()["dpmg"] if "tap-b" in r.status.agents_missing)
+        assert rel.status.agents == ("tap-a",)
         assert any("NOT covered" in n and "tap-b" in n for n in rel.guarantee.notes)
         assert {a.name: a.packets_per_second >= 0 for a in collector.status()}["tap-a"]
         running_a = next(a for a in collector.status() if a.name == "tap-a")
@@ -77,7 +77,7 @@ def test_two_agents_merge_and_a_killed_agent_is_lost_within_5_s():
     assert states == {"tap-a": "finished", "tap-b": "lost"}
     assert {it.address: it.estimate for it in result.exact.top(None)} == expected
     (exact,) = result.releases["exact"]  # tap-b's counts are there until it was lost, not claimed as covered
-    assert (exact.status["agents"], exact.status["agents_partial"]) == (["tap-a"], ["tap-b"])
+    assert (exact.status.agents, exact.status.agents_partial) == (("tap-a",), ("tap-b",))
     cells = [r.span.index for r in result.releases["dpmg"]]
     assert cells == list(range(len(cells)))  # every grid cell from the collector's start, in order
 
@@ -137,5 +137,5 @@ def test_a_slow_agent_is_waited_for_not_lost_nor_left_out(where, seconds):
     (agent,) = result.agents
     assert (agent.state, agent.ip_packets) == ("finished", 40)
     rels = [r for r in result.releases["dpmg"] if agent.first_cell <= r.span.index <= agent.last_cell]
-    assert rels and all((r.status["agents"], r.status["agents_missing"]) == (["tap-s"], []) for r in rels), \
-        (agent.first_cell, [(r.span.index, r.status["agents"], r.status["agents_missing"]) for r in rels])
+    assert rels and all((r.status.agents, r.status.agents_missing) == (("tap-s",), ()) for r in rels), \
+        (agent.first_cell, [(r.span.index, r.status.agents, r.status.agents_missing) for r in rels])

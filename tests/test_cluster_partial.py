@@ -40,10 +40,10 @@ def test_unreadable_files_are_named_and_the_others_merged(files):
     assert "not a capture file" in result.missing[0].error and "cannot read" in result.missing[1].error
     assert result.exact.n == 3 * N and [r.name for r in result.agents] == [str(a), str(b), str(c)]
     (rel,) = result.releases["dpmg"]
-    assert rel.status["agents"] == [str(a), str(b), str(c)]
-    assert rel.status["agents_missing"] == [str(d / "bad.pcap"), str(d / "missing.pcap")]
+    assert rel.status.agents == (str(a), str(b), str(c))
+    assert rel.status.agents_missing == (str(d / "bad.pcap"), str(d / "missing.pcap"))
     for name in ("exact", "misragries"):
-        assert result.releases[name][0].status["agents"] == [str(a), str(b), str(c)]
+        assert result.releases[name][0].status.agents == (str(a), str(b), str(c))
     assert result.to_json()["partial"] is True
 
 
@@ -146,8 +146,8 @@ def test_a_collector_waits_for_the_agents_it_expects_and_names_the_missing():
         result = collector.stop()
     assert [(a.name, a.state) for a in result.agents] == [("tap-x", "missing")]
     (rel,) = result.releases["dpmg"]
-    assert rel.status["agents"] == [] and rel.status["agents_missing"] == ["tap-x"]
-    assert result.releases["exact"][0].status["agents_missing"] == ["tap-x"]
+    assert rel.status.agents == () and rel.status.agents_missing == ("tap-x",)
+    assert result.releases["exact"][0].status.agents_missing == ("tap-x",)
     jsonschema = pytest.importorskip("jsonschema")
     from dptop.cluster.cli import collect_json
     from dptop.monitor.schemas import COLLECT

@@ -189,7 +189,7 @@ def test_a_malformed_answer_rejects_its_agent_in_one_line_never_the_collector(sc
         assert a.state == "failed" and a.error.startswith("rejected: ") and "\n" not in a.error, (case, a.error)
     assert not (tmp_path / "ran").exists() or str(os.getpid()) not in (tmp_path / "ran").read_text().split()
     released = [r for r in result.releases["dpmg"] if r.span.index >= status["good"].first_cell]
-    assert released and all(r.status["agents"] == ["good"] for r in released)
+    assert released and all(r.status.agents == ("good",) for r in released)
 
 
 @pytest.mark.parametrize("skew_s", [20.0, 3600.0, -3600.0])
@@ -215,7 +215,7 @@ def test_a_skewed_agent_clock_loses_no_packet_and_no_epoch(scheduler, skew_s):
     assert status["clock-b"].late == 0 and status["clock-b"].ip_packets == 9000
     first = max(a.first_cell for a in status.values())
     rels = [r for r in result.releases["dpmg"] if r.span.index >= first]
-    assert rels and all((sorted(r.status["agents"]), r.status["agents_missing"]) == (["clock-a", "clock-b"], [])
+    assert rels and all((sorted(r.status.agents), r.status.agents_missing) == (["clock-a", "clock-b"], ())
                         for r in rels), [(r.span.index, r.status) for r in rels]
     assert any(it.hi == 2 and it.lo == 2 for r in rels for it in r.items), [r.items for r in rels]
 
@@ -244,7 +244,7 @@ def test_a_second_collector_is_refused_and_a_lost_agent_comes_back(scheduler):
     (a,) = result.agents
     assert a.state == "finished" and result.exact.n == 15
     last = result.releases["dpmg"][-1]
-    assert last.status["agents"] == ["back-a"]
+    assert last.status.agents == ("back-a",)
 
 
 def _collect(address, *argv):

@@ -178,4 +178,4 @@ def test_an_archive_shipment_of_pickles_is_missing_and_never_runs(tmp_path, monk
     assert missing.error.startswith("its summaries were rejected, nothing of them merged: not a dptop-shipment")
     assert [a.name for a in result.agents] == [str(paths[0])] and result.exact.n == 2000
     (rel,) = result.releases["dpmg"]
-    assert rel.status["agents"] == [str(paths[0])] and rel.status["agents_missing"] == [str(paths[1])]
+    assert rel.status.agents == (str(paths[0]),) and rel.status.agents_missing == (str(paths[1]),)

@@ -188,7 +188,7 @@ def test_mode_a_threshold_and_hygiene():
     stream = [1] * 400 + [2] * 300 + list(range(10, 30)) + [3] * 5
     alg.update(_keys(stream))
     rel = alg.finish()[0]
-    cut = max(alg.tau, math.ceil(rel.status["noisy_length"] / alg.k))
+    cut = max(alg.tau, math.ceil(rel.status.noisy_length / alg.k))
     assert rel.threshold == cut - 1
     assert alg.tau == 1 + 2 * math.ceil(math.log(6 * math.exp(0.9) / ((math.exp(0.9) + 1) * 1e-6)) / 0.9)
     labels = {it.lo - BASE for it in rel.items}

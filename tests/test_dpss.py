@@ -69,7 +69,7 @@ def test_threshold_equals_spec_formula(k, kt, eps, delta):
     alg.update(zipf_keys(1.2, 500, 20_000, seed=1))
     rel = alg.finish()[0]
     # Equal up to float rounding (0.9ε vs ε − 0.1ε): 1e-12 relative.
-    assert rel.threshold == pytest.approx(spec_threshold(rel.status["noisy_length"], k, kt, eps, delta), rel=1e-12)
+    assert rel.threshold == pytest.approx(spec_threshold(rel.status.noisy_length, k, kt, eps, delta), rel=1e-12)
     assert all(it.estimate > rel.threshold for it in rel.items)
     g = rel.guarantee
     assert (g.epsilon, g.delta, g.relation) == (pytest.approx(eps), pytest.approx(delta), Relation.ADD_REMOVE)
@@ -151,7 +151,7 @@ def test_time_epochs_release_empty_cells_and_use_the_grid():
     assert out[0].span.t_start == pytest.approx(1_700_000_000.0) and out[0].span.t_end == pytest.approx(1_700_000_001.0)
     assert out[1].items == () and out[1].span.t_start == pytest.approx(1_700_000_001.0)
     assert {it.lo - BASE for it in out[0].items} == {1}
-    assert out[0].span.end - out[0].span.start == max(out[0].status["noisy_length"], 0)
+    assert out[0].span.end - out[0].span.start == max(out[0].status.noisy_length, 0)
     assert "epoch 0: packet time [1700000000.000, 1700000001.000) s" in out[0].guarantee.scope
     assert "public grid" in out[0].guarantee.scope
     assert out[0].guarantee.relation is Relation.ADD_REMOVE

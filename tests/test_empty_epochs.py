@@ -126,7 +126,7 @@ def test_the_built_empty_epochs_noisy_lengths_have_the_one_draw_law(name):
     alg = algorithm(name, cells)
     alg.consume(KeyBatch(keys(5), np.zeros(5, np.int64), epoch=0))
     out = alg.consume(KeyBatch(keys(5), np.full(5, (cells - 1) * 10**9, np.int64), epoch=cells - 1))
-    lengths = np.array([r.status["noisy_length"] for r in out[1:]], dtype=float)  # out[0]: the epoch of packets
+    lengths = np.array([r.status.noisy_length for r in out[1:]], dtype=float)  # out[0]: the epoch of packets
     assert len(lengths) == cells - 2 and alg._length_draws == []
     alpha = np.exp(-alg.eps_n)
     var = 2 * alpha / (1 - alpha) ** 2

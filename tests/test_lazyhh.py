@@ -259,8 +259,8 @@ def test_fixed_horizon_stops_visibly_and_update_past_it_raises():
     rels = alg.consume(KeyBatch(keys))
     assert rels[-1].span.end == 96  # last output step t = 96 (multiple of k~ = 16)
     st = alg.live().status
-    assert st["horizon_reached"] and st["packets_seen"] == 100 and st["packets_after_horizon"] == 50
-    assert st["packets_until_horizon"] == 0 and st["mode"] == "fixed horizon"
+    assert st.horizon_reached and st.packets_seen == 100 and st.packets_after_horizon == 50
+    assert st.packets_until_horizon == 0 and st.mode == "fixed horizon"
     assert alg.consume(KeyBatch(keys[:10])) == [] and alg.status().packets_after_horizon == 60
     fresh = registry.make("lazyhh", s)
     fresh.update(keys[:100])

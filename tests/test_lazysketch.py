@@ -184,7 +184,7 @@ def test_algorithms_release_only_user_labels(name):
     alg = registry.make(name, s, PublicFacts.of(600))
     rels = alg.consume(KeyBatch(keys))
     assert len(rels) == 1 and rels[0].items == ()
-    assert "query=" in rels[0].status["note"] and rels[0].status["packets_seen"] == 600
+    assert "query=" in rels[0].status.note and rels[0].status.packets_seen == 600
     g = alg.guarantee()
     assert g.neighbouring == "substitution of one packet's source address" and g.model == "continual observation"
     assert "NOT private" not in g.noise
@@ -194,7 +194,7 @@ def test_algorithms_release_only_user_labels(name):
     rel = alg.finish()[-1]
     assert sorted(it.address for it in rel.items) == sorted(labels.split(","))
     assert "NOT private" in rel.guarantee.noise
-    assert rel.status["horizon_reached"] is True
+    assert rel.status.horizon_reached is True
 
 
 def test_algorithm_rejects_epsilon_one():

@@ -9,6 +9,7 @@ import pytest
 from dptop.engine.core.facts import PublicFacts
 from dptop.engine.baselines.merge import MGSummarizer, merge_all
 from dptop.engine.core.settings import Settings
+from dptop.engine.core.status import Covered
 from dptop.engine.core.workload import zipf_keys
 from dptop.engine.single_release.merged import EEHHSummarizer, MergedDPMG, MergedEEHH, merged_mg_threshold
 
@@ -48,7 +49,7 @@ def test_merged_dpmg_releases_only_seen_heavy_keys_with_its_guarantee():
     parts = [zipf_keys(1.2, 1 << 12, 1 << 15, seed=s) for s in range(3)]
     alg = MergedDPMG(Settings(k=8, epsilon=1.0, delta=1e-6))
     rel = alg.publish(merge_all(_merged_mg(parts, alg.k_tilde)), 0, 0, notes=("merged from 3 capture point(s): a, b, c",),
-                      status={"agents": ["a", "b", "c"]})
+                      coverage=Covered(agents=("a", "b", "c")))
     seen = {tuple(k) for k in np.concatenate(parts).tolist()}
     assert rel.items and all((it.hi, it.lo) in seen for it in rel.items)
     assert all(it.estimate > rel.threshold for it in rel.items)
@@ -56,7 +57,8 @@ def test_merged_dpmg_releases_only_seen_heavy_keys_with_its_guarantee():
     g = rel.guarantee
     assert (g.epsilon, g.delta) == pytest.approx((1.0, 1e-6))
     assert any("§8" in n for n in g.notes) and "merged from 3 capture point(s): a, b, c" in g.notes
-    assert rel.status["agents"] == ["a", "b", "c"] and "noisy_length" in rel.status
+    assert rel.status.agents == ("a", "b", "c") and rel.status.noisy_length is not None
+    assert list(rel.status.to_json())[-2:] == ["agents", "agents_missing"] and "noisy_length" in rel.status.to_json()
 
 
 def test_merged_dpmg_output_does_not_depend_on_merge_order():
@@ -75,7 +77,7 @@ def test_count_and_grid_epochs_give_public_spans():
     alg = MergedDPMG(Settings(k=4, epoch_seconds=2.0, seed=1), PublicFacts.of(time_range=(1_700_000_000 * 10**9, None)))
     rel = alg.publish(None, 0, 5, cell=850_000_005)
     assert (rel.span.t_start, rel.span.t_end, rel.span.index) == (1_700_000_010.0, 1_700_000_012.0, 5)
-    assert rel.items == () and "noisy_length" in rel.status
+    assert rel.items == () and rel.status.noisy_length is not None
 
 
 def test_merged_eehh_sums_to_the_sketch_of_the_union_and_releases_heavy_labels():

@@ -4,6 +4,7 @@ ships each one's declared summary type on the wire, and keeps no list of names o
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 import re
 
 import numpy as np
@@ -19,6 +20,7 @@ from dptop.engine.core import registry
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.mergeable import EpochMerge, WholeStreamMerge
 from dptop.engine.core.settings import Settings
+from dptop.engine.core.status import NO_FIGURES, ReleaseStatus
 
 WIRE_TYPES = {"exact": "count", "spacesaving": "ss", "misragries": "mg", "countmin": "sketch",
               "dpmg": "mg", "eehh-cms": "sketch"}
@@ -73,6 +75,13 @@ def test_collect_help_lists_the_declared_algorithms():
     assert tuple(listed.split(", ")) == tuple(mergeable_names())
 
 
+@dataclass(frozen=True, kw_only=True)
+class Declared(ReleaseStatus):
+    """A newly declared baseline's figure."""
+
+    declared: bool
+
+
 class Tally:
     """A stand-in algorithm registered for one test: exact counts under another name."""
 
@@ -94,7 +103,7 @@ def test_the_cluster_follows_a_new_declaration(scratch_registry):
 
     def release(merged, settings):
         released.append(merged.n)
-        return merged.top(settings.k), {"declared": True}
+        return merged.top(settings.k), Declared(declared=True)
 
     registry.declare_mergeable(Tally, WholeStreamMerge(
         CountSummary, lambda settings, master: CountSummarizer(), merge_all, release))
@@ -113,14 +122,14 @@ def test_the_cluster_follows_a_new_declaration(scratch_registry):
         merger.add_epoch(agent, 0, decode(encode(point.take_epoch(0))))
         merger.add_whole(agent, decode(encode(point.take_whole())))
     (tally,) = merger.release_whole()
-    assert released == [12] and tally.algorithm == Tally.name and tally.status["declared"] is True
+    assert released == [12] and tally.algorithm == Tally.name and tally.status.figures.declared is True
     assert [(it.estimate) for it in tally.items] == [6, 5]  # key (2, 2): 2 + 4, key (1, 1): 5
     (private,) = merger.release_epoch(0, covered=list(points))
-    assert private.algorithm == "dpmg" and private.status["agents"] == ["a", "b"]
+    assert private.algorithm == "dpmg" and private.status.agents == ("a", "b")
 
 
 def test_only_a_registered_algorithm_declares_a_mergeability(scratch_registry):
-    declared = WholeStreamMerge(CountSummary, lambda s, m: CountSummarizer(), merge_all, lambda m, s: ((), {}))
+    declared = WholeStreamMerge(CountSummary, lambda s, m: CountSummarizer(), merge_all, lambda m, s: ((), NO_FIGURES))
 
     class Unknown:
         name = "not-registered"
@@ -132,4 +141,30 @@ def test_only_a_registered_algorithm_declares_a_mergeability(scratch_registry):
     registry.declare_mergeable(Tally, declared)
     with pytest.raises(ValueError, match="declared mergeable twice"):
         registry.declare_mergeable(Tally, WholeStreamMerge(CountSummary, lambda s, m: CountSummarizer(), merge_all,
-                                                           lambda m, s: ((), {})))
+                                                           lambda m, s: ((), NO_FIGURES)))
+
+
+def test_every_mergeable_release_states_a_typed_status_that_renders():
+    """Each declared whole-stream and epoch merge releases a typed status (the summary's figures
+    inside the coverage) whose JSON has the coverage in the contract's order: a release that
+    came back with a dict (as countmin's once did) fails here, not in a user's replay."""
+    names = tuple(mergeable_names())
+    settings = Settings(k=2, seed=3)
+    plan = Plan(names, settings, new_master(settings))
+    points = {}
+    for agent, keys in (("a", [[1, 1]] * 5 + [[2, 2]] * 2), ("b", [[2, 2]] * 4 + [[3, 3]])):
+        points[agent] = point = CapturePoint(plan)
+        keys = np.array(keys, np.uint64)
+        point.feed(KeyBatch(keys, np.arange(len(keys), dtype=np.int64)))
+    merger = Merger(plan, list(points))
+    for agent, point in points.items():
+        merger.add_epoch(agent, 0, decode(encode(point.take_epoch(0))))
+        merger.add_whole(agent, decode(encode(point.take_whole())))
+    whole, epoch = merger.release_whole(), merger.release_epoch(0, covered=list(points))
+    assert {r.algorithm for r in whole + epoch} >= set(names) - {"exact"}
+    for rel in whole:
+        assert isinstance(rel.status.figures, ReleaseStatus), rel.algorithm
+        assert list(rel.to_json()["status"])[:1] == ["agents"] and rel.status.agents == ("a", "b"), rel.algorithm
+    for rel in epoch:
+        assert isinstance(rel.status.figures, ReleaseStatus), rel.algorithm
+        assert list(rel.to_json()["status"])[-2:] == ["agents", "agents_missing"], rel.algorithm

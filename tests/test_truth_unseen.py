@@ -24,6 +24,7 @@ from dptop.monitor.result import session_json, truth_json
 from dptop.monitor.truth import Truth
 from dptop.monitor.unseen import Unseen
 from dptop.report import private_block
+from dptop.runresult import Counting, Lane
 
 from tests.test_live_epochs import START, S, deliver, drained, live_session  # noqa: F401 - a fixture
 
@@ -278,5 +279,5 @@ def test_a_live_session_compares_each_lane_over_the_batches_it_took(live_session
     entries = {e["release"]: e for e in out["algorithms"]["dpss"]["truth"]}
     released = [r.span.index for r in s.releases("dpss")]
     assert {released[i]: (e["packets"], e["unseen"]) for i, e in entries.items()} == {0: (2, 0), 1: (2, 3)}
-    report = "\n".join(private_block("dpss", out["algorithms"]["dpss"], out["counting"], 1))
+    report = "\n".join(private_block("dpss", Lane.from_json(out["algorithms"]["dpss"]), Counting.from_json(out["counting"]), 1))
     assert "exact over the same packets: 2 (its queue refused 3 more)" in report, report

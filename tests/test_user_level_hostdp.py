@@ -65,7 +65,7 @@ def test_release_is_pamg_plus_noise_on_the_host_sets(stream):
         assert est >= alg.threshold() and abs(est - ref.c[key]) < tau  # Thm 12: |noise| < τ (w.p. 1 − 2δ)
     heavy = [x for x, f in truth.items() if ref.c.get(x, 0) >= alg.threshold() + tau]
     assert heavy and all(x in got for x in heavy)
-    assert rel.threshold == tau and rel.status["m"] == 20 and "users_in_epoch" not in rel.status
+    assert rel.threshold == tau and rel.status.m == 20 and "users_in_epoch" not in rel.status.to_json()
     assert over == 0
 
 
@@ -131,7 +131,7 @@ def test_cap_is_counted_in_live_status_only():
     st = alg.status()
     assert (st.users_in_epoch, st.capped_users, st.over_cap_packets) == (2, 1, 3)
     rel = alg.finish()[-1]
-    assert "over_cap_packets" not in rel.status
+    assert "over_cap_packets" not in rel.status.to_json()
 
 
 def test_epochs_follow_packet_time(stream):
@@ -176,7 +176,7 @@ def test_mg_dup_map_and_release(stream):
     rel = feed(alg, batch)[-1]
     contacted = {(int(h), int(l)) for h, l in batch.dst.tolist()}
     assert rel.items and all((it.hi, it.lo) in contacted for it in rel.items)
-    assert rel.status["variant"] == "mg-dup" and rel.status["noisy_pairs"] is not None
+    assert rel.status.variant == "mg-dup" and rel.status.noisy_pairs is not None
     assert alg.threshold() > registry.make("hostdp-dst", settings()).threshold()  # the factor m costs
 
 

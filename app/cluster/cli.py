@@ -16,6 +16,7 @@ from dataclasses import replace
 from dptop.capture.live import DURATION
 from dptop.cluster.connect import check_tls
 from dptop.engine.core.settings import EXTRA_RANGES, RANGES, SEED, Range, Settings, check_ranges, parse_param
+from dptop.engine.core.status import Covered, ReleaseStatus
 from dptop.options import Parser, check_live, json_target, nonempty, ranged
 from dptop.output import write_json
 
@@ -157,7 +158,7 @@ def cmd_collect(args) -> int:
     gone = summary["missing"]
     if not quiet:
         exact = next(iter(result.releases.get(result.plan.truth, [])), None)
-        print(f"exact top {_coverage(exact.status if exact else {'agents': [a.name for a in result.agents if not a.gone]})}:",
+        print(f"exact top {_coverage(exact.status if exact else Covered(agents=tuple(a.name for a in result.agents if not a.gone)))}:",
               ", ".join(f"{it.address} {it.estimate:.0f}" for it in result.exact_top(args.top)))
         for name, rels in result.releases.items():
             for rel in rels[-3:]:
@@ -189,13 +190,13 @@ def _say_news(collector, said: set) -> None:
             print(f"dptop: {why}", file=sys.stderr)
 
 
-def _coverage(status: dict) -> str:
+def _coverage(status: ReleaseStatus) -> str:
     """``[agents: a, b; partial: c; NOT covered: d]`` of a release's status."""
-    text = f"[agents: {', '.join(status.get('agents', [])) or 'none'}"
-    if status.get("agents_partial"):
-        text += f"; partial (until lost): {', '.join(status['agents_partial'])}"
-    if status.get("agents_missing"):
-        text += f"; NOT covered: {', '.join(status['agents_missing'])}"
+    text = f"[agents: {', '.join(status.agents) or 'none'}"
+    if status.agents_partial:
+        text += f"; partial (until lost): {', '.join(status.agents_partial)}"
+    if status.agents_missing:
+        text += f"; NOT covered: {', '.join(status.agents_missing)}"
     return text + "]"
 
 
@@ -208,7 +209,7 @@ def collect_json(result, top: int, cut: bool = False, gaps=(), fatal: str | None
     that ended the run (dptop.monitor.schemas.COLLECT)."""
     gone = [a.name for a in result.agents if a.gone]
     uncovered = sorted({r.span.index for rels in result.releases.values() for r in rels
-                        if r.guarantee is not None and r.status.get("agents_missing")})
+                        if r.guarantee is not None and r.status.agents_missing})
     return {**result.to_json(top), "partial": bool(gone or uncovered or cut or fatal), "missing": gone,
             "epochs_not_covered": uncovered, "stopped_by_signal": cut, "gaps": list(gaps),
             "refused": sorted((refused or {}).values()), "error": fatal}

@@ -2,7 +2,7 @@
 
 Merges run in a fixed agent order (the order agents were named), so a run is reproducible even
 for the merges that are not associative (Misra-Gries, SpaceSaving). Every release names the
-capture points whose data it holds (``status["agents"]``) and, in its guarantee notes and status,
+capture points whose data it holds (its status's ``agents``) and, in its guarantee notes and status,
 those expected but missing (lost before they delivered): their packets of that epoch are in no
 release, and the release does not claim them.
 """
@@ -14,6 +14,7 @@ from dptop.cluster.plan import Plan, declaration
 from dptop.engine.baselines.merge import CountSummary
 from dptop.engine.core.mergeable import WholeStreamMerge
 from dptop.engine.core.release import Release, Span
+from dptop.engine.core.status import Covered
 
 
 class Merger:
@@ -61,7 +62,7 @@ class Merger:
         if missing:
             notes += (f"NOT covered: capture point(s) {', '.join(missing)} lost before delivering this "
                       f"epoch; their packets of this epoch are in no release",)
-        status = {"agents": covered, "agents_missing": missing}
+        coverage = Covered(agents=tuple(covered), agents_missing=tuple(missing))
         grid = self.plan.grid
         out = []
         for name, alg in self._algorithms.items():
@@ -70,7 +71,7 @@ class Merger:
             packets = max((p.n for p in parts), default=0)
             state = None if merged is None else alg.state_of(merged)
             rel = alg.publish(state, packets, epoch, None if grid is None else grid.first_cell + epoch,
-                              notes, status)
+                              notes, coverage)
             self.releases[name].append(rel)
             out.append(rel)
         return out
@@ -98,18 +99,17 @@ class Merger:
             if merge.ground_truth:  # running deltas: what every agent shipped, lost ones included
                 merged = self.exact()
                 shipped = self._ordered(self._exact)
-                status = {"agents": [a for a in shipped if a not in gone],
-                          "agents_partial": [a for a in shipped if a in gone]}
+                agents, partial = tuple(a for a in shipped if a not in gone), tuple(a for a in shipped if a in gone)
             else:
                 parts = [self._whole[a][name] for a in covered if name in self._whole[a]]
                 if not parts:
                     continue
                 merged = merge.merge(parts)
-                status = {"agents": covered}
-            status["agents_missing"] = [a for a in self.agents if a in gone and a not in status["agents"]
-                                        and a not in status.get("agents_partial", ())]
-            items, fields = merge.release(merged, settings)
-            status.update(fields)
+                agents, partial = tuple(covered), None
+            missing = tuple(a for a in self.agents if a in gone and a not in agents and a not in (partial or ()))
+            items, figures = merge.release(merged, settings)
+            status = Covered(figures=figures, agents=agents, agents_partial=partial, agents_missing=missing,
+                             coverage_first=True)
             rel = Release(name, Span(0, merged.n), items, status=status)
             self.releases[name].append(rel)
             out.append(rel)

@@ -80,7 +80,7 @@ class _ExactLines(ReleaseLines):
         release = snap.latest
         thr = "" if release.threshold is None else f", τ {release.threshold:,.0f}"
         items = " · ".join(f"{it.address} {it.estimate:,.0f}" for it in release.items) or "(nothing above τ)"
-        return f"00:00:00 {lane.name} {span_text(release.span.to_json(), self.units)}{thr}: {items}"
+        return f"00:00:00 {lane.name} {span_text(release.span, self.units)}{thr}: {items}"
 
 
 class ExactLines(Product):

@@ -99,7 +99,7 @@ def view_features(view: dict) -> dict[str, float]:
         if isinstance(value, dict):
             if "items" in value and "span" in value:  # a release
                 items = [Item(it["address"], it["estimate"]) for it in value["items"]]
-                out.update(features_of(items, value.get("status"), prefix=f"{path} "))
+                out.update(features_of(items, (value.get("status") or {}).get("noisy_length"), prefix=f"{path} "))
                 value = {k: v for k, v in value.items() if k != "items"}
             for key, sub in value.items():
                 walk(sub, f"{path}.{key}")
@@ -198,7 +198,7 @@ def _view_with_status(session, command):
     per_cell = cell_counts(session.spec.path, session.grid)
     for name, a in view["algorithms"].items():
         for out, rel in zip(a["releases"], [r for r in session.releases(name) if r.guarantee is not None]):
-            out["status"] = dict(rel.status)
+            out["status"] = rel.status.to_json()
             if name == "dpss" and rel.span.t_start is not None and rel.span.t_end is not None:
                 middle = np.array([round((rel.span.t_start + rel.span.t_end) / 2 * 1e9)], np.int64)
                 cell = int(session.grid.cell_of(middle)[0])

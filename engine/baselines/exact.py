@@ -16,6 +16,7 @@ thread (a view's top list) may read while the table grows.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, sorted_items
 from dptop.engine.core.facts import NO_FACTS
 from dptop.engine.core.settings import PACKETS
+from dptop.engine.core.status import ReleaseStatus
 
 SCRAMBLED = 1024  # keys ``count_ipv4`` scrambles ahead of probing
 HEAVY_CAPACITY = 64  # slots of a new counter's heavy table (it doubles as sources carry)
@@ -122,6 +124,14 @@ _UNWEIGHTED = np.zeros(0, np.int64)
 
 INITIAL_CAPACITY = 1 << 12
 """Homes of a new counter's compact table (it doubles as distinct keys arrive)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DistinctFigures(ReleaseStatus):
+    """What an exact release states beside its items: how many ``distinct`` keys it counted (NOT
+    private)."""
+
+    distinct: int
 
 
 class ExactCounter:
@@ -266,7 +276,7 @@ class Exact(Algorithm):
 
     def release(self) -> Release:
         n = int(self.settings.extra.get("top", self.settings.k))
-        return Release(self.name, self.span(), self.counter.top(n or None), status={"distinct": self.counter.size})
+        return Release(self.name, self.span(), self.counter.top(n or None), status=DistinctFigures(distinct=self.counter.size))
 
     def reset(self):
         self.counter = ExactCounter()

@@ -31,12 +31,13 @@ import numpy as np
 
 from dptop.engine.baselines import misragries, spacesaving
 from dptop.engine.baselines.countmin import CountMinHeap, cms_column, make_cms_hashing
-from dptop.engine.baselines.exact import Exact, ExactCounter
+from dptop.engine.baselines.exact import DistinctFigures, Exact, ExactCounter
 from dptop.engine.baselines.summary import counters
 from dptop.engine.core.jit import kernel
 from dptop.engine.core.keys import KEY_DTYPE
 from dptop.engine.core.mergeable import WholeStreamMerge
 from dptop.engine.core.registry import declare_mergeable
+from dptop.engine.core.status import NO_FIGURES, ReleaseStatus
 from dptop.engine.core.release import ReleasedItem, sorted_items
 from dptop.engine.core.settings import check_positive_int
 from dptop.engine.core.topk import tracked
@@ -328,12 +329,20 @@ def _counter_capacity(settings) -> int:
 def _exact_top(merged: CountSummary, settings):
     """The top ``extra['top']`` (default k, 0 = all) of the merged exact counts, and how many keys."""
     top = int(settings.extra.get("top", settings.k))
-    return merged.top(top or None), {"distinct": len(merged.keys)}
+    return merged.top(top or None), DistinctFigures(distinct=len(merged.keys))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoundFigures(ReleaseStatus):
+    """What a merged Misra-Gries or SpaceSaving release states beside its items: the
+    ``error_bound`` of every estimate (NOT private)."""
+
+    error_bound: float
 
 
 def _counters_top(merged, settings):
     """The top k of merged Misra-Gries or SpaceSaving counters, with their error bound."""
-    return merged.top(settings.k), {"error_bound": merged.error_bound}
+    return merged.top(settings.k), BoundFigures(error_bound=merged.error_bound)
 
 
 def _countmin_summarizer(settings, master: bytes) -> CountMinSummarizer:
@@ -350,4 +359,4 @@ declare_mergeable(misragries.MisraGries, WholeStreamMerge(
     MGSummary, lambda settings, master: MGSummarizer(_counter_capacity(settings)), merge_all, _counters_top))
 declare_mergeable(CountMinHeap, WholeStreamMerge(
     SketchSummary, _countmin_summarizer, merge_all,
-    lambda merged, settings: (countmin_top(merged, settings.k), {})))
+    lambda merged, settings: (countmin_top(merged, settings.k), NO_FIGURES)))

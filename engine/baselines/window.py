@@ -7,6 +7,8 @@ Not private: the GUI's comparison column and the metrics' truth for DPSW (docs/d
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from dptop.engine.core import hashtable as ht
@@ -17,6 +19,7 @@ from dptop.engine.core.registry import register
 from dptop.engine.core.release import Release, Span, sorted_items
 from dptop.engine.core.settings import PACKETS, check_positive_int
 from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.status import ReleaseStatus
 
 DEFAULT_WINDOW = 100_000
 
@@ -44,6 +47,15 @@ def _slide(ring, clock, tab_hi, tab_lo, tab_val, hashing, keys):
         else:
             store(tab_hi, tab_lo, tab_val, p, hi, lo, 1)
         clock[0] += 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowFigures(ReleaseStatus):
+    """What an exact window release states beside its items: the ``distinct`` keys in the window
+    and its length in packets (NOT private)."""
+
+    distinct: int
+    window: int
 
 
 class ExactWindow:
@@ -131,4 +143,4 @@ class WindowExact(Algorithm):
             limit = int(self.settings.extra.get("top", self.settings.k))
             items = sorted_items(keys[:, 0], keys[:, 1], counts, limit=limit)
         return Release(self.name, self.span(), items, threshold=thr,
-                       status={"distinct": len(counts), "window": self.window})
+                       status=WindowFigures(distinct=len(counts), window=self.window))

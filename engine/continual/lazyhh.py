@@ -221,6 +221,14 @@ class LazyHHStatus(HorizonStatus):
     note: str = optional("")
 
 
+@dataclass(frozen=True, kw_only=True)
+class LazyHHFigures(LazyHHStatus):
+    """What one LazyHH release states: the status at that moment and ``output_at``, the output
+    step t it was computed at (None: none yet)."""
+
+    output_at: int | None
+
+
 @register
 class LazyHH(ContinualAlgorithm):
     """LazyHH as a dptop algorithm: k = ``Settings.k``, k~ = ``Settings.k_tilde`` (default 4k,
@@ -309,7 +317,7 @@ class LazyHH(ContinualAlgorithm):
         keys, vals, tau, t_out = self.instance.output()
         items = sorted_items(keys[:, 0], keys[:, 1], bulknoise.on_grid(vals))  # whole updates: no float bits
         threshold = tau if t_out else self.params.threshold(self.t)
-        status = {**self.status().to_json(), "output_at": t_out}
+        status = self._status(LazyHHFigures, output_at=t_out)
         return Release(self.name, self.span_to(end_packet, t_end), items, threshold, self.guarantee(), status)
 
     def guarantee(self) -> Guarantee:
@@ -332,6 +340,9 @@ class LazyHH(ContinualAlgorithm):
     def status(self) -> LazyHHStatus:
         """Public facts: horizon, packets seen, τ at the current t and when τ1 = t/k takes over.
         All are functions of t and the parameters (never of the candidates, P2)."""
+        return self._status(LazyHHStatus)
+
+    def _status(self, status_type: type[LazyHHStatus], **more) -> LazyHHStatus:
         p = self.params
         binds = p.tau1_binds_after()
         tau = p.threshold(self.t)
@@ -351,7 +362,7 @@ class LazyHH(ContinualAlgorithm):
         if release_times:
             note = "; ".join(x for x in (release_times, note) if x)
         return self.horizon_status(
-            LazyHHStatus, threshold=tau,
+            status_type, threshold=tau,
             packets_until_output=None if self.exhausted else p.k_tilde - self.t % p.k_tilde,
             tau1_binds_after=binds, k=p.k, k_tilde=p.k_tilde, depth=p.depth, width=p.width,
-            sigma=p.sigma, gamma=p.gamma, delta_tilde=p.delta_tilde, release_times=release_times, note=note)
+            sigma=p.sigma, gamma=p.gamma, delta_tilde=p.delta_tilde, release_times=release_times, note=note, **more)

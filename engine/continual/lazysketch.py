@@ -284,7 +284,7 @@ class _SketchAlgorithm(ContinualAlgorithm):
     def _release(self, end_packet, t_end, computed):
         est = bulknoise.on_grid(self.instance.estimates(self.labels))  # whole updates: no float bits leave
         items = sorted_items(self.labels[:, 0], self.labels[:, 1], est)
-        return Release(self.name, self.span_to(end_packet, t_end), items, None, self.guarantee(), self.status().to_json())
+        return Release(self.name, self.span_to(end_packet, t_end), items, None, self.guarantee(), self.status())
 
     def guarantee(self) -> Guarantee:
         sk = self.instance

@@ -22,6 +22,7 @@ import numpy as np
 from dptop.engine.core.facts import PublicFacts
 from dptop.engine.core.release import Release, ReleasedItem
 from dptop.engine.core.settings import Settings
+from dptop.engine.core.status import Covered, ReleaseStatus
 
 
 class Summarizer(Protocol):
@@ -41,8 +42,10 @@ class EpochReleaser(Protocol):
     def state_of(self, merged: Any) -> Any:
         """The release's state built from one epoch's merged summary (fresh noise added here, if any)."""
 
-    def publish(self, state: Any, packets: int, epoch: int, cell: int | None, notes: tuple, status: dict) -> Release:
-        """The epoch's release from ``state`` (None: no capture point shipped anything for it)."""
+    def publish(self, state: Any, packets: int, epoch: int, cell: int | None, notes: tuple,
+                coverage: Covered) -> Release:
+        """The epoch's release from ``state`` (None: no capture point shipped anything for it),
+        its status the ``coverage`` with the mechanism's figures."""
 
 
 @dataclass(frozen=True)
@@ -55,8 +58,8 @@ class WholeStreamMerge:
     """(settings, the collector's secret) -> a capture point's summarizer."""
     merge: Callable[[Sequence[Any]], Any]
     """Summaries in a fixed capture-point order -> the merged summary."""
-    release: Callable[[Any, Settings], tuple[tuple[ReleasedItem, ...], dict]]
-    """(merged summary, settings) -> the released items and the status fields the summary adds."""
+    release: Callable[[Any, Settings], tuple[tuple[ReleasedItem, ...], ReleaseStatus]]
+    """(merged summary, settings) -> the released items and the figures the summary states."""
     ground_truth: bool = False
     """The exact counts: every capture point ships them (as running deltas), asked for or not."""
 

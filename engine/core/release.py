@@ -8,11 +8,12 @@ privacy package builds on the core: results are typed, not bare tuples).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from dptop.engine.core.keys import decode_key
+from dptop.engine.core.status import NO_FIGURES, ReleaseStatus
 
 MODEL_NONE = "non-private"
 MODEL_SINGLE = "single release per epoch"
@@ -70,7 +71,8 @@ class Release:
     never of true counts or slot order: docs/dpss-eehh.md P12). ``threshold`` is the value an item's
     estimate had to exceed (``None`` for plain top-k baselines). ``status`` carries public,
     display-only facts such as the noisy stream length or the packets still needed before
-    anything can pass the threshold.
+    anything can pass the threshold (a ``ReleaseStatus`` of the algorithm's family,
+    dptop.engine.core.status).
     """
 
     algorithm: str
@@ -78,7 +80,7 @@ class Release:
     items: tuple[ReleasedItem, ...]
     threshold: float | None = None
     guarantee: Guarantee | None = None
-    status: dict = field(default_factory=dict)
+    status: ReleaseStatus = NO_FIGURES
     released_before: int = 0
     """Releases of empty epochs published in bulk just before this one and held by no view
     (dptop.engine.single_release.epochs); counted with it."""
@@ -91,7 +93,7 @@ class Release:
     def suppressed(self) -> str:
         """Why this release was withheld as a whole ('' when it was not; e.g. an EEHH epoch too long
         for its public cap)."""
-        return str(self.status.get("suppressed") or "")
+        return self.status.suppressed
 
     def top(self, n: int) -> tuple[ReleasedItem, ...]:
         return self.items[:n]
@@ -103,7 +105,7 @@ class Release:
             "threshold": self.threshold,
             "items": [it.to_json() for it in self.items],
             "guarantee": None if self.guarantee is None else self.guarantee.to_json(),
-            "status": dict(self.status),
+            "status": self.status.to_json(),
         }
 
 

@@ -247,7 +247,7 @@ class LocalDP(CellOrdered, Algorithm):
         items = tuple(sorted(labels, key=lambda it: (-it.estimate, it.hi, it.lo)))
         reports = sum(p.collector.reports for p in self._engine.pipelines)  # what the collector sees (public)
         return Release(self.name, Span(0, reports, "stream", self._windows), items, tau,
-                       self.guarantee(), self.status().to_json())
+                       self.guarantee(), self.status())
 
     def live(self) -> Release | None:
         """The collector's current top-k: post-processing of the reports, free to show."""

@@ -22,6 +22,7 @@ Noise is drawn in key order and the output is ordered by noisy value then key (P
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -36,11 +37,24 @@ from dptop.engine.core.release import sorted_items
 from dptop.engine.privacy.measures import ApproxDP, Measure, PureDP, compose
 from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
 from dptop.engine.core.facts import NO_FACTS
+from dptop.engine.core.status import ReleaseStatus, optional
 from dptop.engine.single_release.dpmg_universe import universe_top_noise
 
 MODES = ("A", "pure")
 UNIVERSE_SIZE = (1 << 128) - (1 << 120)
 """Every 128-bit key outside ff00::/8 (IPv4 sources are the ::ffff:0:0/96 part of it)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DPMGFigures(ReleaseStatus):
+    """What one DP-MG release states beside its items: the noisy epoch length and τ (mode A and
+    the merged release; pure mode has neither), the ``mode``, k and k~."""
+
+    noisy_length: int | None = optional()
+    mode: str
+    tau: int | None = optional()
+    k: int
+    k_tilde: int
 
 
 @register
@@ -121,7 +135,7 @@ class DPMisraGries(Epoched):
         vals = counts[order] + eta + self.noise.dlap_array(self.eps_a, len(order))
         keep = vals >= cut
         keys = keys[order][keep]
-        status = {"noisy_length": n_noisy, "mode": "A", "tau": self.tau, "k": self.k, "k_tilde": self.k_tilde}
+        status = DPMGFigures(noisy_length=n_noisy, mode="A", tau=self.tau, k=self.k, k_tilde=self.k_tilde)
         # Integer estimates: "v >= cut" is "v > cut − 1", the threshold in Release's sense.
         return sorted_items(keys[:, 0], keys[:, 1], vals[keep]), float(cut - 1), n_noisy, status
 
@@ -148,7 +162,7 @@ class DPMisraGries(Epoched):
             rows.append((*key, z))
         items = sorted_items([r[0] for r in rows], [r[1] for r in rows],
                              [r[2] / (K + 1) for r in rows], limit=self.k)
-        return items, None, None, {"mode": "pure", "k": self.k, "k_tilde": K}
+        return items, None, None, DPMGFigures(mode="pure", k=self.k, k_tilde=K)
 
 
 # --- DP-MG privacy map (docs/dp-misra-gries.md §5.3): pure functions of public parameters.

@@ -33,7 +33,7 @@ from dptop.engine.baselines.spacesaving import make_state, snapshot, state_bytes
 from dptop.engine.baselines.summary import counters
 from dptop.engine.core.base import Footprint
 from dptop.engine.core.facts import NO_FACTS
-from dptop.engine.core.status import EpochStatus
+from dptop.engine.core.status import EpochStatus, ReleaseStatus
 
 RECALL_BETA = 0.05
 """Admission: all items with f >= n/k are released together with probability >= 1 − β
@@ -58,6 +58,18 @@ class DPSSStatus(EpochStatus):
     without noise (from the parameters alone)."""
 
     min_packets: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DPSSFigures(ReleaseStatus):
+    """What one DPSS release states beside its items: the noisy epoch length ñ, γ, the length
+    slack, k and k~ (all public)."""
+
+    noisy_length: int
+    gamma: float
+    length_slack: int
+    k: int
+    k_tilde: int
 
 
 @register
@@ -136,8 +148,8 @@ class DPSpaceSaving(Epoched):
         vals = counts[order] + self.noise.dlap_array(self.eps_a, len(order))
         keep = vals > tau
         keys = keys[order][keep]
-        status = {"noisy_length": n_noisy, "gamma": self.gamma, "length_slack": self.slack,
-                  "k": self.k, "k_tilde": self.k_tilde}
+        status = DPSSFigures(noisy_length=n_noisy, gamma=self.gamma, length_slack=self.slack, k=self.k,
+                             k_tilde=self.k_tilde)
         return sorted_items(keys[:, 0], keys[:, 1], vals[keep]), tau, n_noisy, status
 
 

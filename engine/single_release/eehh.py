@@ -29,7 +29,7 @@ default sketch baseline. The sketch's numba state and kernels are in ``eehh_kern
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
@@ -47,7 +47,7 @@ from dptop.engine.core.registry import register
 from dptop.engine.core.release import sorted_items
 from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
 from dptop.engine.core.facts import NO_FACTS, PublicFact
-from dptop.engine.core.status import EpochStatus
+from dptop.engine.core.status import EpochStatus, ReleaseStatus, optional
 
 DEFAULT_T_MAX = 1 << 26
 """Public per-epoch cap on arrivals when no public length (``--param t_max``, ``--epoch-packets``, the
@@ -67,6 +67,21 @@ class EEHHStatus(EpochStatus):
     depth: int
     width: int
     psi: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class EEHHFigures(ReleaseStatus):
+    """What one EEHH release states beside its items: the noisy epoch length, the sketch's public
+    sizing, k and k~, and ``suppressed`` when the epoch was too long for ``t_max``."""
+
+    noisy_length: int
+    t_max: int
+    depth: int
+    width: int
+    psi: float
+    k: int
+    k_tilde: int
+    suppressed: str = optional("")
 
 
 class _EEHH(Epoched):
@@ -158,11 +173,11 @@ class _EEHH(Epoched):
         n = 0 if state is None else int(state.meta[N])
         n_noisy = n + self.length_noise()  # ñ = n + DLap(ε_n) (§4.5 step 1)
         n_hi = n_noisy + self.slack + 1
-        status = {"noisy_length": n_noisy, "t_max": self.t_max, "depth": self.depth,
-                  "width": self.width, "psi": self.psi, "k": self.k, "k_tilde": self.k_tilde}
+        status = EEHHFigures(noisy_length=n_noisy, t_max=self.t_max, depth=self.depth, width=self.width,
+                             psi=self.psi, k=self.k, k_tilde=self.k_tilde)
         if n_hi > self.t_max:
-            status["suppressed"] = (f"epoch too long: noisy length bound {n_hi} > t_max {self.t_max}; "
-                                    f"nothing released (set a larger --param t_max=...)")
+            status = replace(status, suppressed=(f"epoch too long: noisy length bound {n_hi} > t_max {self.t_max}; "
+                                                 f"nothing released (set a larger --param t_max=...)"))
             return (), None, n_noisy, status
         if state is None:
             return (), self._threshold(None, n_noisy, n_hi), n_noisy, status

@@ -59,7 +59,7 @@ from dptop.engine.privacy.noise import NoiseSource
 from dptop.engine.core.release import MODEL_SINGLE, Release, Span
 from dptop.engine.core.settings import PACKETS, check_positive_int
 from dptop.engine.core.facts import NO_FACTS
-from dptop.engine.core.status import DetectionLimit, EpochStatus
+from dptop.engine.core.status import Covered, DetectionLimit, EpochStatus, ReleaseStatus
 
 SHOWN = 4096
 """Releases of a run of empty epochs built as objects: at least the runner's ``history``."""
@@ -126,7 +126,7 @@ class Epoched(CellOrdered, Algorithm):
         """Feed one key batch to ``state``."""
 
     @abstractmethod
-    def _publish(self, state) -> tuple[tuple, float | None, int | None, dict]:
+    def _publish(self, state) -> tuple[tuple, float | None, int | None, ReleaseStatus]:
         """Release ``state`` (``None`` = an epoch without packets): ``(items, threshold,
         noisy_length or None, public status)``. Called once per epoch, after the budget is spent."""
 
@@ -268,23 +268,26 @@ class Epoched(CellOrdered, Algorithm):
         return "whole stream: one release at its end"
 
     def publish(self, state, packets: int, index: int, cell: int | None = None,
-                notes: tuple[str, ...] = (), status: dict | None = None) -> Release:
+                notes: tuple[str, ...] = (), coverage: Covered | None = None) -> Release:
         """Release epoch ``index`` from a ``state`` built elsewhere (merged from several capture
         points, dptop.cluster): ``packets`` sets a count epoch's span, ``cell`` is a time epoch's
-        grid cell, ``notes``/``status`` say what the release covers. Spends that epoch's budget."""
+        grid cell, ``notes``/``coverage`` say what the release covers (the mechanism's figures go
+        into the coverage's). Spends that epoch's budget."""
         self._epoch = _Epoch(Budget(self.cost()))
         self._epoch.state, self._epoch.packets, self._index = state, packets, index
         if cell is not None:
             self._grid = cell
-        return self._close(notes, status or {})
+        return self._close(notes, coverage)
 
-    def _close(self, extra_notes: tuple[str, ...] = (), extra_status: dict | None = None) -> Release:
+    def _close(self, extra_notes: tuple[str, ...] = (), coverage: Covered | None = None) -> Release:
         ep = self._epoch
         ep.budget.spend(self.cost())  # before any noise is drawn; refuses a second release
         items, threshold, n_noisy, status = self._publish(ep.state)
         span = self._span(ep, n_noisy)
-        rel = Release(self.name, span, tuple(items), threshold, self.guarantee(span, extra_notes),
-                      {**status, **(extra_status or {})}, released_before=self._unseen)
+        if coverage is not None:
+            status = replace(coverage, figures=status)
+        rel = Release(self.name, span, tuple(items), threshold, self.guarantee(span, extra_notes), status,
+                      released_before=self._unseen)
         self._unseen = 0
         self._last = rel
         self._index += 1

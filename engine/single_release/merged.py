@@ -37,7 +37,7 @@ from dptop.engine.core.mergeable import EpochMerge
 from dptop.engine.core.registry import declare_mergeable
 from dptop.engine.core.release import sorted_items
 from dptop.engine.core.settings import PACKETS, check_delta, check_epsilon, check_positive_int
-from dptop.engine.single_release.dpmg import DPMisraGries
+from dptop.engine.single_release.dpmg import DPMGFigures, DPMisraGries
 from dptop.engine.single_release.dpss import by_key
 from dptop.engine.single_release.eehh import CountMinEEHH, cms_depth, cms_threshold, next_pow2, sketch_psi
 from dptop.engine.single_release.eehh_kernels import N, SIZE, EEState, make_ee_state, tracked, update_batch
@@ -89,8 +89,7 @@ class MergedDPMG(DPMisraGries):
                 his.append(int(summary.keys[j, 0]))
                 los.append(int(summary.keys[j, 1]))
                 vals.append(v)
-        status = {"noisy_length": n_noisy, "mode": "merged", "tau": 1 + self.t, "k": self.k,
-                  "k_tilde": self.k_tilde}
+        status = DPMGFigures(noisy_length=n_noisy, mode="merged", tau=1 + self.t, k=self.k, k_tilde=self.k_tilde)
         return sorted_items(his, los, vals), float(cut - 1), n_noisy, status
 
 

@@ -313,7 +313,7 @@ class DPSWHeavyHitters(Algorithm):
             self._cache_key = key
         t = self.sketch.t
         return dataclasses.replace(self._cache, span=Span(max(0, t - self.window), t, kind="window"),
-                                   status=self._status(next(iter(plans.values())), self.threshold).to_json())
+                                   status=self._status(next(iter(plans.values())), self.threshold))
 
     def _query(self, plans) -> Release:
         thr = self.threshold
@@ -331,7 +331,7 @@ class DPSWHeavyHitters(Algorithm):
         t = self.sketch.t
         first = next(iter(plans.values()))
         return Release(self.name, Span(max(0, t - self.window), t, kind="window"), tuple(items),
-                       threshold=thr, guarantee=self.guarantee(), status=self._status(first, thr).to_json())
+                       threshold=thr, guarantee=self.guarantee(), status=self._status(first, thr))
 
     def _tree(self, group: str, chans: list[int], plan, thr: float) -> list[ReleasedItem]:
         """HH_TREE of §5.2 (b): level ℓ keeps prefixes with estimate >= thr − κ_ℓ (κ_H = 0), at most

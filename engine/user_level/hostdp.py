@@ -46,7 +46,7 @@ from dptop.engine.user_level.gshm import gshm_parameters, gshm_release, thm12_er
 from dptop.engine.user_level.pamg import PAMG, state_bytes
 from dptop.engine.user_level.usersets import UserSets
 from dptop.engine.core.facts import NO_FACTS
-from dptop.engine.core.status import EpochStatus, optional
+from dptop.engine.core.status import EpochStatus, ReleaseStatus, optional
 
 DEFAULT_M = 8
 VARIANTS = ("pamg", "mg-dup")
@@ -111,6 +111,41 @@ class HostStatus(EpochStatus):
     over_cap_packets: int
     clients: str | None = optional()
     packets_without_one_client_end: int | None = optional()
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostFigures(ReleaseStatus):
+    """What one host-level release states beside its items: the ``variant``, k, ``m`` and, per
+    variant, its noise figure and τ (``HostSketchFigures``, ``HostFlatFigures``)."""
+
+    variant: str
+    k: int
+    m: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostSketchFigures(HostFigures):
+    """A GSHM release of a PAMG sketch: the Gaussian noise's σ and τ."""
+
+    sigma: float
+    tau: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostFlatFigures(HostFigures):
+    """A release of the flat mechanism over the epoch's distinct pairs: their noisy count and τ."""
+
+    noisy_pairs: int | None
+    tau: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairCountFigures(ReleaseStatus):
+    """What the exact host-level baseline states beside its items: its ``users`` and ``pairs``
+    (NOT private)."""
+
+    users: int
+    pairs: int
 
 
 @register
@@ -213,8 +248,8 @@ class HostDPDst(Epoched):
 
     def release_sketch(self, keys: np.ndarray, counts: np.ndarray):
         """GSHM on a PAMG snapshot (fresh noise on every call): ``_publish``'s tuple."""
-        status = {"variant": self.variant, "k": self.k, "m": self.m, "sigma": self.params.sigma,
-                  "tau": self.params.tau}
+        status = HostSketchFigures(variant=self.variant, k=self.k, m=self.m, sigma=self.params.sigma,
+                                   tau=self.params.tau)
         kept, noisy = gshm_release(keys, counts, self.params, self.noise)
         # Integer estimates: "v >= 1 + τ" is "v > τ", the threshold in Release's sense.
         return sorted_items(kept[:, 0], kept[:, 1], noisy), float(self.params.tau), None, status
@@ -230,9 +265,8 @@ class HostDPDst(Epoched):
         flat_state = self.flat._new_state()
         if state is not None and state.pairs:
             self.flat._feed(flat_state, state.sets()[0])
-        items, threshold, n_noisy, status = self.flat._publish(flat_state)
-        status = {"variant": self.variant, "k": self.k, "m": self.m, "noisy_pairs": n_noisy,
-                  "tau": self.flat.tau}
+        items, threshold, n_noisy, _ = self.flat._publish(flat_state)
+        status = HostFlatFigures(variant=self.variant, k=self.k, m=self.m, noisy_pairs=n_noisy, tau=self.flat.tau)
         return items, threshold, None, status
 
     def epoch_status(self, **epoch) -> HostStatus:
@@ -312,7 +346,7 @@ class ExactClients(Algorithm):
         keys, counts = self.sets.item_counts()
         n = int(self.settings.extra.get("top", self.settings.k))
         return Release(self.name, self.span(), sorted_items(keys[:, 0], keys[:, 1], counts, limit=n or None),
-                       status={"users": self.sets.users, "pairs": self.sets.pairs})
+                       status=PairCountFigures(users=self.sets.users, pairs=self.sets.pairs))
 
     def reset(self) -> None:
         self.sets = UserSets(None)

@@ -16,6 +16,7 @@ from dptop.engine.privacy.noise import NoiseSource
 from dptop.engine.baselines.spacesaving import make_state, update_batch
 from dptop.engine.core.facts import NO_FACTS
 from dptop.engine.core.settings import PACKETS
+from dptop.engine.core.status import NO_FIGURES
 
 NOISE_FACTOR = 4
 """How much too small the noise of the ``*-small-noise`` variants is (scale / NOISE_FACTOR)."""
@@ -45,10 +46,10 @@ class ExactLengthDPSS(DPSpaceSaving):
         return dpss_threshold(n_noisy, n_noisy, self.k, self.k_tilde, self.gamma, self.margin)
 
     def _publish(self, state):
-        """As 000's Alg 3: n itself is not published (only the threshold gap is under audit)."""
-        items, tau, n, status = super()._publish(state)
-        status.pop("noisy_length")
-        return items, tau, n, status
+        """As 000's Alg 3: n itself is not published (only the threshold gap is under audit), so the
+        release states no figures."""
+        items, tau, n, _ = super()._publish(state)
+        return items, tau, n, NO_FIGURES
 
 
 class ExactLengthEEHH(CountMinEEHH):
@@ -62,9 +63,8 @@ class ExactLengthEEHH(CountMinEEHH):
         return 0  # ñ = n
 
     def _publish(self, state):
-        items, tau, n, status = super()._publish(state)
-        status.pop("noisy_length")
-        return items, tau, n, status
+        items, tau, n, _ = super()._publish(state)
+        return items, tau, n, NO_FIGURES  # n is not published: no figures
 
 
 class EntryTimeSpaceSaving:

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 
-def features_of(items, status: dict | None = None, prefix: str = "") -> dict[str, float]:
-    """A release's items (objects with ``address`` and ``estimate``) and public status as a flat
-    record: ``item <address>`` -> estimate, ``count``, ``mean``, ``labels`` (the label set as a
-    category, ``set <...>`` = 1) and ``noisy_length`` when the status has one."""
+def features_of(items, noisy_length: float | None = None, prefix: str = "") -> dict[str, float]:
+    """A release's items (objects with ``address`` and ``estimate``) and the noisy length its status
+    states as a flat record: ``item <address>`` -> estimate, ``count``, ``mean``, ``labels`` (the
+    label set as a category, ``set <...>`` = 1) and ``noisy_length`` when there is one."""
     out: dict[str, float] = {}
     labels = []
     total = 0.0
@@ -24,8 +24,8 @@ def features_of(items, status: dict | None = None, prefix: str = "") -> dict[str
     if labels:
         out[f"{prefix}mean"] = total / len(labels)
     out[f"{prefix}set {','.join(sorted(labels)) or '-'}"] = 1.0
-    if status and status.get("noisy_length") is not None:
-        out[f"{prefix}noisy_length"] = float(status["noisy_length"])
+    if noisy_length is not None:
+        out[f"{prefix}noisy_length"] = float(noisy_length)
     return out
 
 

@@ -67,7 +67,7 @@ class EpochedTarget(Target):
                 state = mech._new_state()
                 mech._feed(state, keys)
             items, _, _, status = mech._publish(state)  # fresh release noise on every call
-            out.append(features_of(items, status))
+            out.append(features_of(items, status.noisy_length))
         return out
 
 

@@ -122,7 +122,7 @@ class HostDPTarget:
         out = []
         for _ in range(runs):
             items, _, _, status = mech.release_sketch(*sketch)
-            out.append(features_of(items, status))
+            out.append(features_of(items, status.noisy_length))
         return out
 
     def structure(self, pair: Pair) -> list[str]:
