@@ -18,8 +18,9 @@ private on every surface).
 Each finding of the review that made this matrix is a broken variant (``BROKEN``) the matrix
 must report: the release on a later packet's arrival (``arrival-release``), the data-chosen stop
 (``count-stop``), a new ledger per key switch (``ledger-per-session``), seeded metrics without
-their marker (``seeded-metrics``), spans with the exact count (``exact-spans``) and ``capture``'s
-running log with them (``exact-lines``).
+their marker (``seeded-metrics``), spans with the exact count (``exact-spans``), ``capture``'s
+running log with them (``exact-lines``) and a live continual algorithm whose output steps follow
+the packet count instead of the public clock (``count-steps``).
 """
 from __future__ import annotations
 
@@ -226,6 +227,11 @@ class Product:
     def ledger_after(session: Session):
         return session.ledger
 
+    @staticmethod
+    def live_config(cell: Cell, seed: int | None) -> RunConfig:
+        """The run a live capture's lanes are built from (its time epochs: the public clock)."""
+        return config(cell, seed)
+
     stop_after: int | None = None  # a capture stopped at its N-th packet (refused: ``--count``)
     duration: int | None = EPOCHS  # the public stop (``--duration``, seconds); None: open-ended
     release_lines = staticmethod(ReleaseLines)  # what prints ``capture``'s running log
@@ -244,7 +250,7 @@ class Product:
 
         now = [T0]
         end = None if self.duration is None else T0 + self.duration * SECOND
-        session = Session(config(cell, seed), record_packets=1 << 12)
+        session = Session(self.live_config(cell, seed), record_packets=1 << 12)
         session.spec = SourceSpec("live", iface="lo", lateness=LATENESS_NS / 1e9, duration=self.duration,
                                   count=self.stop_after)
         session.public["time_range"] = (T0, end)
@@ -561,12 +567,24 @@ class ExactLines(Product):
     release_lines = staticmethod(_ExactLines)
 
 
+class CountSteps(Product):
+    """Output steps driven by the packet count on a live capture: the lanes are built without
+    the clock's epochs (the session's clock still ticks), so a continual algorithm computes and
+    releases an output every k~ packets, and one packet more or less changes how many exist."""
+
+    @staticmethod
+    def live_config(cell, seed):
+        run = config(cell, seed)
+        return replace(run, settings=run.settings.with_(epoch_seconds=None))
+
+
 BROKEN = {"arrival-release": (ArrivalRelease, Cell("timing", "dpss", neighbour="added-end")),
           "count-stop": (CountStop, Cell("capture", "dpss", neighbour="removed-start")),
           "ledger-per-session": (LedgerPerSession, Cell("top", "dpss")),
           "seeded-metrics": (SeededMetrics, Cell("seeded", "dpss")),
           "exact-spans": (ExactSpans, Cell("capture", "dpsw", neighbour="removed-start")),
-          "exact-lines": (ExactLines, Cell("lines", "lazyhh", neighbour="removed-middle"))}
+          "exact-lines": (ExactLines, Cell("lines", "lazyhh", neighbour="removed-middle")),
+          "count-steps": (CountSteps, Cell("capture", "lazyhh", neighbour="removed-start"))}
 """Each broken variant with the cell that must report it."""
 
 
