@@ -55,6 +55,8 @@ def span_text(span: dict, units: str) -> str:
     ``the whole stream``."""
     kind, index, start, end = span["kind"], span.get("index", 0), span.get("start"), span.get("end")
     timed = span.get("t_start") is not None and span.get("t_end") is not None
+    if kind != "epoch" and (start is None or end is None):  # positions counted from the data, not shown
+        return counted_span_text(kind, index, span, timed)
     if kind == "epoch":
         if timed:
             return f"epoch {index}, {clock(span['t_start'])}-{clock(span['t_end'])} UTC"
@@ -68,6 +70,17 @@ def span_text(span: dict, units: str) -> str:
     if kind == "stream":
         return "the whole stream (one release at its end)"
     return kind
+
+
+def counted_span_text(kind: str, index: int, span: dict, timed: bool) -> str:
+    """A continual or window span whose packet positions stay in ``exact_spans`` (a live lane):
+    ``horizon 0, 12:00:00-12:10:00 UTC``, ``the current window, up to 12:00:40 UTC``."""
+    where = {"horizon": f"horizon {index}", "prefix": "since the start", "window": "the current window"}.get(kind, kind)
+    if not timed:
+        return where
+    if kind == "window":
+        return f"{where}, up to {clock(span['t_end'])} UTC"
+    return f"{where}, {clock(span['t_start'])}-{clock(span['t_end'])} UTC"
 
 
 def number(x: float | None) -> str:
