@@ -19,23 +19,18 @@ from dptop.engine.core.extras import FEED, GUI, LIVE, require
 from dptop.capture import synth
 from dptop.capture.live import COUNT, DURATION
 from dptop.capture.replay import MAX_GAP, SPEED
-from dptop.engine.lab.audit.cases import CONFIDENCE, EVENTS, RUNS
 from dptop.engine.core.settings import SEED, Range
 from dptop.monitor import catalogue, defaults
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec, config_errors
 from dptop.monitor.memory import map_large_blocks
 from dptop.monitor.sources import refuse_data_stop
-from dptop.options import Parser, check_live, document_defaults, json_target, names_arg, nonempty, ranged
-from dptop.output import silence_stdout, write_json
+from dptop.options import Parser, check_live, document_defaults, nonempty, ranged
+from dptop.output import silence_stdout
 from dptop.resources import DEMO_CAPTURE
 from dptop.runargs import (add_live_options, add_report_options, add_run_options, add_serve_options, algorithm_names,
                            check_serve, cluster_arg, config_from_args, report_form, time_range_arg)
 
 REFRESH = Range("refresh", 0.05, 3600.0)
-SOAK_MINUTES = Range("soak-minutes", 0.1, 24 * 60.0)
-BENCH_NAMES = ("algorithms", "single-release", "continual", "sliding-window", "local-dp", "anchors", "capture",
-               "replay", "soak", "live")
-"""What ``dptop bench --only`` names (dptop.engine.lab.bench.suite.EXTRA_BENCHES by their last part)."""
 def check_replay(args) -> None:
     """Everything ``replay`` checks before it starts (``args.config``, ``args.spec``): the
     algorithms and their parameters, and the capture and its time grid (one file) or the archive
@@ -164,52 +159,17 @@ def cmd_synth(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> int:
-    from dptop.lab import replaybench
-    from dptop.engine.lab.bench.suite import print_report, run_all
-
-    wanted = None if args.only is None else {n.strip() for n in args.only.split(",")}
-    engine_only = None if wanted is None else ",".join(wanted - {"replay", "capture", "soak", "live"}) or "none"
-    tables = sys.stderr if args.json_out == "-" else sys.stdout
-    report = run_all(quick=args.quick, only=engine_only, anchors=args.anchors, tables=tables)
-    if wanted is None or "capture" in wanted:
-        from dptop.capture.lab.bench import run_bench
-
-        report["reports"].append(run_bench(args.quick))
-        print_report(report["reports"][-1], tables)
-    if wanted is not None and "soak" in wanted:
-        from dptop.lab import soakbench
-
-        show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
-        config = config_from_args(build_parser().parse_args(["capture", "--iface", "lo"]))  # capture's defaults
-        report["reports"].append({"name": "soak", "rows": soakbench.rows(config, args.soak_minutes, progress=show)})
-        print_report(report["reports"][-1], tables)
-    if wanted is not None and "live" in wanted:
-        from dptop.lab import livebench
-
-        show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
-        report["reports"].append({"name": "live", "rows": livebench.rows(args.quick, progress=show)})
-        print_report(report["reports"][-1], tables)
-    if wanted is None or "replay" in wanted:
-        show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
-        report["reports"].append({"name": "startup", "rows": replaybench.startup(quick=args.quick, progress=show)})
-        report["reports"].append({"name": "replay", "rows": replaybench.run(quick=args.quick, progress=show)})
-    if args.json_out:
-        write_json(report, args.json_out)
-    return 0
-
-
 def cmd_compile(args) -> int:
     """Compile kernels into the user cache now (``make`` runs ``--first`` after installing), so the
     first replay or window starts at once; the rest compile on first use."""
     from dptop.engine.core.jit import cache_dir
-    from dptop.kernels import LIVE, PCAP, PCAPNG, compile_kernels
+    from dptop.kernels import EXACT, LIVE, PCAP, PCAPNG, compile_kernels
 
-    tasks = [PCAP, *algorithm_names(None)] if args.first else [PCAP, PCAPNG, LIVE, *catalogue.names()]
+    tasks = [PCAP, *algorithm_names(None)] if args.first else [PCAP, PCAPNG, LIVE, EXACT, *catalogue.names()]
     t0 = time.perf_counter()
     what = "the pcap parser and the default algorithms" if args.first else "every kernel"
     print(f"dptop: compiling {what} into {cache_dir()} (once per install) ...", file=sys.stderr, flush=True)
-    errors = compile_kernels(tasks)
+    errors = compile_kernels(tasks, every_path=not args.first)
     if errors:
         print(f"dptop: error: {len(errors)} did not compile: {'; '.join(errors)}", file=sys.stderr)
         return 1
@@ -232,53 +192,6 @@ def cmd_list(args) -> int:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + lines[0])
         for line in lines[1:]:
             print(" " * indent + line)
-    return 0
-
-
-def _audit_targets() -> dict:
-    from dptop.engine.lab.audit import cases as audit_cases
-    from dptop.lab.product_audit import PRODUCT_TARGETS
-    from dptop.lab.audit_paths import PATH_TARGETS
-
-    return {**audit_cases.TARGETS, **PRODUCT_TARGETS, **PATH_TARGETS}
-
-
-def check_audit(args) -> None:
-    if (args.mechanism is None) == (args.product is None):
-        raise ValueError("dptop audit: give --mechanism NAME (or list) or --product")
-    if args.product is not None:
-        return
-    if args.mechanism != "list" and args.mechanism not in _audit_targets():
-        raise ValueError(f"--mechanism: unknown audit mechanism {args.mechanism!r}; known: "
-                         f"{', '.join(_audit_targets())}")
-
-
-def cmd_audit(args) -> int:
-    """Empirical privacy audit of a release mechanism (dptop.engine.lab.audit) or of the product path
-    (dptop.lab.product_audit: capture files through a monitor session and its JSON)."""
-    from dptop.engine.lab.audit import cases as audit_cases
-
-    if args.product is not None:
-        from dptop.lab.product_matrix import audit_product
-
-        return audit_product(args.product == "quick", 3)
-    targets = _audit_targets()
-    if args.mechanism == "list":
-        for name, cls in targets.items():
-            print(f"{name:28s} {'broken' if cls.broken else 'real':7s} {cls.description}")
-        return 0
-    if args.json_out == "-":
-        report = None
-    else:
-        def report(pair):
-            verdict = "VIOLATION" if pair.violation else "no violation"
-            print(f"  {pair.pair}: {verdict}, ε lower bound {pair.epsilon_lower_bound:.3f}", flush=True)
-    result = audit_cases.run_target(targets[args.mechanism](), args.runs, args.confidence, args.seed, args.events,
-                                    report)
-    if args.json_out:
-        write_json(result.to_json(), args.json_out)
-    if args.json_out != "-":
-        print(result.summary())
     return 0
 
 
@@ -351,37 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pcap", type=nonempty("--pcap"), required=True, help="the pcap file to write")
     p.set_defaults(func=cmd_synth)
 
-    p = sub.add_parser("bench", help="benchmark every algorithm (updates/s) and the capture path")
-    p.add_argument("--quick", action="store_true", help="smaller streams (a smoke run)")
-    p.add_argument("--only", type=names_arg("--only", BENCH_NAMES), default=None,
-                   help="comma-separated bench names: algorithms, capture, single-release, continual, "
-                        "sliding-window, anchors, replay (end to end), soak (live, on request only), live (line rate "
-                        "between two namespaces, root, on request only) (default: all but soak and live)")
-    p.add_argument("--soak-minutes", type=ranged(SOAK_MINUTES), default=5.0, metavar="M",
-                   help="--only soak: minutes of live capture on lo at 20,000 packets/s (root; the day-long "
-                        "target is 60)")
-    p.add_argument("--anchors", type=nonempty("--anchors"), default=None, metavar="DIR",
-                   help="folder with the papers' authors' C++ timing programs, timed side by side with ours "
-                        "(default: none, not timed)")
-    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
-                   help="write the report as JSON to the file OUT, or to stdout with - (default: no JSON)")
-    p.set_defaults(func=cmd_bench)
+    from dptop.lab.commands import add_subcommands as add_lab_commands
 
-    p = sub.add_parser("audit", help="empirical privacy audit of a release mechanism on neighbouring streams")
-    p.add_argument("--mechanism", type=nonempty("--mechanism"), default=None,
-                   help="mechanism to audit, or 'list' to list them (default: none; give it or --product)")
-    p.add_argument("--product", choices=("quick", "all"), nargs="?", const="all", default=None,
-                   help="the product conformance matrix (surfaces x algorithms x keys x weights x neighbours x "
-                        "range paths) and its broken variants; 'quick': the default suite's slice")
-    p.add_argument("--runs", type=ranged(RUNS), default=2000, help="runs per neighbouring stream (default 2000)")
-    p.add_argument("--confidence", type=ranged(CONFIDENCE), default=0.95,
-                   help="confidence of the violation statement (default 0.95)")
-    p.add_argument("--events", type=ranged(EVENTS), default=3, help="events tested per neighbour pair (default 3)")
-    p.add_argument("--seed", type=ranged(SEED), default=None,
-                   help="seed every run's noise (reproducible; default: the OS CSPRNG)")
-    p.add_argument("--json", dest="json_out", type=json_target, default=None, metavar="OUT|-",
-                   help="write the JSON result to the file OUT, or to stdout with - (default: no JSON)")
-    p.set_defaults(func=cmd_audit, check=check_audit)
+    add_lab_commands(sub, capture_defaults=lambda: config_from_args(build_parser().parse_args(
+        ["capture", "--iface", "lo"])))
 
     _add_top(sub)
     from dptop.lab.sweeps import add_subcommands as add_sweeps

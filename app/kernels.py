@@ -6,6 +6,12 @@ so while it does. Plain ``dptop compile`` compiles every kernel. Kernels are com
 ``workers`` processes at once (one per core, two at most: numba compiles on one thread), one taking
 the list from the front and the other from the back, so the two meet in the middle and algorithms
 that share kernels (listed next to each other) are rarely compiled twice.
+
+Numba compiles a kernel once per argument types, and a session's warm-up types only what its
+first batch and live view need: read-only keys of one kind. ``dptop compile`` also compiles, per
+algorithm, what comes later or from other callers (writable keys, as the truth thread and direct
+callers pass them; IPv6 keys; the release at an epoch's end) and, as its own task, the exact
+counter's growth paths, so none of them compiles while packets wait (or in each test process).
 """
 from __future__ import annotations
 
@@ -15,28 +21,85 @@ import queue
 import sys
 import time
 
+import numpy as np
+
 PCAP, PCAPNG = "pcap parser", "pcapng parser"
 """The capture parser's two record walks (the bundled capture is a classic pcap)."""
 LIVE = "live capture"
 """The receive ring's walk and the batch parser of live capture (``dptop live``, a capture agent)."""
+EXACT = "exact counter"
+"""The exact counter's paths a warm-up leaves cold: its tables growing, heavy sources, IPv6 keys,
+byte weights and point queries (the truth beside every session reaches them as traffic grows)."""
 
 
-def _compile(task: str) -> None:
+def _keys(n: int, writable: bool, ipv6_every: int = 0, repeat: int = 1) -> np.ndarray:
+    """``n`` keys of ``n // repeat`` sources (every ``ipv6_every``-th an IPv6 one), read-only as a
+    capture's batches are or writable as arrays built by other callers are."""
+    from dptop.engine.core.keys import IPV4_MAPPED, KEY_DTYPE
+
+    ids = np.arange(n, dtype=np.uint64) // np.uint64(repeat)
+    keys = np.zeros((n, 2), dtype=KEY_DTYPE)
+    keys[:, 1] = np.uint64(IPV4_MAPPED | 0x0A00_0000) + ids
+    if ipv6_every:
+        keys[::ipv6_every, 0] = np.uint64(0x2001_0DB8 << 32)
+    keys.flags.writeable = writable
+    return keys
+
+
+def _exact_paths() -> None:
+    from dptop.engine.baselines.exact import ExactCounter
+
+    for writable in (False, True):
+        counter = ExactCounter()
+        counter.add(_keys(40 * 200, writable, repeat=40))  # sources past the count field: heavy, grown
+        counter.add(_keys(1 << 14, writable, ipv6_every=3))  # past load 5/8 of both tables: regrown
+        keys = _keys(64, writable, ipv6_every=2)
+        counter.add(keys, np.full(len(keys), 1500, dtype=np.int64))
+        for hi, lo in keys[:2].tolist():
+            counter.count_of(hi, lo)
+        counter.top(5)
+        counter.items()
+
+
+def _other_paths(name: str) -> None:
+    """What ``catalogue.warm_up`` leaves to first use: writable and IPv6 keys, and the release."""
+    from dptop.engine.core import registry
+    from dptop.engine.core.keys import KeyBatch
+    from dptop.engine.core.settings import Settings
+
+    algorithm = registry.make(name, Settings())
+    keys = _keys(64, writable=False, ipv6_every=5, repeat=7)
+    algorithm.consume(KeyBatch(keys, dst=keys[::-1]))
+    if not algorithm.address_keys:  # those count (source, destination) pairs, built from a batch
+        algorithm.update(_keys(64, writable=True, ipv6_every=5, repeat=7))
+    algorithm.live()
+    algorithm.finish()
+
+
+def _compile(task: str, every_path: bool) -> None:
     if task in (PCAP, PCAPNG):
         from dptop.capture.pcap import warm_up
 
         warm_up(pcap=task == PCAP, pcapng=task == PCAPNG)
+        if task == PCAP and every_path:  # a file replayed on a time grid: the packets its cells keep in order
+            from dptop.capture.epochorder import _longest_nondecreasing
+
+            _longest_nondecreasing(np.zeros(4, dtype=np.int32))
     elif task == LIVE:
         from dptop.capture.live import warm_up as warm_live
 
         warm_live()
+    elif task == EXACT:
+        _exact_paths()
     else:
         from dptop.monitor import catalogue
 
         catalogue.warm_up(task)
+        if every_path:
+            _other_paths(task)
 
 
-def _worker(tasks: list[str], front, back, lock, done, from_back: bool) -> None:
+def _worker(tasks: list[str], every_path: bool, front, back, lock, done, from_back: bool) -> None:
     while True:
         with lock:
             if front.value > back.value:
@@ -47,15 +110,16 @@ def _worker(tasks: list[str], front, back, lock, done, from_back: bool) -> None:
                 i, front.value = front.value, front.value + 1
         t0 = time.perf_counter()
         try:
-            _compile(tasks[i])
+            _compile(tasks[i], every_path)
             done.put((tasks[i], time.perf_counter() - t0, None))
         except Exception as exc:  # noqa: BLE001 - reported in the parent's one line
             done.put((tasks[i], time.perf_counter() - t0, f"{type(exc).__name__}: {exc}"))
 
 
-def compile_kernels(tasks: list[str], workers: int | None = None, progress=None) -> list[str]:
-    """Compile ``tasks`` (``PCAP``, ``PCAPNG``, ``LIVE`` and algorithm names); one progress line each as it finishes.
-    Returns the errors (``"name: what"``), empty when every kernel compiled."""
+def compile_kernels(tasks: list[str], workers: int | None = None, progress=None, every_path: bool = True) -> list[str]:
+    """Compile ``tasks`` (``PCAP``, ``PCAPNG``, ``LIVE``, ``EXACT`` and algorithm names); one progress line each as
+    it finishes; ``every_path=False`` compiles only what a session's start does. Returns the errors
+    (``"name: what"``), empty when every kernel compiled."""
     from dptop.engine.core.jit import cache_dir, prune
 
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -64,7 +128,7 @@ def compile_kernels(tasks: list[str], workers: int | None = None, progress=None)
     ctx = mp.get_context("spawn")  # a fresh interpreter: no numba state or threads inherited
     front, back, lock, done = ctx.Value("i", 0, lock=False), ctx.Value("i", len(tasks) - 1, lock=False), \
         ctx.Lock(), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(tasks, front, back, lock, done, w == 1), daemon=True)
+    procs = [ctx.Process(target=_worker, args=(tasks, every_path, front, back, lock, done, w == 1), daemon=True)
              for w in range(workers)]
     for p in procs:
         p.start()

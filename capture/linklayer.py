@@ -4,7 +4,7 @@
 returns ``(reason, src_hi, src_lo, dst_hi, dst_lo, flow)``: ``reason == OK`` and the outer IP header's
 source and destination in the ``dptop.engine.core.keys`` encoding (IPv4 ``a.b.c.d`` ->
 ``(0, 0xffff_0000_0000 | ipv4)``, IPv6 full 128 bits) and its ``flow`` word (the upper-layer protocol
-and, for TCP, UDP and SCTP, the destination port: ``dptop.engine.core.keys.flow_word``), or the
+and, for TCP, UDP and SCTP, the destination port: ``dptop.engine.core.keys.FLOW_PORT``), or the
 reason (dptop.capture.wire) the frame gives no key. The link layer is walked in two steps: the link type's parser finds where
 the network layer starts and what announces it (an ethertype; modules ``link_ether``,
 ``link_wan``, ``link_wifi``, ``link_host`` list the link types and their headers), then

@@ -17,11 +17,13 @@ import pytest
 from scipy import stats
 
 from dptop.engine.lab.audit import cases as ac
+from dptop.engine.lab.audit.binomial import betainc, cp_lower, cp_upper, loss_interval
 from dptop.engine.lab.audit.broken import EntryTimeSpaceSaving, ExactLengthDPSS, WeakNoise
+from dptop.engine.lab.audit.events import Event, Table, features_of
+from dptop.engine.lab.audit.single_release_targets import DPSSTarget, frozen_tie_pair
+from dptop.engine.lab.audit.statistics import audit_pair
 from dptop.engine.lab.audit.streams import label, stream
 from dptop.engine.privacy.noise import NoiseSource
-from dptop.engine.lab.audit.statistics import (Event, Table, audit_pair, betainc, cp_lower, cp_upper, features_of,
-                          loss_interval)
 from dptop.engine.core.keys import decode_key
 from dptop.engine.core.release import ReleasedItem
 
@@ -116,7 +118,7 @@ def test_audit_of_the_known_answer_mechanism():
 def test_entry_time_spacesaving_breaks_corollary_1_on_the_frozen_pair():
     """The broken tie rule really is broken: docs/dpss-eehh.md §2.5 ends with 3 isolated labels per
     side (the paper rule's bound is 2)."""
-    pair = ac.frozen_tie_pair()
+    pair = frozen_tie_pair()
     a, b = EntryTimeSpaceSaving(5), EntryTimeSpaceSaving(5)
     a.update(pair.x)
     b.update(pair.x_prime)
@@ -193,8 +195,8 @@ def test_cli_audit_list_and_json(tmp_path, capsys):
 def test_boundary_pair_puts_a_value_in_the_exact_n_gap():
     """docs/dpss-eehh.md §4.5: the boundary label's count c lies in (τ(n−1), τ(n)] of the exact-n rule,
     so the value c is releasable on X' only; the real DPSS's threshold never sees n."""
-    mech = ExactLengthDPSS(ac.DPSSTarget().settings())
-    pair = ac.DPSSTarget._boundary_pair(mech)
+    mech = ExactLengthDPSS(DPSSTarget().settings())
+    pair = DPSSTarget._boundary_pair(mech)
     n = len(pair.x)
     assert len(pair.x_prime) == n - 1
     c = int(np.sum(pair.x[:, 1] == stream([1])[0, 1]))

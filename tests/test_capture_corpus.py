@@ -8,11 +8,20 @@ when an IPv4 header's length fields are impossible. Frames come from scapy's own
 except in the files listed in ``SCAPY_READER_DIFFERS``, where a plain struct walk in this file
 (``naive_frames``) supplies them and the reason is stated. Counts are cross-checked with
 STATS.txt (made by another tool); its known disagreements are listed in ``STATS_DIFFERS``.
+
+Dissecting every capture with scapy takes about half a minute, so the default run compares the
+parser with scapy's reference as cached in tests/data/corpus_golden.json.gz (per capture: its
+sha256, the frames scapy read and a sha256 of the reference rows); the slow tests redissect every
+capture, compare the whole files, and check the cache against a fresh dissection.
+``python -m tests.test_capture_corpus`` remakes the cache from scapy.
 """
 from __future__ import annotations
 
+import functools
 import gzip
+import hashlib
 import ipaddress
+import json
 import re
 import struct
 from pathlib import Path
@@ -160,31 +169,125 @@ def reference(pkt, wire_len: int) -> tuple[str, str, int] | None:
     return str(ipaddress.ip_address(layer.src)), str(ipaddress.ip_address(layer.dst)), wire_len
 
 
-def check_file(path: Path, limit: int | None):
-    batch, stats = read_capture(path)
-    fast = list(zip(addresses_from_keys(batch.keys), addresses_from_keys(batch.dst), batch.length.tolist()))
+def scapy_reference(path: Path, limit: int | None) -> tuple[int, list[tuple[str, str, int]]]:
+    """The frames read (at most ``limit``) and their reference rows, by scapy's dissection."""
     if path.name in SCAPY_READER_DIFFERS:
         pkts = [(dissect(lt, frame), wire) for lt, frame, wire in naive_frames(path, limit)]
     else:
         pkts = [(p, p.wirelen) for p in scapy_frames(path, limit)]
-    ref = [r for r in (reference(p, wire) for p, wire in pkts) if r is not None]
-    if limit is None or len(pkts) < limit:
+    return len(pkts), [r for r in (reference(p, wire) for p, wire in pkts) if r is not None]
+
+
+def fast_rows(path: Path):
+    """The parser's ``(source, destination, wire length)`` rows of ``path`` and its stats."""
+    batch, stats = read_capture(path)
+    return list(zip(addresses_from_keys(batch.keys), addresses_from_keys(batch.dst), batch.length.tolist())), stats
+
+
+def check_file(path: Path, limit: int | None):
+    fast, stats = fast_rows(path)
+    frames, ref = scapy_reference(path, limit)
+    if limit is None or frames < limit:
         assert fast == ref, f"{path.name}: {stats}"
-        assert stats.packets == len(pkts)
+        assert stats.packets == frames
     else:
         assert fast[:len(ref)] == ref, f"{path.name}: first {limit} packets"
+
+
+# --- The reference cached with its provenance ----------------------------------------------------
+GOLDEN = DATA_DIR / "corpus_golden.json.gz"
+
+
+def rows_digest(rows) -> str:
+    return hashlib.sha256(json.dumps([list(r) for r in rows]).encode()).hexdigest()
+
+
+def golden_name(path: Path) -> str:
+    """``shared/<path under pcaps>`` or ``data/<name>``: the cache's key of a capture."""
+    return f"data/{path.name}" if path.parent == DATA_DIR else f"shared/{path.relative_to(SHARED_PCAPS)}"
+
+
+def golden_entry(path: Path, limit: int | None) -> dict:
+    """What scapy's dissection gives for ``path``, as the cache stores it."""
+    frames, ref = scapy_reference(path, limit)
+    return {"sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "limit": limit, "frames": frames,
+            "rows": len(ref), "rows_sha256": rows_digest(ref)}
+
+
+def write_golden() -> dict:
+    import scapy
+    doc = {"provenance": {"made_by": "python -m tests.test_capture_corpus (golden_entry)",
+                          "dissector": f"scapy {scapy.VERSION}",
+                          "rows": "sha256 of the JSON list of [source, destination, wire length] rows, "
+                                  "of the first `limit` frames (all when null)"},
+           "captures": {golden_name(p): golden_entry(p, LIMIT) for p in FILES}
+           | {golden_name(p): golden_entry(p, None) for p in DATA_FILES}}
+    text = json.dumps(doc, indent=0, sort_keys=True) + "\n"
+    with open(GOLDEN, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+        gz.write(text.encode())  # no name or time stamp: the same reference gives the same bytes
+    return doc
+
+
+@functools.lru_cache(maxsize=None)
+def _golden() -> dict:
+    return json.loads(gzip.decompress(GOLDEN.read_bytes()))["captures"]
+
+
+def cached_entry(path: Path, limit: int | None) -> dict:
+    """The cache's entry for this very copy of ``path`` (same sha256, same limit); else the cache is
+    stale and says how to remake it."""
+    entry = _golden().get(golden_name(path))
+    if entry is None or entry["limit"] != limit or entry["sha256"] != hashlib.sha256(path.read_bytes()).hexdigest():
+        raise AssertionError(f"{GOLDEN.name} has no reference for this copy of {golden_name(path)}: "
+                             "run `python -m tests.test_capture_corpus` to remake it from scapy")
+    return entry
+
+
+def check_file_against_golden(path: Path, limit: int | None):
+    """``check_file`` with scapy's reference read from the cache."""
+    fast, stats = fast_rows(path)
+    entry = cached_entry(path, limit)
+    where = f"{path.name}: differs from scapy's cached reference (pytest -m slow {__file__} -k {path.name} shows how)"
+    if limit is None or entry["frames"] < limit:
+        assert (len(fast), rows_digest(fast)) == (entry["rows"], entry["rows_sha256"]), f"{where}; {stats}"
+        assert stats.packets == entry["frames"]
+    else:
+        assert rows_digest(fast[:entry["rows"]]) == entry["rows_sha256"], f"{where}, first {limit} packets"
 
 
 @needs_corpus
 @pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_sources_equal_scapy_dissection(path):
-    """Source, destination and wire length of every packet, as scapy dissects them."""
-    check_file(path, LIMIT)
+    """Source, destination and wire length of every packet, as scapy dissects them (cached)."""
+    check_file_against_golden(path, LIMIT)
 
 
 @pytest.mark.parametrize("path", DATA_FILES, ids=[p.name for p in DATA_FILES])
 def test_repo_copies_equal_scapy_dissection(path):
+    check_file_against_golden(path, None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", DATA_FILES, ids=[p.name for p in DATA_FILES])
+def test_repo_copies_equal_a_fresh_scapy_dissection(path):
     check_file(path, None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", FILES + DATA_FILES, ids=[golden_name(p) for p in FILES + DATA_FILES])
+def test_golden_reference_equals_scapys_dissection(path):
+    """The cache the default run reads is what scapy gives today (a changed capture, rule or scapy
+    version shows here; `python -m tests.test_capture_corpus` remakes it)."""
+    limit = None if path in DATA_FILES else LIMIT
+    assert cached_entry(path, limit) == golden_entry(path, limit)
+
+
+def test_every_capture_has_a_cached_reference():
+    """No capture the default run compares lacks its entry, and the cache names no capture it
+    would not compare (a stale entry is a check that no longer runs)."""
+    names = {golden_name(p) for p in DATA_FILES}
+    names |= {golden_name(p) for p in FILES} if FILES else {n for n in _golden() if n.startswith("shared/")}
+    assert set(_golden()) == names
 
 
 def test_every_capture_copy_is_checked():
@@ -266,3 +369,10 @@ def test_truncated_copy_of_real_capture(tmp_path):
         assert stats.packets == complete
         assert addresses_from_keys(keys) == whole[:len(keys)]
         assert any("cut off mid-record" in w for w in stats.warnings)
+
+
+if __name__ == "__main__":
+    if not FILES:
+        raise SystemExit(f"{SHARED_PCAPS} is needed to remake {GOLDEN}")
+    made = write_golden()
+    print(f"{GOLDEN}: {len(made['captures'])} captures, {made['provenance']['dissector']}")

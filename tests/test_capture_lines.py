@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from dptop.lab.product_matrix import parse_line
+from dptop.lab.matrix_features import parse_line
 from dptop.report import span_text
 from tests.tablecheck import tables
 

@@ -3,6 +3,7 @@ JSON (exit 130/143); a bad --json path fails before any work; a corrupt far-futu
 stall a paced replay (--max-gap)."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -96,10 +97,17 @@ def test_a_corrupt_far_future_stamp_does_not_stall_a_paced_replay(tmp_path):
 def test_timeout_sigint_as_in_the_readme(tmp_path):
     pcap, out = tmp_path / "z.pcap", tmp_path / "out.json"
     write_zipf_pcap(pcap, 1.1, 1000, 200_000, seed=2, rate_pps=5_000)  # 40 s of packet time
-    proc = subprocess.run(["timeout", "--preserve-status", "-s", "INT", "15", sys.executable, "-m", "dptop", "replay", str(pcap),
-                           "--algorithms", "exact", "--speed", "1", "--json", str(out)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 130, proc.stderr
-    assert out.read_text().strip(), proc.stderr  # the result, not only the byte written at the start
+    proc = subprocess.Popen(["timeout", "--preserve-status", "-s", "INT", "600", sys.executable, "-m", "dptop", "replay",
+                             str(pcap), "--algorithms", "exact", "--speed", "1", "--json", str(out), "--progress", "always"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not re.match(r"dptop: [1-9][\d.]*\w?/\S+ records read", proc.stderr.readline()):
+        pass  # a progress line with records read: the replay is under way
+    # what timeout does when its time is up, without waiting for it: the signal to the replay, then
+    # to its process group (the replay gets it twice)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert out.read_text().strip(), stderr  # the result, not only the byte written at the start
     result = json.loads(out.read_text())
     assert result["partial"] and result["exact"]["total"] == result["source"]["ip_packets"] > 0

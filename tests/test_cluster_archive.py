@@ -140,7 +140,7 @@ def test_count_epochs_are_per_capture_point(capture):
 
 def test_bad_requests_get_one_clear_line(capture):
     _, parts = capture
-    with pytest.raises(ValueError, match="not available in cluster mode: dpss, lazyhh, dpsw .*covered by no spec"):
+    with pytest.raises(ValueError, match="not available in cluster mode: dpss, lazyhh, dpsw .*covered by no privacy argument"):
         replay_archive(parts, ("exact", "dpss", "lazyhh", "dpsw"), Settings())
     with pytest.raises(ValueError, match=r"cluster \('local:0'\): local workers .* \(0\) must be in \[1, "):
         replay_archive(parts, ("exact",), Settings(), cluster="local:0")

@@ -18,8 +18,9 @@ import msgpack
 import pytest
 
 from dptop.cluster import archive
-from dptop.cluster.collector import Collector, SchedulerTaken
+from dptop.cluster.collector import Collector
 from dptop.cluster.connect import client_for
+from dptop.cluster.scheduler_claim import SchedulerTaken
 from dptop.engine.core.settings import Settings
 from tests.cluster_agents import Agent, FakePlugin, Scheduler, agent_workers, free_port, wait_for
 

@@ -13,14 +13,15 @@ from contextlib import suppress
 from itertools import combinations
 
 import pytest
-from PySide6.QtCore import QPoint, QRect, QSettings
+from PySide6.QtCore import QPoint, QRect, QSettings, Qt
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from PySide6.QtGui import QTextDocument
 
-from dptop.gui.configs import default_config
+from dptop.gui.configs import default_config, demo_config
 from dptop.gui.elide import ElidedLabel
 from dptop.gui.main import MainWindow
+from dptop.gui.overview import OVERVIEW_ROWS
 from dptop.gui.panel import TABLE_ROWS, AlgorithmPanel, status_text
 from dptop.gui.source_panel import WIDEST_DROPS
 from tests.conftest import DNS_CAPTURE
@@ -30,15 +31,21 @@ SIZES = ((1280, 720), (1366, 768), (1920, 1080))
 PLOT_MIN_HEIGHT = 150  # px: a plot with its axes, their labels and a few grid lines
 
 
+def shown_window(tmp_path_factory, config, size) -> MainWindow:
+    """A window on ``config`` with fresh preferences, shown at ``size``."""
+    QApplication.instance() or QApplication([])
+    store = QSettings(str(tmp_path_factory.mktemp("layout") / "dptop.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(config, settings=store)
+    w.resize(*size)
+    w.show()
+    return w
+
+
 @pytest.fixture(scope="module")
 def window(tmp_path_factory):
-    app = QApplication.instance() or QApplication([])
-    store = QSettings(str(tmp_path_factory.mktemp("layout") / "dptop.ini"), QSettings.Format.IniFormat)
-    w = MainWindow(default_config(), settings=store)
-    w.resize(1280, 720)
-    w.show()
+    w = shown_window(tmp_path_factory, default_config(), (1280, 720))
     w.open_file(str(DNS_CAPTURE), speed=None)
-    app.processEvents()
+    QApplication.processEvents()
     yield w
     w.close()
 
@@ -68,6 +75,19 @@ def shown(w, widget) -> QRect:
         r = r.intersected(rect_in(w, parent))
         parent = parent.parentWidget()
     return r
+
+
+def assert_labels_whole(w, root: QWidget, size) -> None:
+    """Every visible label under ``root``: an elided one's text is really wider than the label; a
+    plain one shows its whole text (or lies partly out of sight, in a scroll area)."""
+    for label in root.findChildren(ElidedLabel):
+        if label.isVisible() and label.elided:
+            widest = max(label.fontMetrics().horizontalAdvance(line) for line in label.full_text().split("\n"))
+            assert widest > label.contentsRect().width() - 8 or label.wrap, (label.full_text(), size)
+    for label in root.findChildren(QLabel):
+        if label.isVisible() and not isinstance(label, ElidedLabel) and not label.wordWrap() \
+                and "<" not in label.text() and shown(w, label).width() == label.width():
+            assert label.fontMetrics().horizontalAdvance(label.text()) <= label.width() + 2, (label.text(), size)
 
 
 def test_the_minimum_size_is_at_most_1280x720(window):
@@ -107,14 +127,7 @@ def test_nothing_overlaps_nothing_is_cut(qtbot, window, size):
         header = table.horizontalHeader()
         assert header.length() <= table.viewport().width() + 1, (table.parent().objectName(), size)
         assert all(header.sectionSize(c) >= 16 for c in range(header.count()))
-    for label in w.findChildren(ElidedLabel):
-        if label.isVisible() and label.elided:
-            widest = max(label.fontMetrics().horizontalAdvance(line) for line in label.full_text().split("\n"))
-            assert widest > label.contentsRect().width() - 8 or label.wrap, label.full_text()
-    for label in w.findChildren(QLabel):  # a plain label shows its whole text, or is one that elides
-        if label.isVisible() and not isinstance(label, ElidedLabel) and not label.wordWrap() \
-                and "<" not in label.text() and shown(w, label).width() == label.width():
-            assert label.fontMetrics().horizontalAdvance(label.text()) <= label.width() + 2, (label.text(), size)
+    assert_labels_whole(w, w, size)
 
     w.docks["tuning"].raise_()
     plots = (w.tuning.plot, w.tuning.limits)
@@ -233,8 +246,147 @@ def test_packets_per_second_reach_0_after_the_file_ends(qtbot, window):
     assert y[-1] == 0.0 and not window.throughput.widget.getPlotItem().getAxis("right").logMode
 
 
-def test_one_release_is_singular(window):
+def test_one_release_is_singular(qtbot, window):
+    """The window is the module's: it waits for its replay's end itself (run alone, or first, the
+    replay had not started its lanes yet when it looked)."""
+    finished(qtbot, window)
+    qtbot.waitUntil(lambda: any(row.name == "dpsw" for row in window.budget.model.rows()), timeout=5000)
     view = next(lane for lane in window.session.snapshot().lanes if lane.name == "dpsw")
     assert view.algorithm.releases <= 1 and re.search(r"\b1 release\b(?!s)", status_text(view, None))
     scope = next(row.scope for row in window.budget.model.rows() if row.name == "dpsw")  # it said "1 releases"
     assert re.fullmatch(r"1 release, 1 run", scope), scope
+
+
+LARGE = ((1920, 1080), (2560, 1440))
+
+
+@pytest.fixture(scope="module")
+def demo_window(tmp_path_factory):
+    """The window ``dptop demo`` opens (its four panels), with no source: its geometry alone."""
+    w = shown_window(tmp_path_factory, demo_config(), (1920, 1080))
+    QApplication.processEvents()
+    yield w
+    w.close()
+
+
+@pytest.mark.parametrize("size", LARGE, ids=[f"{w}x{h}" for w, h in LARGE])
+def test_every_demo_panel_is_whole_on_a_large_screen(qtbot, demo_window, size):
+    """At 1920x1080 the demo's second row of panels (dpsw, exact) was cut below an overview that
+    kept empty rows: the panels had to be scrolled to. Now every panel shows whole at once."""
+    w = demo_window
+    settle(qtbot, w, size)
+    viewport = rect_in(w, w.scroll_area.viewport())
+    for p in w.panels.values():
+        assert viewport.contains(rect_in(w, p)), (p.name, rect_in(w, p), viewport, size)
+    assert w.scroll_area.verticalScrollBar().maximum() == 0, size
+
+
+def room_rows(w, table) -> int:
+    """Rows ``table``'s visible viewport has room for (a partly shown row counts)."""
+    height = shown(w, table.viewport()).height()
+    return -(-height // table.verticalHeader().defaultSectionSize())
+
+
+@pytest.mark.parametrize("size", SIZES + LARGE[1:], ids=[f"{w}x{h}" for w, h in SIZES + LARGE[1:]])
+def test_the_overview_holds_no_empty_rows(qtbot, window, demo_window, size):
+    """The overview took 40 % of the central area whatever it held (at 1920x1080 about ten empty
+    rows above cut panels). Now it is as tall as its rows (one empty row when it has none), at least
+    ``OVERVIEW_ROWS`` of them when it has that many, the rest scrolling."""
+    w = window
+    finished(qtbot, w)
+    settle(qtbot, w, size)
+    qtbot.waitUntil(lambda: bool(w.overview.model.rows()), timeout=5000)
+    rows = w.overview.proxy.rowCount()
+    room = room_rows(w, w.overview.table)
+    assert room <= max(1, rows), (room, rows, size)
+    whole, _ = visible_rows(w, w.overview.table)
+    assert whole >= min(rows, OVERVIEW_ROWS), (whole, rows, size)
+    settle(qtbot, demo_window, size)
+    assert demo_window.overview.proxy.rowCount() == 0 and room_rows(demo_window, demo_window.overview.table) <= 1
+
+
+def cell_text_width(table, index) -> int:
+    """Pixels of its column the cell at ``index`` needs to show its text on one line: what the
+    table's item delegate asks for it (its font, the style's margins) and the grid line."""
+    return table.sizeHintForIndex(index).width() + int(table.showGrid())
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_budget_columns_fit_and_shortened_cells_keep_their_text(qtbot, window, size):
+    """At 1280x720 the budget's Scope column wrapped (cut at the row's bottom) and the total row
+    ended "everything published s…" with no tooltip; the columns needed a horizontal scroll bar.
+    Now every column shows without scrolling, nothing wraps, and a cell whose text is shortened
+    has the whole text as its tooltip."""
+    w = window
+    finished(qtbot, w)
+    w.docks["budget"].raise_()
+    settle(qtbot, w, size)
+    table = w.budget.table
+    model = table.model()
+    assert model.rowCount() >= 2, size  # dpsw, dpss, lazyhh and the total at least
+    header = table.horizontalHeader()
+    assert header.length() <= table.viewport().width() + 1, (header.length(), table.viewport().width(), size)
+    assert not table.horizontalScrollBar().isVisible(), size
+    assert not table.wordWrap()
+    for c in range(model.columnCount()):
+        assert header.sectionSize(c) >= header.fontMetrics().horizontalAdvance(model.headerData(
+            c, Qt.Orientation.Horizontal)[:1] + "…"), (c, size)  # every column shows, at least its title's start
+        for r in range(model.rowCount()):
+            index = model.index(r, c)
+            if cell_text_width(table, index) > header.sectionSize(c):
+                assert index.data(Qt.ItemDataRole.ToolTipRole) == index.data(), (r, c, index.data(), size)
+    w.docks["throughput"].raise_()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_tuning_controls_are_whole_sideways(qtbot, window, size):
+    """At 1280x720 the tuning tab's controls column was cut at its right edge (the spin boxes and
+    the Cancel button ran past it). Now each control lies whole inside the column's width (the
+    column scrolls up and down in a short tab, never sideways)."""
+    w = window
+    finished(qtbot, w)
+    w.docks["tuning"].raise_()
+    settle(qtbot, w, size)
+    t = w.tuning
+    controls = (t.algorithm, t.parameter, t.values, t.reps, t.record, t.run, t.stop, t.progress, t.message,
+                t.choice, t.apply)
+    for x in controls:
+        r, s = rect_in(w, x), shown(w, x)
+        assert (s.left(), s.right()) == (r.left(), r.right()), (type(x).__name__, s, r, size)
+    w.docks["throughput"].raise_()
+
+
+def overlapping_siblings(root: QWidget) -> list:
+    """Pairs of visible sibling widgets under ``root`` whose rectangles intersect (a scroll area's
+    own parts and Qt's internal children excepted)."""
+    found = []
+    for parent in [root, *root.findChildren(QWidget)]:
+        if not parent.isVisible():
+            continue
+        kids = [k for k in parent.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
+                if k.isVisible() and not k.isWindow() and not k.objectName().startswith("qt_")]
+        for a, b in combinations(kids, 2):
+            if a.geometry().intersects(b.geometry()):
+                found.append((parent, a, b))
+    return found
+
+
+FRONTS = ("throughput", "budget", "utility", "tuning")
+
+
+@pytest.mark.parametrize("front", FRONTS)
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_every_tab_nothing_overlaps_no_label_is_cut(qtbot, window, size, front):
+    """Each bottom tab in front, at each size: no two visible widgets in it overlap, and its labels
+    show their whole text or elide only what does not fit (the overlap test looks at the tab in
+    front only, which was the throughput tab)."""
+    w = window
+    finished(qtbot, w)
+    w.docks[front].raise_()
+    settle(qtbot, w, size)
+    dock = w.docks[front]
+    assert not overlapping_siblings(dock.widget()), [(type(p).__name__, type(a).__name__, a.geometry(),
+                                                       type(b).__name__, b.geometry())
+                                                      for p, a, b in overlapping_siblings(dock.widget())]
+    assert_labels_whole(w, dock, size)
+    w.docks["throughput"].raise_()

@@ -1,4 +1,4 @@
-"""Corollary 1 of seed 000 on neighbouring streams (docs/dpss-eehh.md §2.4–§2.6, tests T2–T5).
+"""Corollary 1 of paper 000 on neighbouring streams (docs/dpss-eehh.md §2.4–§2.6, tests T2–T5).
 
 X is the longer stream and X' is X without the element at position i. After every prefix
 t >= i + 1 the summaries SS(X[:t]) and SS(X'[:t−1]) must satisfy (I1)–(I5) of §2.6. The paper's

@@ -1,4 +1,4 @@
-"""Per-epoch user sets and PAMG (docs/host-level.md §1, §4; docs/dp-misra-gries.md §13 T7–T8; seed 002 §7–§8).
+"""Per-epoch user sets and PAMG (docs/host-level.md §1, §4; docs/dp-misra-gries.md §13 T7–T8; paper 002 §7–§8).
 
 * user sets against the plain-Python reference (first m distinct items, over-cap packets);
 * the numba PAMG against 002 Alg 4 written directly (tests/naive_user_level.RefPAMG);

@@ -26,14 +26,18 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
+from dptop.cluster.agents import SILENT, AdmittedPoint, AgentStatus, pullable
+from dptop.cluster.answers import check_report
 from dptop.cluster.connect import DESERIALIZERS, check_reachable
+from dptop.cluster.coverage import epoch_cover, final_cover
 from dptop.cluster.live import AGENT_RESOURCE, GRACE_S, LEASE_S, PULL_S, pull_point, start_point
 from dptop.cluster.merger import MergedResult, Merger
 from dptop.cluster.messages import PointReport, decode_report
 from dptop.cluster.plan import Plan, TimeGrid, new_master
-from dptop.cluster.wire import WireError, decode
+from dptop.cluster.scheduler_claim import SchedulerTaken, scheduler_side
+from dptop.cluster.wire import WireError
 from dptop.engine.baselines.merge import CountSummary
 from dptop.engine.core.clock import MAX_CELLS
 
@@ -45,93 +49,6 @@ RECONNECT_S = LEASE_S
 """How long a lost scheduler may stay away: agents keep their capture points as long."""
 REJOIN_S = 10.0
 """After a gap, how long the agents have to rejoin before one is lost."""
-
-
-@dataclass(frozen=True)
-class AgentStatus:
-    name: str
-    address: str
-    iface: str = ""
-    state: str = "starting"
-    """starting, running, lost, failed, finished, or missing (expected, never joined)."""
-    packets: int = 0
-    ip_packets: int = 0
-    packets_per_second: float = 0.0
-    kernel_drops: int = 0
-    queue_drops: int = 0
-    late: int = 0
-    """Packets of a cell already shipped or released (counted, not merged)."""
-    seen: float = 0.0
-    """time.monotonic() of the last good answer."""
-    first_cell: int | None = None
-    last_cell: int | None = None
-    error: str | None = None
-
-    @property
-    def gone(self) -> bool:
-        return self.state in ("lost", "failed", "missing")
-
-    def to_json(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "seen"}
-
-
-@dataclass
-class _Point:
-    """The collector's own record of an admitted capture point (never the agent's word)."""
-
-    address: str
-    first_cell: int
-    through: int
-    """The last cell it delivered (or that was lost on the way)."""
-    asked: int
-    """The last cell the collector asked for."""
-    dropped: set = field(default_factory=set)
-    """Cells whose summaries never arrived (answers lost with the scheduler): not covered."""
-    future: object = None
-    sent: float = 0.0
-    seq: int = 0
-    final: bool = False
-
-
-def _scheduler_side():
-    """Functions run on the scheduler, defined here so they travel by value (the scheduler needs no
-    dptop): ``claim`` makes this client the scheduler's collector unless another one that is still
-    connected holds it, ``release`` gives it up; ``peer_names`` is the certificate CN of every
-    worker's connection."""
-
-    def claim(dask_scheduler, holder, run):
-        held = getattr(dask_scheduler, "dptop_collector", None)
-        if held is not None and held[0] != holder and held[0] in dask_scheduler.clients:
-            return list(held)
-        dask_scheduler.dptop_collector = (holder, run)
-        return None
-
-    def release(dask_scheduler, holder):
-        if getattr(dask_scheduler, "dptop_collector", (None,))[0] == holder:
-            dask_scheduler.dptop_collector = None
-
-    def peer_names(dask_scheduler):
-        out = {}
-        for address, stream in dask_scheduler.stream_comms.items():
-            info = getattr(getattr(stream, "comm", None), "extra_info", None) or {}
-            subject = (info.get("peercert") or {}).get("subject", ())
-            out[address] = next((v for rdn in subject for k, v in rdn if k == "commonName"), None)
-        return out
-
-    return claim, release, peer_names
-
-
-SILENT = "no answer"
-
-
-def _pullable(a: AgentStatus) -> bool:
-    """Still pulled: starting, running, or lost by silence only (its answer brings it back; the
-    epochs released meanwhile name it as not covered)."""
-    return a.state in ("starting", "running") or a.state == "lost" and (a.error or "").startswith(SILENT)
-
-
-class SchedulerTaken(ConnectionError):
-    """Another collector, still connected, holds the scheduler."""
 
 
 class Collector:
@@ -160,7 +77,7 @@ class Collector:
         self._own_client = False
         self._lock = threading.Lock()
         self._agents: dict[str, AgentStatus] = {}
-        self._points: dict[str, _Point] = {}
+        self._points: dict[str, AdmittedPoint] = {}
         self._refused: dict[str, str] = {}
         self._merger = Merger(self.plan, [])
         self._next_cell = 0
@@ -174,7 +91,7 @@ class Collector:
         self._stopping = threading.Event()
         self._closing = threading.Event()
         self._thread: threading.Thread | None = None
-        self._claim, self._release, self._peer_names = _scheduler_side()
+        self._claim, self._release, self._peer_names = scheduler_side()
 
     # ----- control -------------------------------------------------------------------------
     def start(self) -> "Collector":
@@ -223,13 +140,13 @@ class Collector:
         with self._lock:
             self._final_through = self._current_cell()
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not self.fatal and any(map(_pullable, self.status())):
+        while time.monotonic() < deadline and not self.fatal and any(map(pullable, self.status())):
             time.sleep(TICK_S)
         self._stopping.set()
         self._thread.join()
         with self._lock:
             for name, a in self._agents.items():
-                if _pullable(a):
+                if pullable(a):
                     self._agents[name] = replace(a, state="lost", error=self.fatal or
                                                  "no final summaries before the stop timeout")
             for name in self.expected:
@@ -366,7 +283,7 @@ class Collector:
         first = max(self._current_cell(), self._next_cell)
         p = self._points.get(name)
         if p is None:
-            p = self._points[name] = _Point(address, first, first - 1, first - 1)
+            p = self._points[name] = AdmittedPoint(address, first, first - 1, first - 1)
             self._merger.add_agent(name)
             self._merger.agents.sort()  # merges in name order, whatever order the agents joined in
         p.address, p.future, p.seq, p.asked = address, None, p.seq + 1, max(p.asked, first - 1)
@@ -381,7 +298,7 @@ class Collector:
             if p.future is not None and p.future.done():
                 future, p.future = p.future, None
                 self._answer(name, p, future)
-            if p.future is not None or not _pullable(self._agents[name]) or p.final:
+            if p.future is not None or not pullable(self._agents[name]) or p.final:
                 continue
             final = self._final_through is not None
             if time.monotonic() - p.sent < PULL_S and not final:
@@ -392,7 +309,7 @@ class Collector:
                                            allow_other_workers=False, pure=False,
                                            key=f"dptop-pull-{self.run}-{name}-{p.seq}")
 
-    def _answer(self, name: str, p: _Point, future) -> None:
+    def _answer(self, name: str, p: AdmittedPoint, future) -> None:
         if future.status != "finished":  # the worker left, or the task failed: the silence timer decides
             p.final = False
             return
@@ -404,35 +321,11 @@ class Collector:
             future.release()
         try:
             report = decode_report(data)
-            parts = self._check(p, report)
+            parts = check_report(self.plan, self.run, p, report)
         except WireError as exc:
             return self._reject(name, str(exc))
         with self._lock:
             self._apply(name, p, report, *parts)
-
-    def _check(self, p: _Point, r: PointReport):
-        """The decoded summaries of an answer, once every cell in it is one the collector asked for."""
-        if r.run != self.run:
-            raise WireError(f"an answer for run {r.run[:12]!r}, not this run's")
-        if self.plan.grid is None:
-            cells = [0] if r.whole is not None and self.plan.private else []
-            if sorted(r.epochs) != cells:
-                raise WireError("the whole-stream epoch comes with the final summaries only")
-        elif r.state != "unknown":
-            if not p.through <= r.through <= p.asked:
-                raise WireError(f"through cell {r.through}: the collector asked up to {p.asked} (last {p.through})")
-            cells = sorted(r.epochs)
-            if cells and (cells != list(range(cells[0], r.through + 1)) or cells[0] <= p.through):
-                raise WireError(f"cells {cells[0]}..{cells[-1]} are not the ones asked ({p.through + 1}..{r.through})")
-        epochs = {cell: self._summaries(payload, set(self.plan.private)) for cell, payload in r.epochs.items()}
-        truth = self.plan.truth
-        exact = None if r.exact is None else self._summaries(r.exact, {truth}, need={truth})[truth]
-        whole = None if r.whole is None else self._summaries(r.whole, self.plan.whole, need={truth})
-        if (exact is not None or whole is not None and whole[truth].n) and truth not in self.plan.names:
-            raise WireError("exact counts this run did not ask for")
-        if whole is not None and not p.final:
-            raise WireError("final summaries before the final pull")
-        return epochs, exact, whole
 
     def _apply(self, name, p, r: PointReport, epochs, exact, whole) -> None:
         a = self._agents[name]
@@ -476,15 +369,6 @@ class Collector:
         with self._lock:
             self._agents[name] = replace(self._agents[name], state="failed", error=f"rejected: {why}")
 
-    @staticmethod
-    def _summaries(payload, allowed: set, need: set = frozenset()) -> dict:
-        """The decoded summaries of ``payload``: only the ``allowed`` algorithms, the ``need`` ones present."""
-        summaries = decode(payload)
-        if not set(need) <= set(summaries) <= allowed:
-            raise WireError(f"summaries of {', '.join(sorted(summaries)) or 'nothing'}; this run takes "
-                            f"{', '.join(sorted(allowed)) or 'none'}" + (f" and needs {', '.join(sorted(need))}" if need else ""))
-        return summaries
-
     def _mark_lost(self) -> None:
         if self._gap_start is not None or time.monotonic() < self._rejoin_until:
             return  # the scheduler is away, or was: silence says nothing about the agents
@@ -494,49 +378,19 @@ class Collector:
             if (a.state == "running" and silent > self.lost_after) or (a.state == "starting" and silent > START_TIMEOUT_S):
                 self._agents[name] = replace(a, state="lost", error=f"{SILENT} for {silent:.1f} s")
 
-    def _expected(self, cell: int) -> tuple[list[str], list[str]]:
-        """(covered, missing) of ``cell``: every agent that delivered it, and those that should have
-        and did not (gone, or its summaries lost with the scheduler), and the expected ones that never
-        joined (an epoch waits for those until the expect timeout). An agent still starting or
-        running that has not delivered it (slow, not lost) -> not ready."""
-        delivered = self._merger.delivered(cell)
-        missing = []
-        for name, a in self._agents.items():
-            p = self._points.get(name)
-            if a.state == "missing" or p is None:
-                missing.append(name)
-                continue
-            if name in delivered or cell < p.first_cell:
-                continue
-            if cell in p.dropped or a.gone:
-                missing.append(name)
-                continue
-            if a.state == "finished" and cell > p.through:
-                continue
-            return None, None  # still to come
-        absent = [n for n in self.expected if n not in self._agents]
-        if absent and time.monotonic() < self._expect_until:
-            return None, None  # an expected agent may still join
-        return sorted(delivered), missing + absent
-
     def _release_due(self, final: bool) -> None:
         if self.plan.grid is None:
             if final:
-                self._merger.release_epoch(0, *self._final_cover(0))
+                self._merger.release_epoch(0, *self._cover(0, final=True))
             return
         last = self._due_cell()
         while self._next_cell <= last:
-            covered, missing = self._final_cover(self._next_cell) if final else self._expected(self._next_cell)
+            covered, missing = self._cover(self._next_cell, final)
             if covered is None:
                 return
             self._merger.release_epoch(self._next_cell, covered, missing)
             self._next_cell += 1
 
-    def _final_cover(self, cell: int):
-        covered, missing = self._expected(cell)
-        if covered is None:  # the stop: whoever has not delivered it now is not covered
-            delivered = self._merger.delivered(cell)
-            covered = sorted(delivered)
-            missing = [n for n, p in self._points.items() if n not in delivered and cell >= p.first_cell] + \
-                [n for n in self.expected if n not in self._points]
-        return covered, missing
+    def _cover(self, cell: int, final: bool):
+        cover = final_cover if final else epoch_cover
+        return cover(cell, self._merger, self._agents, self._points, self.expected, self._expect_until)

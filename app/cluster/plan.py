@@ -28,7 +28,7 @@ from dptop.engine.core.settings import Settings, check_positive_int
 from dptop.engine.core.clock import TimeGrid
 from dptop.engine.single_release.epochs import check_epoch_options
 
-WHY_REFUSED = ("their privacy under merging is covered by no spec (SpaceSaving's eviction-order "
+WHY_REFUSED = ("their privacy under merging is covered by no privacy argument (SpaceSaving's eviction-order "
                "argument, continual-observation trees and the sliding-window sketch do not survive a "
                "merge; eehh-cs's envelope is experimental)")
 

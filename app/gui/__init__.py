@@ -1,2 +1,3 @@
-"""The dptop monitor window (PySide6 + pyqtgraph). Only ``app`` imports Qt; ``session``,
-``truth`` and ``sweep`` here are headless helpers that run engine work on their own threads."""
+"""The dptop monitor window (PySide6 + pyqtgraph): its views, panels and menus. The work they show
+runs headless in dptop.monitor (``session``, ``truth``, ``sweep``: engine work on their own
+threads), which imports no Qt."""

@@ -2,6 +2,7 @@
 has spent per packet over the whole session and the sequential-composition total, per unit."""
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
 from dptop.gui.help import TIPS
@@ -48,15 +49,68 @@ def composition_note(ledger: dict | None) -> str:
     return " ".join(notes)
 
 
+def fitted_widths(wanted: list[int], room: int) -> list[int]:
+    """Column widths within ``room`` px: each column its ``wanted`` width when they all fit, else
+    the widest ones cut to one equal cap (the narrow columns stay whole); the last column takes what
+    is left over."""
+    if not wanted:
+        return []
+    cap, left = room, room
+    for i, want in enumerate(sorted(wanted)):
+        if want * (len(wanted) - i) > left:
+            cap = left // (len(wanted) - i)
+            break
+        left -= want
+    widths = [min(want, cap) for want in wanted]
+    widths[-1] += max(0, room - sum(widths))
+    return widths
+
+
+class FittedTable(QTableView):
+    """A table whose columns always fit its width (``fitted_widths``): no horizontal scrolling; a
+    cut cell ends in "…" and its tooltip has the whole text (the model's)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setWordWrap(False)  # one line per cell: a wrapped line would be cut at the row's bottom
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.horizontalHeader().setStretchLastSection(False)
+        self._stale = True  # the columns are to be fitted at the next paint
+
+    def wanted_widths(self) -> list[int]:
+        """Each column's width for its title and its widest cell on one line, as the style draws them."""
+        header = self.horizontalHeader()
+        return [max(self.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in range(header.count())]
+
+    def fit(self) -> None:
+        """Columns fitted to the width, only while the table is in sight (a tab behind another is
+        "visible" to Qt): out of sight, it is fitted at its next paint."""
+        if not self.isVisible() or self.visibleRegion().isEmpty():
+            self._stale = True
+            return
+        self._stale = False
+        for c, width in enumerate(fitted_widths(self.wanted_widths(), self.viewport().width())):
+            self.horizontalHeader().resizeSection(c, width)
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self.fit()
+
+    def paintEvent(self, event):
+        if self._stale:
+            self.fit()
+        super().paintEvent(event)
+
+
 class BudgetPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.model = BudgetModel(self)
-        self.table = QTableView()
+        self.table = FittedTable()
         self.table.setModel(self.model)
         self.table.verticalHeader().hide()
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        self.model.modelReset.connect(self.table.fit)
         self.note = QLabel()
         self.note.setWordWrap(True)
         layout = QVBoxLayout(self)

@@ -12,7 +12,7 @@ from dptop.gui.tuning import HEIGHT as TUNING_HEIGHT
 PARAMS_WIDTH = 290
 BOTTOM_SHARE = 0.3  # of the window's height, for the throughput / budget / utility / tuning tabs
 TABS_HEIGHT = 28  # the bottom docks' tab bar
-OVERVIEW_SHARE = 0.4  # of the central area's height, the rest for the panels
+BOTTOM_MIN = 260  # px (with their tab bar) the bottom tabs keep when they give way for every panel whole: a readable plot
 
 LEFT, BOTTOM = Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.BottomDockWidgetArea
 DOCKS = (("params", "Parameters", LEFT), ("throughput", "Throughput", BOTTOM), ("budget", "Privacy budget", BOTTOM),
@@ -47,11 +47,10 @@ def build_docks(window, widgets: dict[str, QWidget]) -> dict[str, QDockWidget]:
 
 
 def first_proportions(window) -> None:
-    """First start (no saved window state): the docks and the overview in proportion to the window."""
+    """First start (no saved window state): the docks in proportion to the window (the central
+    area's overview takes the height of its rows, the panels the rest)."""
     window.resizeDocks([window.docks["params"]], [PARAMS_WIDTH], Qt.Orientation.Horizontal)
     window.resizeDocks([window.docks["throughput"]], [int(BOTTOM_SHARE * window.height())], Qt.Orientation.Vertical)
-    rest = int((1 - BOTTOM_SHARE) * window.height())
-    window.central.setSizes([int(OVERVIEW_SHARE * rest), rest - int(OVERVIEW_SHARE * rest)])
 
 
 def room_for_tuning(window, visible: bool) -> None:

@@ -17,17 +17,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QMainWindow, QScrollArea, QSplitter, QToolBar, QWidget
+from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
 
 from dptop.gui.budget import BudgetPanel
 from dptop.gui.configs import (DEMO_SPEED, config_from_json, config_to_json, default_config,  # noqa: F401 (re-exported)
                                demo_config, preview_ledger)
-from dptop.gui.docks import build_docks, first_proportions, room_for_tuning
+from dptop.gui.docks import BOTTOM, BOTTOM_MIN, TABS_HEIGHT, build_docks, first_proportions, room_for_tuning
 from dptop.gui.drilldown import key_title, open_drilldown
 from dptop.gui.export import export_csv, export_json, save_png
 from dptop.gui.help import HelpOverlay
 from dptop.gui.menus import build_menus, install_shortcuts
-from dptop.gui.overview import OverviewPanel
+from dptop.gui.overview import OVERVIEW_ROWS, OverviewPanel
 from dptop.gui.panel import AlgorithmPanel
 from dptop.gui.params import ParametersPanel
 from dptop.gui.plots import ThroughputPlot, UtilityPlot
@@ -69,6 +69,18 @@ class ReflowArea(QScrollArea):
     def resizeEvent(self, event):
         super().resizeEvent(event)
         self._on_width(self.viewport().width())
+
+
+class CentralArea(QWidget):
+    """The overview above the panels' scroll area; reports its resizes (the overview's height follows)."""
+
+    def __init__(self, on_resize):
+        super().__init__()
+        self._on_resize = on_resize
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self._on_resize()
 
 
 class MainWindow(QMainWindow):
@@ -115,14 +127,17 @@ class MainWindow(QMainWindow):
         self._overview_due = False  # a panel drew new rows since the overview was last updated
         self._tuning_watched = False
         self._tuning_in_front = False
-        central = QSplitter(Qt.Orientation.Vertical)
+        self._every_panel = 0  # px the panels' area needs to show every panel whole (``_room_for_panels``)
+        central = CentralArea(self._fit_overview)
         central.setObjectName("central")
-        central.addWidget(self.overview)
-        central.addWidget(self.scroll_area)
-        central.setStretchFactor(0, 1)
-        central.setStretchFactor(1, 3)
-        central.setChildrenCollapsible(False)
+        column = QVBoxLayout(central)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.overview)
+        column.addWidget(self.scroll_area, 1)
+        self.central = central
         self.setCentralWidget(central)
+        for signal in ("modelReset", "rowsInserted", "rowsRemoved", "layoutChanged"):  # its rows, as filtered
+            getattr(self.overview.proxy, signal).connect(self._fit_overview)
         self.overlay = HelpOverlay(central)
 
         self.params = ParametersPanel(self.config)
@@ -130,7 +145,6 @@ class MainWindow(QMainWindow):
         self.throughput = ThroughputPlot()
         self.utility = UtilityPlot()
         self.tuning = TuningPanel(self)
-        self.central = central
         self.docks = build_docks(self, {"params": self.params, "throughput": self.throughput,
                                         "budget": self.budget, "utility": self.utility, "tuning": self.tuning})
 
@@ -171,8 +185,7 @@ class MainWindow(QMainWindow):
                 self.panels[name].drill_requested.connect(lambda n, key, exact: open_drilldown(self, n, key, exact))
                 self.panels[name].set_frozen(self.frozen)
         self.columns = 0
-        self._reflow(self.scroll_area.viewport().width())
-        self._room_for_panels()
+        self._reflow(self.scroll_area.viewport().width())  # and the room for the panels' rows
 
     def _reflow(self, width: int) -> None:
         """Place the panels in as many columns as ``width`` holds (each at least ``PANEL_WIDTH`` and
@@ -190,6 +203,27 @@ class MainWindow(QMainWindow):
             self.grid.addWidget(self.panels[name], i // columns, i % columns)
         for c in range(MAX_COLUMNS):
             self.grid.setColumnStretch(c, 1 if c < columns else 0)
+        self._room_for_panels()
+
+    def _panels_height(self, rows: int) -> int:
+        """The panels' area's height that shows ``rows`` rows of panels whole (each as tall as the tallest)."""
+        tallest = max((p.minimumSizeHint().height() for p in self.panels.values()), default=0)
+        margins = self.grid.contentsMargins()
+        return (rows * tallest + max(0, rows - 1) * max(0, self.grid.verticalSpacing())
+                + margins.top() + margins.bottom() + 2 * self.scroll_area.frameWidth())
+
+    def _panel_rows(self) -> int:
+        return -(-len(self.panels) // max(1, self.columns))
+
+    def _fit_overview(self) -> None:
+        """The overview as tall as its rows, no taller (one empty row when it has none): the room
+        for every panel whole comes first; then the overview keeps room for ``OVERVIEW_ROWS`` rows
+        (or as many as it has) and its other rows scroll."""
+        rows = self.overview.proxy.rowCount()
+        line = self.overview.table.verticalHeader().defaultSectionSize()
+        room = self.central.height() - self.central.layout().spacing() - self._every_panel - self.overview.height_for(0)
+        shown = max(min(rows, OVERVIEW_ROWS), min(rows, room // line), 1)
+        self.overview.setFixedHeight(self.overview.height_for(shown))
 
     def showEvent(self, event):
         super().showEvent(event)
@@ -206,12 +240,25 @@ class MainWindow(QMainWindow):
 
     def _room_for_panels(self) -> None:
         """The panels' area is at least as tall as the tallest panel (its header lines and
-        ``panel.TABLE_ROWS`` table rows): the bottom tabs give way first, except the tuning tab."""
-        margins = self.grid.contentsMargins()
-        tallest = max((p.minimumSizeHint().height() for p in self.panels.values()), default=0)
-        room = tallest + margins.top() + margins.bottom() + 2 * self.scroll_area.frameWidth()
-        self.scroll_area.setMinimumHeight(0 if self._tuning_in_front else room)
+        ``panel.TABLE_ROWS`` table rows): the bottom tabs give way first, except the tuning tab.
+        When the window has the height, the bottom tabs give way further (down to ``BOTTOM_MIN``)
+        so that every panel shows whole and the overview keeps ``OVERVIEW_ROWS`` rows."""
+        self.scroll_area.setMinimumHeight(0 if self._tuning_in_front else self._panels_height(1))
+        self._every_panel = self._panels_height(self._panel_rows())  # measured here, not at every overview update
+        self._fit_overview()
         self.central.updateGeometry()  # the window's layout reads the new minimum now, before docks are resized
+        if self._tuning_in_front or not self.isVisible():
+            return
+        need = self.overview.height_for(OVERVIEW_ROWS) + self.central.layout().spacing() + self._every_panel
+        bottom = next((d for d in self.docks.values() if self.dockWidgetArea(d) == BOTTOM and d.isVisible()
+                       and not d.visibleRegion().isEmpty()), None)
+        short = need - self.central.height()
+        if bottom is not None and short > 0 and bottom.height() - short + TABS_HEIGHT >= BOTTOM_MIN:
+            self.resizeDocks([bottom], [bottom.height() - short], Qt.Orientation.Vertical)
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self._room_for_panels()
 
     def set_frozen(self, frozen: bool) -> None:
         self.frozen = frozen

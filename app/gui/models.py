@@ -218,6 +218,6 @@ class BudgetModel(RowsModel):
             font = QFont()
             font.setBold(True)
             return font
-        if role == Qt.ItemDataRole.ToolTipRole and index.column() in (6, 7):
-            return str(v)
+        if role == Qt.ItemDataRole.ToolTipRole and isinstance(v, str):  # the whole text, which a narrow column cuts
+            return v
         return None

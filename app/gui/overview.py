@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableView
 from dptop.gui.drilldown import compact_rows, filter_box
 from dptop.gui.models import SORT_ROLE, RowsModel, sorting_proxy
 
-OVERVIEW_ROWS = 3  # rows the overview always has room for
+OVERVIEW_ROWS = 3  # rows the overview keeps room for when it has that many (the window may give it more)
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ class OverviewPanel(QWidget):
         self.table.verticalHeader().hide()
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        compact_rows(self.table, OVERVIEW_ROWS)
+        compact_rows(self.table, 1)  # the window sets its height from its rows (``height_for``)
         self.table.activated.connect(self.drill)
         self.title = QLabel("<b>Who is talking</b> — keys released privately now, by any algorithm "
                             "(double-click or Enter: drill down)")
@@ -142,6 +142,14 @@ class OverviewPanel(QWidget):
         layout.addWidget(self.title)
         layout.addWidget(self.filter)
         layout.addWidget(self.table, 1)
+
+    def height_for(self, rows: int) -> int:
+        """The panel's height that shows ``rows`` table rows whole under its title, filter and header."""
+        layout, table = self.layout(), self.table
+        margins = layout.contentsMargins()
+        return (margins.top() + margins.bottom() + 2 * layout.spacing() + self.title.sizeHint().height()
+                + self.filter.sizeHint().height() + table.horizontalHeader().sizeHint().height()
+                + rows * table.verticalHeader().defaultSectionSize() + 2 * table.frameWidth())
 
     def show_rows(self, shown: dict, exact: dict[str, int], key_title: str) -> None:
         names, rows = overview_rows(shown, exact)

@@ -130,7 +130,9 @@ class TuningPanel(QWidget):
         column.setFrameShape(QFrame.Shape.NoFrame)
         column.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         column.setWidget(left)
-        column.setMaximumWidth(CONTROLS_WIDTH + column.verticalScrollBar().sizeHint().width())
+        bar = column.verticalScrollBar().sizeHint().width()  # a short tab shows it: the controls keep their width beside it
+        column.setMinimumWidth(left.minimumSizeHint().width() + bar)
+        column.setMaximumWidth(max(CONTROLS_WIDTH, left.minimumSizeHint().width()) + bar)
         layout.addWidget(column)
         plots = QGridLayout()
         legend = QLabel("&nbsp;&nbsp;".join(f"<span style='color: rgb{c}'>■</span>&nbsp;{m}" for m, c in METRIC_COLOURS)

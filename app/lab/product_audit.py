@@ -32,9 +32,9 @@ import numpy as np
 
 from dptop.capture import epochorder
 from dptop.capture.synth import write_pcap
-from dptop.engine.lab.audit.cases import Target
-from dptop.engine.lab.audit.statistics import features_of
+from dptop.engine.lab.audit.events import features_of
 from dptop.engine.lab.audit.streams import Pair
+from dptop.engine.lab.audit.target import Target
 from dptop.engine.core.settings import Settings
 from dptop.monitor.config import CountingChoice, RunConfig, SourceSpec
 from dptop.engine.privacy.measures import ApproxDP, group

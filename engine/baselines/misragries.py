@@ -1,4 +1,4 @@
-"""Misra-Gries in the form seed 002 requires [002 Alg 1], O(1) amortised per update, as numba
+"""Misra-Gries in the form paper 002 requires [002 Alg 1], O(1) amortised per update, as numba
 kernels (docs/dp-misra-gries.md §2–§3.4).
 
 Exactly K (key, counter) pairs at all times, starting from K dummy keys ``(SENTINEL_HI, j)`` with

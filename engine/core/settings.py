@@ -168,7 +168,7 @@ RANGES = {r.name: r for r in (
     Range("window", 2, 1 << 32, integer=True),
     Range("gamma", 0.0, 1.0, open_low=True, open_high=True),
 )}
-"""The documented valid range of every shared parameter (README, "Parameters")."""
+"""The documented valid range of every shared parameter (README.md, "Command line": "Parameters are checked")."""
 SEED = Range("seed", 0, (1 << 63) - 1, integer=True)
 """``--seed``: any non-negative 64-bit integer."""
 

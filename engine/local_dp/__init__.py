@@ -1,4 +1,4 @@
-"""Local-DP mode (docs/local-dp.md, seed 003): agents randomize, an untrusted collector finds
+"""Local-DP mode (docs/local-dp.md, paper 003): agents randomize, an untrusted collector finds
 the heavy hitters with HeavyGuardian.
 
 Frequency oracles with exact integer samplers on OS entropy (``grr``, ``olh_hr``, ``entropy``),
@@ -7,5 +7,6 @@ exchange only (version, tag, symbol) (``protocol``, ``dsr``, ``bdr``), their in-
 the agent's sampler (``pipeline``), the public domains (``domain``), the prefix search
 (``prefix``), the accounting and guarantee (``accounting``), the registered algorithms (their
 base ``scheme``, ``domain_schemes``, ``prefix_scheme``), exact transition matrices for the privacy
-tests (``transitions``), metrics (``metrics``) and the ε sweep (``sweep``).
+tests (``transitions``) and metrics (``metrics``); the ε sweep is the lab's
+(``dptop.engine.lab.local_dp_sweep``).
 """

@@ -1,4 +1,4 @@
-"""DP Misra-Gries (``dpmg``): the releases of seed 002 on ``dptop.engine.baselines.misragries`` (docs/dp-misra-gries.md).
+"""DP Misra-Gries (``dpmg``): the releases of paper 002 on ``dptop.engine.baselines.misragries`` (docs/dp-misra-gries.md).
 
 The summary has K = k~ counters (default 2k, docs/dpss-eehh.md §7) and keeps zero-count keys with the
 smallest-key replacement rule, so Mode A's threshold applies. Two release modes
@@ -10,8 +10,8 @@ smallest-key replacement rule, so Mode A's threshold applies. Two release modes
   **and** >= ñ/k, the heavy filter of docs/dpss-eehh.md §7 on a noisy length ñ = n + DLap(ε_n)
   (never the exact n, P5). Cost: (ε_A, δ) + (ε_n, 0) = (ε, δ) by basic composition (the filter is
   post-processing of both), with ε_n = 0.1ε.
-* **Pure** (§6–§7.2): Alg 3 (subtract γ = Σc/(K+1), keep c > γ), then noise on **every** universe
-  element. Discrete form: the integer vector (K+1)c − Σc has ℓ1 sensitivity <= 2K+1, so it gets
+* **Pure** (docs/dp-misra-gries.md §7.1–§7.2): Alg 3 (subtract γ = Σc/(K+1), keep c > γ), then noise
+  on **every** universe element. Discrete form: the integer vector (K+1)c − Σc has ℓ1 sensitivity <= 2K+1, so it gets
   discrete Laplace with α = exp(−ε/(2K+1)) (exact sampler), and values are divided by K+1. The k
   largest of the ~2^128 other elements' noise are drawn exactly, level by level, from the same
   discrete law (``dptop.engine.single_release.dpmg_universe``, no floating point in the law), each given a fresh uniformly random non-multicast 128-bit label. ε-DP; the output may contain

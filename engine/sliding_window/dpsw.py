@@ -1,4 +1,4 @@
-"""DPSW-Sketch: private frequencies over the last w packets (docs/dpsw-sketch.md, seed 004).
+"""DPSW-Sketch: private frequencies over the last w packets (docs/dpsw-sketch.md, paper 004).
 
 The stream is cut into substreams of ``L`` items. Each substream owns ``2m-1`` Private Count-Min
 Sketches (PCMS, §2): the whole ``C_1``, ``m-1`` prefixes ``C_j`` (its first ``I[j]`` items) and

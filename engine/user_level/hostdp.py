@@ -1,4 +1,4 @@
-"""Popular hosts under user-level privacy: ``hostdp-dst`` and ``hostdp-src`` (seed 002 §8,
+"""Popular hosts under user-level privacy: ``hostdp-dst`` and ``hostdp-src`` (paper 002 §8,
 docs/host-level.md), with the exact baselines ``exact-clients`` and ``exact-servers``.
 
 ``hostdp-dst`` answers "which servers are contacted by the most clients?" while hiding whether a

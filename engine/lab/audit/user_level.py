@@ -1,8 +1,8 @@
-"""Audit targets for user-level privacy (docs/host-level.md, seed 002 §8): neighbouring streams
+"""Audit targets for user-level privacy (docs/host-level.md, paper 002 §8): neighbouring streams
 that differ in one **whole client** (all its packets in the epoch), for ``hostdp-dst``.
 
 Each pair X, X' is a packet stream (``KeyBatch`` with ``dst``) in which X has one client more.
-The pairs hit the cases of 002 Lemma 9 and the construction of Lemma 7 (§9.2):
+The pairs hit the cases of 002 Lemma 9 and the construction of Lemma 7 (docs/host-level.md §3):
 
 * **+1 on m stored counters** (Lemma 9 case 1): k servers sit just below the threshold and the
   extra client contacts all of them;
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dptop.engine.lab.audit.statistics import features_of
+from dptop.engine.lab.audit.events import features_of
 from dptop.engine.lab.audit.streams import Pair, label
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.settings import Settings

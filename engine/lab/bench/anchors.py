@@ -2,7 +2,7 @@
 
 No figure of the C++ is stored here: without ``DIR`` the table lists the pairs with "—". With
 ``DIR``, a folder holding two timing drivers that the user builds outside this repository from
-the authors' sources (DPHH for seed 000/002, DP-Sliding-Window for seed 004), every pair is timed
+the authors' sources (DPHH for papers 000/002, DP-Sliding-Window for paper 004), every pair is timed
 alternately (ours, theirs, ours, ...) on one Zipf stream written to a temporary binary file, and
 the ratios are per CPU-second and per wall second (> 1: dptop is faster).
 

@@ -9,7 +9,7 @@ MRE = mean |estimate − f|/f over the released items. Both columns are means ov
 dptop runs get the replay's public packet count (``stream_length``), as ``dptop replay`` does;
 the C++ gets the exact n and T = n (DPHH's main).
 
-DPSW rows (seed 004): the window of the last w = 250,000 items at the stream's end, γ-heavy hitters
+DPSW rows (paper 004): the window of the last w = 250,000 items at the stream's end, γ-heavy hitters
 (window count >= γ·w) for γ = 0.005 and 0.01, ε = 1, δ = 3·10^-11, depth 5, width 4096, ten
 substreams, α = 0.75; dptop's default query (the prefix hierarchy) against the C++ ``DPSW::Query``
 over every distinct item of the window (``DIR/dpsw-driver ... QUERY_FILE HH_GAMMA`` prints those

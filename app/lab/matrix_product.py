@@ -1,0 +1,212 @@
+"""The product as the conformance matrix (dptop.lab.product_matrix) drives it: ``Product`` runs a
+cell's capture through a monitor session on each surface and returns the features a user can read;
+each broken variant (dptop.lab.matrix_broken) overrides one of its steps.
+"""
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from dptop.lab.matrix_captures import EPOCHS, SECOND, T0
+from dptop.lab.matrix_cells import Cell, config, spec
+from dptop.lab.matrix_features import line_features, seeded_features, stated_facts
+from dptop.lab.product_audit import view_features
+from dptop.monitor import publish
+from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.precheck import SourceFacts
+from dptop.monitor.session import Session
+from dptop.monitor.states import State
+from dptop.releaselines import ReleaseLines
+
+LATENESS_NS = 50_000_000  # a live cell closes this long after its end
+
+
+class Product:
+    """The product as the matrix drives it; each broken variant overrides one step."""
+
+    view = staticmethod(publish.publish_json)
+    speed = 4.0  # the timing surface: 4 s of capture in 1 s of wall time
+
+    def facts(self, source: SourceSpec, epoch_seconds: float | None) -> SourceFacts | None:
+        """The facts handed to a session with ``source`` (None: the session reads them itself)."""
+        return None
+
+    def replay(self, cell: Cell, path: Path, seed: int | None, speed: float | None = None,
+               ledger=None) -> Session:
+        session = Session(config(cell, seed), record_packets=1 << 12, ledger=ledger)
+        source = spec(cell, path, speed)
+        session.open(source, self.facts(source, session.config.settings.epoch_seconds))
+        if session.wait(120) is not State.FINISHED:
+            session.close(5.0)
+            raise RuntimeError(f"replay of {path.name} ended {session.state}: {session.error}")
+        return session
+
+    def metrics(self, view: dict) -> dict[str, float]:
+        from dptop.feed import metric_families
+
+        return {f"{s.name}{sorted(s.labels.items())}": s.value for f in metric_families(view) for s in f.samples}
+
+    def features(self, cell: Cell, path: Path, seed: int | None) -> dict[str, float]:
+        if cell.surface == "timing":
+            return self.timing(cell, path, seed)
+        if cell.surface in ("capture", "lines"):
+            return self.capture(cell, path, seed)
+        if cell.surface == "top":
+            return self.key_switch(cell, path, seed)
+        session = self.replay(cell, path, seed)
+        try:
+            view = self.view(session, "audit")
+        finally:
+            session.close(5.0)
+        if cell.surface == "metrics":  # served beside /releases, whose view names the public facts
+            return {**self.metrics(view), **stated_facts(view)}
+        if cell.surface == "seeded":
+            return seeded_features(view, self.metrics(view))
+        return view_features(view)
+
+    def key_switch(self, cell: Cell, path: Path, seed: int | None) -> dict[str, float]:
+        """``k`` in ``dptop top``: a second session over the same file, on the next key; its
+        budget must be the sequential cost of both readings."""
+        first = self.replay(cell, path, seed)
+        other = replace(cell, key="dst" if cell.key == "src" else "src")
+        second = self.replay(other, path, seed, ledger=self.ledger_after(first))
+        try:
+            own = sum(alone(s) for s in (first, second))
+            shown = (second.snapshot().budget or {}).get("epsilon", 0.0)
+            return {"budget below the sequential cost of both readings": float(shown < own - 1e-9)}
+        finally:
+            first.close(5.0)
+            second.close(5.0)
+
+    @staticmethod
+    def ledger_after(session: Session):
+        return session.ledger
+
+    @staticmethod
+    def live_config(cell: Cell, seed: int | None) -> RunConfig:
+        """The run a live capture's lanes are built from (its time epochs: the public clock)."""
+        return config(cell, seed)
+
+    stop_after: int | None = None  # a capture stopped at its N-th packet (refused: ``--count``)
+    duration: int | None = EPOCHS  # the public stop (``--duration``, seconds); None: open-ended
+    release_lines = staticmethod(ReleaseLines)  # what prints ``capture``'s running log
+
+    def capture(self, cell: Cell, path: Path, seed: int | None, out: io.StringIO | None = None) -> dict[str, float]:
+        """A live capture's path without a socket: the packets of ``path`` offered to the live
+        clock (clocks.LiveClock) at the wall instants of their own stamps (an injected clock),
+        every close at the session's tick, the stop at the end of the public duration; the
+        private view as ``capture --publish`` writes it, or (surface ``lines``) the lines
+        ``capture`` prints while it runs (dptop.releaselines, into ``out`` when given), each
+        continual or window line waited for before the capture goes on, so that every close
+        prints one."""
+        from dptop.capture.pcap import open_capture
+        from dptop.engine.core.clock import MAX_CELLS, TimeGrid
+        from dptop.monitor.clocks import LiveClock
+
+        now = [T0]
+        end = None if self.duration is None else T0 + self.duration * SECOND
+        session = Session(self.live_config(cell, seed), record_packets=1 << 12)
+        session.spec = SourceSpec("live", iface="lo", lateness=LATENESS_NS / 1e9, duration=self.duration,
+                                  count=self.stop_after)
+        session.public["time_range"] = (T0, end)
+        session.public_source = "the capture's wall clock"
+        session.grid = TimeGrid(T0, SECOND, MAX_CELLS)
+        session.fanout.live = True
+        session.clock = LiveClock(session.grid, LATENESS_NS / 1e9, session.fanout, now_ns=lambda: now[0])
+        session.truth.start()
+        out = io.StringIO() if out is None else out
+        lines = self.release_lines(session, out) if cell.surface == "lines" else None
+        try:
+            if not session._start_lanes():
+                raise RuntimeError("the lanes did not start")
+            printed(lines)
+
+            def advance(to_ns: int) -> None:  # the session's ticks up to ``to_ns``: each close on time
+                while (due := T0 + (session.cell + 1) * SECOND + LATENESS_NS) <= to_ns:
+                    now[0] = due
+                    session.clock.tick()
+                    drain(session)
+                    printed(lines)
+                now[0] = max(now[0], to_ns)
+
+            fed, stop_ns = 0, end
+            with open_capture(path) as reader:
+                for batch in reader.batches(1):
+                    if self.stop_after is not None and fed >= self.stop_after:
+                        stop_ns = now[0]
+                        break
+                    advance(int(batch.ts_ns[0]))
+                    drain(session)  # a full queue would be a drop
+                    session.clock(batch)
+                    fed += len(batch)
+            advance(now[0] if stop_ns is None else stop_ns)
+            session.clock.tick(final=True)
+            drain(session)
+            printed(lines)
+            for lane in session.lanes.values():
+                if lane.worker is not None:
+                    lane.worker.finish(60)
+            session.truth.finish()
+            if lines is not None:
+                lines.update()  # the single releases the finish published
+                return line_features(out.getvalue())
+            return view_features(self.view(session, "audit"))
+        finally:
+            session.close(5.0)
+
+    def timing(self, cell: Cell, path: Path, seed: int | None) -> dict[str, float]:
+        """When the number of releases of a paced replay changes, relative to the first change, in
+        halves of an epoch's wall time (what a scraper polling /metrics sees)."""
+        session = Session(config(cell, seed), record_packets=1 << 12)
+        source = spec(cell, path, self.speed)
+        session.open(source, self.facts(source, session.config.settings.epoch_seconds))
+        seen, instants = 0, []
+        try:
+            while not session.state.ended:
+                n = len(session.releases(cell.algorithm))
+                instants += [time.monotonic()] * (n - seen)
+                seen = max(seen, n)
+                time.sleep(0.002)
+            n = len(session.releases(cell.algorithm))
+            instants += [time.monotonic()] * (n - seen)
+        finally:
+            session.close(5.0)
+        quantum = 1.0 / self.speed / 2
+        return {f"release {i} instant": round((t - instants[0]) / quantum) for i, t in enumerate(instants)}
+
+
+def alone(session: Session) -> float:
+    """The per-packet ε of ``session``'s own releases, in a ledger of its own."""
+    from dptop.monitor.ledger import Ledger
+
+    ledger = Ledger()
+    ledger.join(rereads=True)
+    for lane in session.snapshot().lanes:
+        if lane.algorithm is not None and lane.algorithm.guarantee is not None:
+            ledger.record(lane.name, 1, lane.algorithm.guarantee, 1)
+    return (ledger.to_json() or {}).get("epsilon", 0.0)
+
+
+def drain(session: Session, timeout: float = 60.0) -> None:
+    """Wait until every live lane took what it was offered (a full queue would be a drop)."""
+    deadline = time.monotonic() + timeout
+    while any(lane.worker.snapshot().queue_depth for lane in session.lanes.values() if lane.worker is not None):
+        if time.monotonic() > deadline:
+            raise RuntimeError("a lane did not drain its queue")
+        time.sleep(0.001)
+
+
+def printed(lines, timeout: float = 30.0) -> None:
+    """Let ``lines`` see the session now and wait until it printed the line of every epoch close
+    it saw (the first release each continual or window lane made after the close)."""
+    if lines is None:
+        return
+    lines.update()
+    deadline = time.monotonic() + timeout
+    while lines.due:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no release after an epoch's close: {sorted(n for n, _ in lines.due)}")
+        time.sleep(0.002)
+        lines.update()
