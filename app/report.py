@@ -57,6 +57,8 @@ def span_text(span: Span, units: str) -> str:
     ``the whole stream``."""
     kind, index, start, end = span.kind, span.index, span.start, span.end
     timed = span.t_start is not None and span.t_end is not None
+    if kind != "epoch" and (start is None or end is None):  # positions counted from the data, not shown
+        return counted_span_text(span, timed)
     if kind == "epoch":
         if timed:
             return f"epoch {index}, {clock(span.t_start)}-{clock(span.t_end)} UTC"
@@ -70,6 +72,19 @@ def span_text(span: Span, units: str) -> str:
     if kind == "stream":
         return "the whole stream (one release at its end)"
     return kind
+
+
+def counted_span_text(span: Span, timed: bool) -> str:
+    """A continual or window span whose packet positions stay in ``exact_spans`` (a live lane; its
+    ``start``/``end`` read None): ``horizon 0, 12:00:00-12:10:00 UTC``, ``the current window, up to
+    12:00:40 UTC``."""
+    where = {"horizon": f"horizon {span.index}", "prefix": "since the start",
+             "window": "the current window"}.get(span.kind, span.kind)
+    if not timed:
+        return where
+    if span.kind == "window":
+        return f"{where}, up to {clock(span.t_end)} UTC"
+    return f"{where}, {clock(span.t_start)}-{clock(span.t_end)} UTC"
 
 
 def number(x: float | None) -> str:

@@ -46,7 +46,7 @@ def test_offered_minus_seen_is_what_each_lane_missed_and_the_total_counts_each_p
     fast_gate.set()
     bound = QueueBound(cap=250)  # the slow lane holds one batch in update and two queued
     lanes = {name: SimpleNamespace(worker=Worker(Gated(Settings(), name, gate), bound).start(), origin=None,
-                                   unseen=Unseen())
+                                   unseen=Unseen(), host_pairs=False)
              for name, gate in (("slow", slow_gate), ("fast", fast_gate))}
     truth = Truth().start()
     fanout = Fanout(truth, CountingChoice(), live=True)

@@ -22,6 +22,7 @@ from dptop.monitor.explain import drops_of
 from dptop.monitor.result import session_json
 from dptop.monitor.clocks import AHEAD, LATE, LiveClock
 from dptop.monitor.session import Session
+from dptop.report import render_text
 
 S = 1_000_000_000
 START = 1_700_000_000 * S
@@ -39,13 +40,12 @@ def batch(stamps_s, address="192.0.2.1"):
     return KeyBatch(keys, np.array([START + round(t * S) for t in stamps_s], np.int64))
 
 
-@pytest.fixture
-def live_session(monkeypatch):
-    """A session on a live 1 s wall-clock grid (no socket): batches go in through its live sink at
-    the moments the fake clock says."""
+def open_live(monkeypatch, config: RunConfig):
+    """A session of ``config`` on a live 1 s wall-clock grid (no socket): batches go in through its
+    live sink at the moments the fake clock says."""
     clock = Clock()
     monkeypatch.setattr(clocks.time, "time_ns", clock)
-    s = Session(RunConfig(("exact", "dpss"), Settings(k=4, epsilon=1.0, epoch_seconds=1.0)))
+    s = Session(config)
     s.spec = SourceSpec("live", iface="lo", lateness=0.5)
     s.public["time_range"] = (START, None)
     s.grid = TimeGrid(START, S, MAX_CELLS)
@@ -53,6 +53,12 @@ def live_session(monkeypatch):
     s.clock = LiveClock(s.grid, 0.5, s.fanout)
     s.truth.start()
     assert s._start_lanes()
+    return s, clock
+
+
+@pytest.fixture
+def live_session(monkeypatch):
+    s, clock = open_live(monkeypatch, RunConfig(("exact", "dpss"), Settings(k=4, epsilon=1.0, epoch_seconds=1.0)))
     yield s, clock
     assert s.close(5.0) == []
 
@@ -117,6 +123,40 @@ def test_drops_reach_the_json_and_every_view(live_session):
     assert drops_of(s.snapshot()).text().startswith("drops 2 of 4 offered (late 2")
 
 
+def test_live_continual_and_window_spans_keep_their_exact_positions_under_non_private(monkeypatch):
+    """A live LazyHH steps on the clock (one release per closed cell, its span the grid's) and a
+    live DPSW's window counts the packets seen: in the run's JSON their spans show no position,
+    which each lane's ``exact_spans`` (listed non-private) keeps, and the text table prints none."""
+    config = RunConfig(("exact", "lazyhh", "dpsw"), Settings(k=4, epsilon=0.5, delta=1e-6, epoch_seconds=1.0,
+                                                             window=50))
+    s, clock = open_live(monkeypatch, config)
+    try:
+        deliver(s, clock, 0.2, [0.1, 0.15])
+        deliver(s, clock, 1.7, [1.2, 1.3, 1.4])
+        for name in ("lazyhh", "dpsw"):
+            s.lanes[name].snapshot(want_live=True)  # a view asks for the window's answer
+        clock.now = START + round(3.6 * S)
+        s.clock.tick(final=True)
+        for lane in s.lanes.values():
+            lane.worker.finish(30)
+        out = session_json(s, "capture", 10)
+    finally:
+        assert s.close(5.0) == []
+    assert "exact_spans" in " ".join(out["non_private"]["fields"])
+    for name in ("lazyhh", "dpsw"):
+        a = out["algorithms"][name]
+        assert a["releases"] and len(a["exact_spans"]) == len(a["releases"]), name
+        for release, exact in zip(a["releases"], a["exact_spans"]):
+            assert release["span"]["start"] is None and release["span"]["end"] is None, (name, release["span"])
+            assert 0 <= exact["start"] <= exact["end"] <= 5, (name, exact)
+    lazyhh = out["algorithms"]["lazyhh"]
+    closes = [(r["span"]["t_start"], r["span"]["t_end"]) for r in lazyhh["releases"]]
+    assert closes[:3] == [(START / S, START / S + c) for c in (1, 2, 3)]  # one release per cell, on the grid
+    assert [e["end"] for e in lazyhh["exact_spans"]][:3] == [2, 5, 5]
+    text = render_text(out)
+    assert "lazyhh" in text and "horizon 0, " in text and "packets 0-" not in text
+
+
 root = pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root (CAP_NET_RAW)")
 
 
@@ -172,6 +212,13 @@ def test_capture_on_lo_releases_while_running_with_wall_times_and_counts_every_d
     for name, a in result["algorithms"].items():
         for r in a["releases"]:
             assert r["span"]["t_start"] is not None and t0 - 60 < r["span"]["t_start"] <= r["span"]["t_end"], name
+    lazyhh = result["algorithms"]["lazyhh"]  # on the clock's 2 s cells; its counted positions in exact_spans
+    assert all(r["span"]["end"] is None for r in lazyhh["releases"])
+    assert [e["end"] for e in lazyhh["exact_spans"]] == sorted(e["end"] for e in lazyhh["exact_spans"])
+    assert max(e["end"] for e in lazyhh["exact_spans"]) <= result["exact"]["total"]
+    start = result["public"]["time_range"]["start"]
+    assert all(abs((r["span"]["t_end"] - start) / 2.0 - round((r["span"]["t_end"] - start) / 2.0)) < 1e-6
+               for r in lazyhh["releases"])
     for r in dpss:
         assert abs(r["span"]["t_end"] - r["span"]["t_start"] - 2.0) < 1e-6
     counted = result["exact"]["total"]

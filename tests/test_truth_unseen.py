@@ -120,7 +120,7 @@ def run():
     for gate in gates.values():
         gate.set()
     lanes = {name: SimpleNamespace(worker=Worker(Held(Settings(), name, gate), QueueBound(cap=5000)).start(),
-                                   origin=None, unseen=Unseen(), settings=Settings(k=K))
+                                   origin=None, unseen=Unseen(), settings=Settings(k=K), host_pairs=False)
              for name, gate in gates.items()}
     truth = Truth(capacity=1 << 18).start()
     fanout = Fanout(truth, CountingChoice(), live=True)

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from dptop.lab.matrix_captures import SECOND, T0, base_stream
-from dptop.lab.matrix_cells import Cell
+from dptop.lab.matrix_cells import Cell, config
 from dptop.lab.matrix_product import Product
 from dptop.monitor import publish
 from dptop.monitor.config import SourceSpec
@@ -89,10 +89,22 @@ class ExactLines(Product):
     release_lines = staticmethod(_ExactLines)
 
 
+class CountSteps(Product):
+    """Output steps driven by the packet count on a live capture: the lanes are built without
+    the clock's epochs (the session's clock still ticks), so a continual algorithm computes and
+    releases an output every k~ packets, and one packet more or less changes how many exist."""
+
+    @staticmethod
+    def live_config(cell, seed):
+        run = config(cell, seed)
+        return replace(run, settings=run.settings.with_(epoch_seconds=None))
+
+
 BROKEN = {"arrival-release": (ArrivalRelease, Cell("timing", "dpss", neighbour="added-end")),
           "count-stop": (CountStop, Cell("capture", "dpss", neighbour="removed-start")),
           "ledger-per-session": (LedgerPerSession, Cell("top", "dpss")),
           "seeded-metrics": (SeededMetrics, Cell("seeded", "dpss")),
           "exact-spans": (ExactSpans, Cell("capture", "dpsw", neighbour="removed-start")),
-          "exact-lines": (ExactLines, Cell("lines", "lazyhh", neighbour="removed-middle"))}
+          "exact-lines": (ExactLines, Cell("lines", "lazyhh", neighbour="removed-middle")),
+          "count-steps": (CountSteps, Cell("capture", "lazyhh", neighbour="removed-start"))}
 """Each broken variant with the cell that must report it."""

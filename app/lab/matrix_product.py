@@ -14,7 +14,7 @@ from dptop.lab.matrix_cells import Cell, config, spec
 from dptop.lab.matrix_features import line_features, seeded_features, stated_facts
 from dptop.lab.product_audit import view_features
 from dptop.monitor import publish
-from dptop.monitor.config import SourceSpec
+from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.precheck import SourceFacts
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
@@ -84,6 +84,11 @@ class Product:
     def ledger_after(session: Session):
         return session.ledger
 
+    @staticmethod
+    def live_config(cell: Cell, seed: int | None) -> RunConfig:
+        """The run a live capture's lanes are built from (its time epochs: the public clock)."""
+        return config(cell, seed)
+
     stop_after: int | None = None  # a capture stopped at its N-th packet (refused: ``--count``)
     duration: int | None = EPOCHS  # the public stop (``--duration``, seconds); None: open-ended
     release_lines = staticmethod(ReleaseLines)  # what prints ``capture``'s running log
@@ -102,7 +107,7 @@ class Product:
 
         now = [T0]
         end = None if self.duration is None else T0 + self.duration * SECOND
-        session = Session(config(cell, seed), record_packets=1 << 12)
+        session = Session(self.live_config(cell, seed), record_packets=1 << 12)
         session.spec = SourceSpec("live", iface="lo", lateness=LATENESS_NS / 1e9, duration=self.duration,
                                   count=self.stop_after)
         session.public["time_range"] = (T0, end)

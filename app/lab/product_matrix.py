@@ -18,8 +18,9 @@ private on every surface).
 Each finding of the review that made this matrix is a broken variant (``BROKEN``,
 dptop.lab.matrix_broken) the matrix must report: the release on a later packet's arrival (``arrival-release``), the data-chosen stop
 (``count-stop``), a new ledger per key switch (``ledger-per-session``), seeded metrics without
-their marker (``seeded-metrics``), spans with the exact count (``exact-spans``) and ``capture``'s
-running log with them (``exact-lines``).
+their marker (``seeded-metrics``), spans with the exact count (``exact-spans``), ``capture``'s
+running log with them (``exact-lines``) and a live continual algorithm whose output steps follow
+the packet count instead of the public clock (``count-steps``).
 """
 from __future__ import annotations
 

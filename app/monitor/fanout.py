@@ -1,6 +1,8 @@
 """The one place a session's packets go through: a tee to the ground truth first (lossless), then to
 every lane, ``feed`` (lossless) for replays and the clock's ticks, ``offer`` (counted drops) for live
-packets; each batch counted as the algorithms count it (dptop.monitor.config.CountingChoice)."""
+packets; each batch counted as the algorithms count it (dptop.monitor.config.CountingChoice), but
+for host-level lanes, which read each packet's source and destination as captured
+(``Algorithm.host_pairs``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -49,6 +51,7 @@ class Fanout:
         full queue refuses it, counted per lane and once in ``missed``, its positions kept in the
         lane's ``unseen`` for its exact comparison; replays and the clock's ticks wait for room).
         Always True: what a lane refused is counted here, not by the source."""
+        captured = batch  # what a lane reading both ends of each packet takes (Algorithm.host_pairs)
         batch, exact = counted(batch, self.counting)
         if batch.epoch is not None:
             self.cell = batch.epoch
@@ -59,12 +62,13 @@ class Fanout:
                 continue
             if lane.origin is None:
                 lane.origin = first
+            own = captured if lane.host_pairs else batch
             if self.live and len(batch):
-                if not lane.worker.offer(batch):
+                if not lane.worker.offer(own):
                     refused = True
                     lane.unseen.add(first, first + len(batch), self.truth.rec.first)
             else:  # replays, and the clock's ticks: a lost tick would leave its epochs unreleased
-                lane.worker.feed(batch)
+                lane.worker.feed(own)
         if refused:
             self.missed += len(batch)
         return True

@@ -42,6 +42,7 @@ class Lane:
         self.view: LaneView | None = None
         self.viewed_at = 0.0
         self.worker: Worker | None = None
+        self.host_pairs = registry.get(name).host_pairs  # fed the packets as captured (fanout)
         try:
             self.worker = Worker(registry.make(name, self.settings, facts, config.counting.counted()),
                                  LIVE_QUEUE if live else REPLAY_QUEUE,

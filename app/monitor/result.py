@@ -25,7 +25,8 @@ last few, the ones the table shows."""
 
 
 NON_PRIVATE = ("source", "exact", "dropped", "drops", "public",
-               "algorithms.*.{packets, drops, status, updates_per_second, packets_per_second, busy_share, truth}")
+               "algorithms.*.{packets, drops, status, updates_per_second, packets_per_second, busy_share, truth, "
+               "exact_spans}")
 NON_PRIVATE_NOTE = ("exact operational figures for the operator (packet counts, drops, the ground truth); "
                     "not private, never part of a release or of the export")
 
@@ -51,6 +52,26 @@ def public_json(session: Session) -> dict:
         out["time_range"] = {"start": start / 1e9, "end": None if end is None else end / 1e9,
                              "from": session.public_source}
     return out
+
+
+COUNTED_SPANS = ("continual observation", "sliding window")
+"""Families whose live spans are positions in the packets seen (a count of the data, never a
+public fact on a live source): the run's JSON shows ``start``/``end`` as null and keeps the exact
+span under ``exact_spans`` (non-private)."""
+SPAN_EXACT = ("start", "end", "t_start", "t_end")
+
+
+def hides_positions(family: str | None, session: Session) -> bool:
+    """Whether a release of ``family`` in ``session`` has a span counted from the data: a live
+    continual or sliding-window lane (its times are the public clock's only on a time grid: the
+    output steps of docs/lazyhh.md §7.5, a window's view at the clock's instants)."""
+    return bool(session.fanout.live) and family in COUNTED_SPANS
+
+
+def public_positions(span: dict, timed: bool) -> dict:
+    """``span`` with its positions null (the keys kept: extend, never rename), and its times too
+    unless they are the public clock's (``timed``)."""
+    return {**span, "start": None, "end": None, **({} if timed else {"t_start": None, "t_end": None})}
 
 
 def release_json(release, scale: int) -> dict:
@@ -85,14 +106,25 @@ def algorithm_entry(private: bool | None, guarantee, releases: list[dict], *, fa
     }
 
 
-def algorithm_json(lane_view, releases, scale: int = 1) -> dict:
+def algorithm_json(lane_view, releases, scale: int = 1, counted_spans: bool = False, timed: bool = False) -> dict:
+    """One lane's entry; ``counted_spans`` (``hides_positions``): each release's span without its
+    exact positions (and its times unless ``timed``: on the public clock), which go to the entry's
+    ``exact_spans`` (non-private, one per release, in order)."""
     s = lane_view.algorithm
     if s is None:
         return {"private": None, "error": lane_view.error, "releases": []}
-    return algorithm_entry(s.private, s.guarantee, [release_json(r, scale) for r in releases], family=s.family,
-                           packets=s.packets, updates_per_second=s.updates_per_second,
-                           packets_per_second=s.packets_per_second, busy_share=s.busy_share, drops=s.drops,
-                           status=s.status.to_json(), error=s.error, published=max(s.releases, len(releases)))
+    shown = [release_json(r, scale) for r in releases]
+    exact = None
+    if counted_spans:
+        exact = [{k: r["span"][k] for k in SPAN_EXACT} for r in shown]
+        shown = [{**r, "span": public_positions(r["span"], timed)} for r in shown]
+    entry = algorithm_entry(s.private, s.guarantee, shown, family=s.family,
+                            packets=s.packets, updates_per_second=s.updates_per_second,
+                            packets_per_second=s.packets_per_second, busy_share=s.busy_share, drops=s.drops,
+                            status=s.status.to_json(), error=s.error, published=max(s.releases, len(releases)))
+    if exact is not None:
+        entry["exact_spans"] = exact
+    return entry
 
 
 def exact_json(total: int, distinct: int, items) -> dict:
@@ -171,7 +203,9 @@ def session_json(session: Session, command: str, top: int | None, partial: bool 
     algorithms = {}
     for v in snap.lanes:
         releases = shown_releases(session.releases(v.name), (shown or {}).get(v.name, []))
-        algorithms[v.name] = entry = algorithm_json(v, releases, scale)
+        family = v.algorithm.family if v.algorithm is not None else None
+        algorithms[v.name] = entry = algorithm_json(v, releases, scale, hides_positions(family, session),
+                                                    session.grid is not None)
         if entry.get("private") and not session.truth.died:  # a dead truth's recording stops short of the lanes'
             entry["truth"] = truth_json(session, v.name, releases, scale)
     return result_json(command, settings_json(session.config.settings, c, session.public_facts()),

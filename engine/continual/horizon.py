@@ -13,14 +13,19 @@ For a replayed file T defaults to the file's packet count (``PublicFacts.stream_
 public under substitution neighbours (both neighbours have the same length, §1.2) and otherwise an
 assumed fact the guarantee lists. T counts updates: weighted by bytes a packet is up to G updates,
 so T is then G times the packet count and the horizon is never reached before the file ends. A live stream
-has no length: it runs in segments of ``DEFAULT_HORIZON`` arrivals with restart (§7.3), so the
-thresholds stay those of a short horizon however long the capture runs. Rolling over depends only
-on the arrival count, never on the data; ``segments_cost`` is the privacy map of the segments.
+has no length: it runs on the public clock (``ClockSteps``, docs/lazyhh.md §7.5). **One output step
+is one cell of the session's time grid**: the packets stamped in a cell enter the stream during it,
+and the release of the step is made when the clock closes the cell, whatever arrived; a horizon
+(segment) is ``SEGMENT_STEPS`` steps (restart) and holds at most T arrivals, T = ``--horizon`` or
+``DEFAULT_HORIZON``: an instance that reaches T before its segment ends stops visibly until the
+next segment starts on the clock. The number of releases, their instants and their spans are thus
+functions of the clock and the parameters only, never of a packet count. ``segments_cost`` is the
+privacy map of the segments.
 """
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -39,6 +44,11 @@ DEFAULT_HORIZON = 1 << 20
 threshold within a minute and one with 10 % within three (``lazyhh.release_after``), long enough
 that the cold start recurs at most every ~9 minutes at that rate."""
 SOURCE_SEGMENT = "live segment (default, restarted)"
+
+SEGMENT_STEPS = 360
+"""Output steps (cells of the public clock) in one segment of a live stream: an hour at the default
+10 s cells, after which a fresh instance starts on the clock (§7.3, §7.5)."""
+SOURCE_CLOCK = "live segment on the public clock (at most T arrivals a segment)"
 
 HORIZON_FROM_FILE = "file packet count"
 MODE_FIXED = "fixed horizon"
@@ -60,6 +70,30 @@ def resolve_horizon(settings: Settings, facts: PublicFacts = NO_FACTS, counting:
         length = check_positive_int("stream_length", facts.length)
         return max(length * counting.cap, minimum), HORIZON_FROM_FILE
     return max(DEFAULT_HORIZON, minimum), SOURCE_SEGMENT
+
+
+@dataclass(frozen=True)
+class ClockSteps:
+    """The public clock a live stream's output steps follow (docs/lazyhh.md §7.5): cell ``c`` of
+    the grid is ``[start_ns + c·epoch_ns, start_ns + (c + 1)·epoch_ns)``, a segment is ``segment``
+    cells, aligned on multiples of it."""
+
+    start_ns: int
+    epoch_ns: int
+    segment: int = SEGMENT_STEPS
+
+    @classmethod
+    def of(cls, settings: Settings, facts: PublicFacts) -> "ClockSteps | None":
+        """The clock of a source without a length (live) whose time grid is known; None otherwise
+        (a replay keeps the arrival schedule: its length is public, docs/lazyhh.md §1.2)."""
+        if facts.length is not None or facts.span is None or settings.epoch_seconds is None:
+            return None
+        return cls(int(facts.span[0]), max(1, round(settings.epoch_seconds * 1e9)))
+
+    def bounds(self, first_cell: int, cell: int) -> tuple[float, float]:
+        """[start of ``first_cell``, end of ``cell``) in Unix seconds."""
+        start = self.start_ns + first_cell * self.epoch_ns
+        return start / 1e9, (self.start_ns + (cell + 1) * self.epoch_ns) / 1e9
 
 
 def segments_cost(per_segment: Measure, overlap: int = 1) -> Measure:
@@ -103,6 +137,9 @@ class ContinualAlgorithm(Algorithm):
         super().__init__(settings, facts, counting)
         self.horizon, self.horizon_source = resolve_horizon(settings, facts, counting, minimum_horizon)
         self.restart = bool(settings.restart) or self.horizon_source == SOURCE_SEGMENT
+        self.clock = ClockSteps.of(settings, facts)
+        if self.clock is not None and self.horizon_source == SOURCE_SEGMENT:
+            self.horizon_source = SOURCE_CLOCK
 
     def reset(self) -> None:
         self.packets = 0
@@ -112,6 +149,9 @@ class ContinualAlgorithm(Algorithm):
         self.exhausted = False
         self._t_first = None
         self._t_last = None
+        self.cell: int | None = None  # the open cell of the clock (``ClockSteps``), once one was named
+        self.first_cell = 0  # the first cell of the current segment
+        self._stepped: Release | None = None  # the release of the last closed step
         self._new_epoch()
 
     def _new_epoch(self) -> None:
@@ -181,17 +221,89 @@ class ContinualAlgorithm(Algorithm):
             )
 
     def consume(self, batch: KeyBatch) -> list[Release]:
-        """The releases whose output step fell in ``batch`` (at most one per epoch: the latest)."""
+        """The releases whose output step fell in ``batch`` (at most one per epoch: the latest); on
+        the public clock (a tagged batch, ``self.clock``), one release per cell the batch's cell
+        closes, then its packets enter the open step."""
+        if self.clock is not None and batch.epoch is not None:
+            return self._consume_on_clock(batch)
         out = self._ingest(batch.keys, batch.ts_ns)
         latest: dict[int, Release] = {r.span.index: r for r in out}
         return list(latest.values())
 
+    def _consume_on_clock(self, batch: KeyBatch) -> list[Release]:
+        """Close every cell before ``batch.epoch`` (one output step each, empty ones included:
+        the schedule is the clock's), then feed the batch to the open step. Arrivals past T in a
+        segment are counted, not fed (the instance has stopped until the next segment)."""
+        out: list[Release] = []
+        if self.cell is None:  # the lane joins the clock at its open cell (a start or an Apply)
+            self.cell = batch.epoch
+            self.first_cell = batch.epoch // self.clock.segment * self.clock.segment
+        while self.cell < batch.epoch:
+            out.append(self._close_step())
+        keys = batch.keys
+        if len(keys):  # the arrival rate the operator's status states (never released)
+            self._t_first = float(batch.ts_ns[0]) / 1e9 if self._t_first is None else self._t_first
+            self._t_last = float(batch.ts_ns[-1]) / 1e9
+        take = 0 if self.exhausted else min(len(keys), self.horizon - self.t)
+        if take:
+            self._feed(keys[:take])  # the k~ schedule inside a step prunes; its outputs are never released
+            self.t += take
+            self.packets += take
+        self.after_horizon += len(keys) - take
+        self.exhausted = self.exhausted or self.t >= self.horizon  # T reached: stopped until the segment ends
+        return out
+
+    def _close_step(self) -> Release:
+        """The output step of the open cell, released at its close (a stopped instance re-releases
+        its last output over the longer span); at a segment's last cell, a fresh instance for the
+        next segment (restart) or the end of the fixed horizon."""
+        t_start, t_end = self.clock.bounds(self.first_cell, self.cell)
+        if self._stepped is None or not self.exhausted:
+            self._output_now()
+            self._stepped = self._release(self.packets, t_end, computed=True)
+        self._stepped = replace(self._stepped, span=replace(self._stepped.span, t_start=t_start, t_end=t_end))
+        self._last = self._stepped
+        self.cell += 1
+        if self.cell % self.clock.segment == 0:
+            if self.restart:
+                self.epoch += 1
+                self.epoch_start = self.packets
+                self.first_cell = self.cell
+                self.exhausted = False
+                self._stepped = self._t_first = None
+                self._new_epoch()
+            else:
+                self.exhausted = True
+        return self._last
+
+    def warm_up(self) -> None:
+        """The base warm-up, and on the public clock the step's OUTPUT, run once on the fresh
+        instance before any packet (t = 0: no candidate, nothing published), so the first close
+        does not wait for its compilation."""
+        super().warm_up()
+        if self.clock is not None:
+            self._output_now()
+
+    def _output_now(self) -> None:
+        """Compute the output of the current step (an algorithm whose output is computed on a
+        schedule recomputes it here; a sketch queried on demand needs nothing)."""
+
     def release(self) -> Release:
-        """Re-release of the current output (post-processing, no privacy cost)."""
+        """Re-release of the current output (post-processing, no privacy cost); on the public
+        clock, the release of the last closed step (nothing computed between two closes)."""
+        if self.clock is not None and self.cell is not None:
+            if self._stepped is not None:
+                return self._stepped
+            t = self.clock.bounds(self.first_cell, self.first_cell - 1)[0]  # no step closed yet: nothing
+            return replace(self._release(self.epoch_start, t, computed=False), items=(), threshold=None,
+                           span=replace(self.span_to(self.epoch_start, t), t_start=t))
         return self._release(self.packets, self._t_last, computed=False)
 
     def live(self) -> Release:
-        self._last = self.release()
+        """The current output for a view, a new object each time it is asked for (a view waiting
+        for the first release after a close tells them apart); on the public clock, the last
+        closed step's release, nothing computed."""
+        self._last = replace(self.release())
         return self._last
 
     def finish(self) -> list[Release]:
@@ -224,6 +336,12 @@ class ContinualAlgorithm(Algorithm):
                                 f"substitution of one packet's key") for f in self.facts.assumed("stream_length"))
 
     def horizon_scope(self) -> str:
+        if self.clock is not None:
+            steps = f"{self.clock.segment} cells of {self.clock.epoch_ns / 1e9:g} s of the public clock"
+            return (f"each segment of {steps} (one output step a cell, released at its close; "
+                    + ("a fresh instance per segment, disjoint segments compose in parallel, counts restart at 0; "
+                       if self.restart else "one segment, then the instance stops; ")
+                    + f"at most T = {self.horizon} arrivals a segment, after which it stops until the segment ends)")
         if self.restart:
             return (f"each epoch of T = {self.horizon} arrivals (fresh instance per epoch; disjoint "
                     "epochs compose in parallel, counts restart at 0)")

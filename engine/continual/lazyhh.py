@@ -9,6 +9,12 @@ Parameters follow docs/lazyhh.md §6.3 (option A by default: w = ⌈e·k~⌉; op
 from the σ in use: γ = σ·sqrt(2H·ln(4N/β)), N = ⌈T/k~⌉·d·w. Thresholds: λ1 = γ + w,
 λ2(t) = e·t/w + γ, τ(t) = max(t/k, t/k~ + λ1 + 2λ2(t)) + 1, release iff v > τ(t).
 
+On a live stream (no length, a public clock: ``horizon.ClockSteps``) one output step is one cell of
+the clock instead: the cell's packets enter the stream, OUTPUT runs when the clock closes the cell
+and is released, the k~ schedule only prunes; the union bounds behind d and γ count the segment's
+steps (docs/lazyhh.md §7.5). How many releases exist, when and over which span then depends on the
+clock and the parameters only.
+
 Privacy: (ε, δ~)-DP under continual observation, δ~ = 2δ(3/2 + e^ε + δ), for substitution of one
 packet's source, for streams of at most T arrivals (Thm 3; §6.7 caveats in the guarantee notes).
 Never released: the candidate set or its size, estimates that failed τ, P, node sums, hash seeds.
@@ -26,9 +32,9 @@ from dptop.engine.privacy import bulknoise
 from dptop.engine.continual.gaussbm import (NOISE_OS, NOISE_SEEDED, check_gaussbm_epsilon, gaussbm_sigma,
                                             tree_height)
 from dptop.engine.core.packing import packed
-from dptop.engine.continual.horizon import ContinualAlgorithm, HorizonStatus, resolve_horizon
+from dptop.engine.continual.horizon import ClockSteps, ContinualAlgorithm, HorizonStatus, resolve_horizon
 from dptop.engine.continual.lazyhh_kernels import (CAND_N, OUT_N, OUT_T, T_NOW, hh_state_bytes, make_hh_state,
-                                                   suppression_threshold, update_batch)
+                                                   output_step, suppression_threshold, update_batch)
 from dptop.engine.continual.lazysketch import LazySketch
 from dptop.engine.core.registry import register
 from dptop.engine.core.release import MODEL_CONTINUAL, Release, sorted_items
@@ -71,8 +77,10 @@ class LazyHHParams:
     gamma: float
 
     @classmethod
-    def build(cls, k, k_tilde, epsilon, delta, beta, horizon, option="A") -> "LazyHHParams":
-        """Validate (docs/lazyhh.md §6.1, L13) and derive d, w, H, σ, γ (docs/lazyhh.md §6.3)."""
+    def build(cls, k, k_tilde, epsilon, delta, beta, horizon, option="A", steps=0) -> "LazyHHParams":
+        """Validate (docs/lazyhh.md §6.1, L13) and derive d, w, H, σ, γ (docs/lazyhh.md §6.3).
+        ``steps``: output steps on the public clock per horizon besides the k~ schedule (§7.5):
+        each estimates up to 2k~ candidates, so the union bounds behind d and γ count them too."""
         k = check_positive_int("k", k)
         k_tilde = check_positive_int("k~", k_tilde)
         if k_tilde <= k:
@@ -89,11 +97,12 @@ class LazyHHParams:
             raise ValueError(f"horizon ({horizon}) must be >= k~ ({k_tilde}) (docs/lazyhh.md §6.1)")
         if option not in ("A", "B"):
             raise ValueError(f"option ({option!r}) must be 'A' (w = ceil(e k~)) or 'B' (w = k~)")
-        depth = math.ceil(math.log(4.0 * horizon / beta))
+        steps = int(steps)
+        depth = math.ceil(math.log(4.0 * (horizon + k_tilde * steps) / beta))
         width = math.ceil(E * k_tilde) if option == "A" else k_tilde
         height = tree_height(LazySketch.cell_horizon(horizon, width))
         sigma = gaussbm_sigma(height, epsilon, delta, 2 * depth)
-        pairs = -(-horizon // k_tilde) * depth * width
+        pairs = (-(-horizon // k_tilde) + steps) * depth * width
         gamma = sigma * math.sqrt(2.0 * height * math.log(4.0 * pairs / beta))
         return cls(k, k_tilde, epsilon, delta, beta, horizon, option, depth, width, height, sigma, gamma)
 
@@ -119,6 +128,12 @@ def detection_limit(p: LazyHHParams) -> tuple[int, float]:
     of τ(T) + γ passes; the error is the CountMin collision bound e·T/w plus γ."""
     T = p.horizon
     return math.ceil(p.threshold(T) + p.gamma), E * T / p.width + p.gamma
+
+
+def clock_steps(settings, facts) -> int:
+    """Output steps on the public clock per horizon (a live segment's cells, §7.5); 0 on a replay."""
+    clock = ClockSteps.of(settings, facts)
+    return 0 if clock is None else clock.segment
 
 
 LIVE_SHARES = (0.3, 0.1)
@@ -188,6 +203,13 @@ class LazyHHInstance:
         self.sketch.arrivals = self.t
         return int(last)
 
+    def output_now(self) -> None:
+        """OUTPUT(t) now, at the arrivals seen so far (a step of the public clock, docs/lazyhh.md
+        §7.5): every candidate estimated, those above τ(t) published; no PRUNE (the k~ schedule
+        keeps |C| <= 2k~)."""
+        p = self.params
+        output_step(self.state, np.int64(self.t), float(p.k), np.int64(p.k_tilde), p.gamma)
+
     def output(self):
         """(keys (m, 2), estimates (m,), τ, t) of the last OUTPUT; empty with t = 0 before it."""
         st = self.state
@@ -243,7 +265,7 @@ class LazyHH(ContinualAlgorithm):
         super().__init__(settings, facts, counting, minimum_horizon=k_tilde)
         beta = float(settings.extra.get("beta", float(settings.delta) / 2))
         self.params = LazyHHParams.build(k, k_tilde, settings.epsilon, settings.delta, beta, self.horizon,
-                                         str(settings.extra.get("option", "A")))
+                                         str(settings.extra.get("option", "A")), clock_steps(settings, facts))
         self.reset()
 
     @staticmethod
@@ -267,7 +289,7 @@ class LazyHH(ContinualAlgorithm):
             multiples = [m for m in (4, 8, 16, 32, 64) if m * settings.k <= 1 << 12] or [4]
 
             def later(m):
-                t = release_after(cls._params(settings.with_(k_tilde=m * settings.k)), LIVE_SHARES[-1])
+                t = release_after(cls._params(settings.with_(k_tilde=m * settings.k), facts), LIVE_SHARES[-1])
                 return (t is None, t or 0, m)
 
             return settings.with_(k_tilde=min(multiples, key=later) * settings.k)
@@ -282,7 +304,7 @@ class LazyHH(ContinualAlgorithm):
         horizon, _ = resolve_horizon(settings, facts, counting, k_tilde)
         beta = float(settings.extra.get("beta", float(settings.delta) / 2))
         return LazyHHParams.build(k, k_tilde, settings.epsilon, settings.delta, beta, horizon,
-                                  str(settings.extra.get("option", "A")))
+                                  str(settings.extra.get("option", "A")), clock_steps(settings, facts))
 
     def detectable(self) -> DetectionLimit:
         count, error = detection_limit(self.params)
@@ -313,6 +335,10 @@ class LazyHH(ContinualAlgorithm):
     def _feed(self, keys):
         return self.instance.update(keys)
 
+    def _output_now(self):
+        """OUTPUT(t) at the close of a step of the public clock (docs/lazyhh.md §7.5)."""
+        self.instance.output_now()
+
     def _release(self, end_packet, t_end, computed):
         keys, vals, tau, t_out = self.instance.output()
         items = sorted_items(keys[:, 0], keys[:, 1], bulknoise.on_grid(vals))  # whole updates: no float bits
@@ -329,7 +355,10 @@ class LazyHH(ContinualAlgorithm):
             notes=(
                 f"δ~ = 2δ(3/2 + e^ε + δ) = {p.delta_tilde:.3g} from δ = {p.delta:g} (Thm 3); β = {p.beta:g}.",
                 f"LazyCMS d×w = {p.depth}×{p.width} (option {p.option}), H = {p.height}, σ = {p.sigma:.4g}, "
-                f"γ = {p.gamma:.4g}; output recomputed every k~ = {p.k_tilde} arrivals, re-released in between.",
+                + (f"γ = {p.gamma:.4g}; output recomputed at the close of every cell of the public clock (one "
+                 f"output step, §7.5), re-released in between; the k~ = {p.k_tilde} schedule only prunes."
+                 if self.clock is not None else
+                 f"γ = {p.gamma:.4g}; output recomputed every k~ = {p.k_tilde} arrivals, re-released in between."),
                 "Released: labels whose LazyCMS estimate exceeds τ(t) = max(t/k, t/k~ + λ1 + 2λ2) + 1; "
                 "never the candidate set, its size or failed estimates.",
                 "Only substitution of one packet's key is protected, not packet presence (docs/lazyhh.md §1.2).",

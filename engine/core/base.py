@@ -58,6 +58,10 @@ class Algorithm(ABC):
     address_keys: ClassVar[bool] = False
     """True for algorithms that read addresses, not keys (host-level sets, local-DP address
     domains): they run on ``--key src`` or ``dst`` only (``keykinds.KeyKind.address``)."""
+    host_pairs: ClassVar[bool] = False
+    """True for algorithms that read each packet's two ends themselves (host-level sets: a user
+    and its items are the packet's source and destination whatever ``--key`` counts): a session
+    feeds them the packets as captured, before the key kind and the byte weight are applied."""
 
     def __init__(self, settings: Settings, facts: PublicFacts = NO_FACTS, counting: Counting = PACKETS):
         self.settings, self.facts, self.counting = settings, facts, counting

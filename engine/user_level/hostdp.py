@@ -154,6 +154,7 @@ class HostDPDst(Epoched):
 
     name = "hostdp-dst"
     address_keys = True
+    host_pairs = True
     parameters = ("m", "variant", "clients")
     item_field = "dst"
     unit = Unit(UnitKind.HOST, host="the packets one host sends in the epoch")
@@ -319,6 +320,7 @@ class ExactClients(Algorithm):
     """Exact distinct clients per destination (non-private; the truth beside hostdp-dst)."""
 
     address_keys = True
+    host_pairs = True
     name = "exact-clients"
     parameters = ("top",)
     item_field = "dst"
