@@ -23,6 +23,7 @@ from dptop.monitor.result import session_json
 from dptop.monitor.clocks import AHEAD, LATE, LiveClock
 from dptop.monitor.session import Session
 from dptop.report import render_text
+from dptop.runresult import RunResult
 
 S = 1_000_000_000
 START = 1_700_000_000 * S
@@ -153,7 +154,7 @@ def test_live_continual_and_window_spans_keep_their_exact_positions_under_non_pr
     closes = [(r["span"]["t_start"], r["span"]["t_end"]) for r in lazyhh["releases"]]
     assert closes[:3] == [(START / S, START / S + c) for c in (1, 2, 3)]  # one release per cell, on the grid
     assert [e["end"] for e in lazyhh["exact_spans"]][:3] == [2, 5, 5]
-    text = render_text(out)
+    text = render_text(RunResult.from_json(out))
     assert "lazyhh" in text and "horizon 0, " in text and "packets 0-" not in text
 
 
