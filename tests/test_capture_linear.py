@@ -58,7 +58,7 @@ def members(data: bytes, size: int) -> bytes:
 @pytest.mark.parametrize("packing", ["plain", "gzip members of 4 KB", "gzip members of 64 B"])
 @pytest.mark.parametrize("structure", list(STRUCTURES))
 def test_every_block_structure_reads_in_linear_time(tmp_path, structure, packing):
-    seconds = {}
+    seconds, paths = {}, {}
     big = BLOCKS.get((structure, packing), N)
     for n in (big // 4, big):
         data = STRUCTURES[structure](n)
@@ -67,7 +67,9 @@ def test_every_block_structure_reads_in_linear_time(tmp_path, structure, packing
         batch, stats = read_capture(path)
         assert addresses_from_keys(batch.keys) == ["10.0.0.1"]
         assert len(stats.warnings) <= MAX_WARNINGS + 1
-        seconds[n] = seconds_to_read(path, reads=3 if n < big else 2)
+        seconds[n], paths[n] = seconds_to_read(path, reads=3 if n < big else 2), path
+    if seconds[big] / seconds[big // 4] >= GROWTH:  # a burst of another process in a 4 ms read: measure once more
+        seconds = {n: min(t, seconds_to_read(paths[n], reads=5)) for n, t in seconds.items()}
     ratio = seconds[big] / seconds[big // 4]
     assert ratio < GROWTH, f"{structure}, {packing}: 4x the blocks took {ratio:.1f}x as long {seconds}"
 
