@@ -24,6 +24,7 @@ def cmd_bench(args) -> int:
     outside_engine = {"replay", "capture", "soak", "live", "window"}
     engine_only = None if wanted is None else ",".join(wanted - outside_engine) or "none"
     tables = sys.stderr if args.json_out == "-" else sys.stdout
+    show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
     report = run_all(quick=args.quick, only=engine_only, anchors=args.anchors, tables=tables)
     if wanted is None or "capture" in wanted:
         from dptop.capture.lab.bench import run_bench
@@ -33,24 +34,20 @@ def cmd_bench(args) -> int:
     if wanted is not None and "soak" in wanted:
         from dptop.lab import soakbench
 
-        show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
         config = args.capture_defaults()  # capture's defaults
         report["reports"].append({"name": "soak", "rows": soakbench.rows(config, args.soak_minutes, progress=show)})
         print_report(report["reports"][-1], tables)
     if wanted is not None and "live" in wanted:
         from dptop.lab import livebench
 
-        show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
         report["reports"].append(livebench.report(args.quick, progress=show))
         print_report(report["reports"][-1], tables)
     if wanted is not None and "window" in wanted:
         from dptop.lab import livewindow
 
-        show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
         report["reports"].append({"name": "window", "rows": livewindow.rows(args.quick, progress=show)})
         print_report(report["reports"][-1], tables)
     if wanted is None or "replay" in wanted:
-        show = lambda line: print(line, file=tables, flush=True)  # noqa: E731
         report["reports"].append({"name": "startup", "rows": replaybench.startup(quick=args.quick, progress=show)})
         report["reports"].append({"name": "replay", "rows": replaybench.run(quick=args.quick, progress=show)})
         report["reports"].append({"name": "replay lanes", "rows": replaybench.lanes(quick=args.quick, progress=show)})
