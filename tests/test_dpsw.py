@@ -336,6 +336,17 @@ def _range_counts(sk: DPSWSketch, history: np.ndarray, ch: int, sid: int) -> np.
     return out
 
 
+
+def assert_every_range_counted(sk, history, channels: int, where) -> None:
+    """Every owned PCMS of every channel holds exactly the counts of its own range of ``history``."""
+    st = sk.state
+    for ch in range(channels):
+        for sid in range(len(st.owner)):
+            if st.owner[sid] < 1:
+                continue
+            o, n = ch * st.geom[4] + st.off[sid], sk.depth * st.width[sid]
+            assert np.array_equal(st.cells[o:o + n], _range_counts(sk, history, ch, sid)), (where, ch, sid)
+
 def test_reused_sketches_hold_only_their_own_range_and_noise():
     """NEW_SUBSTREAM reuses the cells of an expired PCMS and clears them only when they hold
     counts (an item of the channel's family was written since the last reset). Substreams
@@ -366,13 +377,7 @@ def test_reused_sketches_hold_only_their_own_range_and_noise():
             if sk.t >= g.w and rng.random() < 0.5:
                 sk.estimate(batch[:4], channel=int(rng.integers(0, len(chans))))
                 reads += 1
-            st = sk.state
-            for ch in range(len(chans)):
-                for sid in range(len(st.owner)):
-                    if st.owner[sid] < 1:
-                        continue
-                    o, n = ch * st.geom[4] + st.off[sid], sk.depth * st.width[sid]
-                    assert np.array_equal(st.cells[o:o + n], _range_counts(sk, history, ch, sid)), (sub, ch, sid)
+            assert_every_range_counted(sk, history, len(chans), sub)
     assert reads > 5
 
 
@@ -393,13 +398,7 @@ def test_runs_longer_than_an_ingest_block_count_every_item_once():
     history = np.where(rng.random((2900, 1)) < 0.7, v4, v6)
     for a, b in ((0, 1333), (1333, 2900)):
         sk.update(history[a:b])
-        st = sk.state
-        for ch in range(len(chans)):
-            for sid in range(len(st.owner)):
-                if st.owner[sid] < 1:
-                    continue
-                o, n = ch * st.geom[4] + st.off[sid], sk.depth * st.width[sid]
-                assert np.array_equal(st.cells[o:o + n], _range_counts(sk, history[:b], ch, sid)), (b, ch, sid)
+        assert_every_range_counted(sk, history[:b], len(chans), b)
 
 
 def test_a_read_sees_counts_plus_the_instance_noise_the_same_on_every_read():

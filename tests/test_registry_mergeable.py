@@ -40,6 +40,20 @@ def _accepted(names) -> set[str]:
     return out
 
 
+def two_agents_merged(plan: Plan):
+    """Agents a (key (1, 1) x5, (2, 2) x2) and b ((2, 2) x4, (3, 3) x1), each summarizing epoch 0
+    and the whole stream, their summaries sent through the wire format to one merger."""
+    points = {}
+    for agent, keys in (("a", [[1, 1]] * 5 + [[2, 2]] * 2), ("b", [[2, 2]] * 4 + [[3, 3]])):
+        points[agent] = point = CapturePoint(plan)
+        keys = np.array(keys, np.uint64)
+        point.feed(KeyBatch(keys, np.arange(len(keys), dtype=np.int64)))
+    merger = Merger(plan, list(points))
+    for agent, point in points.items():
+        merger.add_epoch(agent, 0, decode(encode(point.take_epoch(0))))
+        merger.add_whole(agent, decode(encode(point.take_whole())))
+    return points, merger
+
 def test_the_cluster_runs_exactly_the_declared_algorithms():
     declared = {n for n in registry.names() if registry.mergeable(n) is not None}
     assert _accepted(registry.names()) == declared == set(mergeable_names()) == set(WIRE_TYPES)
@@ -112,15 +126,7 @@ def test_the_cluster_follows_a_new_declaration(scratch_registry):
     settings = Settings(k=2, seed=3)
     plan = Plan((Tally.name, "dpmg"), settings, new_master(settings))
     assert plan.private == ("dpmg",) and plan.whole == {"exact", Tally.name}
-    points = {}
-    for agent, keys in (("a", [[1, 1]] * 5 + [[2, 2]] * 2), ("b", [[2, 2]] * 4 + [[3, 3]])):
-        points[agent] = point = CapturePoint(plan)
-        keys = np.array(keys, np.uint64)
-        point.feed(KeyBatch(keys, np.arange(len(keys), dtype=np.int64)))
-    merger = Merger(plan, list(points))
-    for agent, point in points.items():
-        merger.add_epoch(agent, 0, decode(encode(point.take_epoch(0))))
-        merger.add_whole(agent, decode(encode(point.take_whole())))
+    points, merger = two_agents_merged(plan)
     (tally,) = merger.release_whole()
     assert released == [12] and tally.algorithm == Tally.name and tally.status.figures.declared is True
     assert [(it.estimate) for it in tally.items] == [6, 5]  # key (2, 2): 2 + 4, key (1, 1): 5
@@ -151,15 +157,7 @@ def test_every_mergeable_release_states_a_typed_status_that_renders():
     names = tuple(mergeable_names())
     settings = Settings(k=2, seed=3)
     plan = Plan(names, settings, new_master(settings))
-    points = {}
-    for agent, keys in (("a", [[1, 1]] * 5 + [[2, 2]] * 2), ("b", [[2, 2]] * 4 + [[3, 3]])):
-        points[agent] = point = CapturePoint(plan)
-        keys = np.array(keys, np.uint64)
-        point.feed(KeyBatch(keys, np.arange(len(keys), dtype=np.int64)))
-    merger = Merger(plan, list(points))
-    for agent, point in points.items():
-        merger.add_epoch(agent, 0, decode(encode(point.take_epoch(0))))
-        merger.add_whole(agent, decode(encode(point.take_whole())))
+    points, merger = two_agents_merged(plan)
     whole, epoch = merger.release_whole(), merger.release_epoch(0, covered=list(points))
     assert {r.algorithm for r in whole + epoch} >= set(names) - {"exact"}
     for rel in whole:
