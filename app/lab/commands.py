@@ -10,6 +10,8 @@ from dptop.engine.lab.audit.cases import CONFIDENCE, EVENTS, RUNS
 from dptop.options import json_target, names_arg, nonempty, ranged
 from dptop.output import write_json
 
+JOBS = Range("jobs", 1, 64, integer=True)
+
 SOAK_MINUTES = Range("soak-minutes", 0.1, 24 * 60.0)
 BENCH_NAMES = ("algorithms", "single-release", "continual", "sliding-window", "local-dp", "anchors", "capture",
                "replay", "soak", "live", "window")
@@ -69,6 +71,8 @@ def check_audit(args) -> None:
         raise ValueError("dptop audit: give --mechanism NAME (or list) or --product")
     if args.product is not None:
         return
+    if args.cells is not None or args.jobs != 1:
+        raise ValueError("dptop audit: --cells and --jobs go with --product")
     if args.mechanism != "list" and args.mechanism not in _audit_targets():
         raise ValueError(f"--mechanism: unknown audit mechanism {args.mechanism!r}; known: "
                          f"{', '.join(_audit_targets())}")
@@ -82,7 +86,7 @@ def cmd_audit(args) -> int:
     if args.product is not None:
         from dptop.lab.product_matrix import audit_product
 
-        return audit_product(args.product == "quick", 3)
+        return audit_product(args.product == "quick", 3, only=args.cells, jobs=args.jobs)
     targets = _audit_targets()
     if args.mechanism == "list":
         for name, cls in targets.items():
@@ -132,6 +136,11 @@ def add_subcommands(sub, capture_defaults) -> None:
                    help="the product conformance matrix (surfaces x algorithms x keys x weights x neighbours x "
                         "range paths) and its broken variants; 'quick': the default suite's slice")
     p.add_argument("--runs", type=ranged(RUNS), default=2000, help="runs per neighbouring stream (default 2000)")
+    p.add_argument("--cells", type=nonempty("--cells"), default=None, metavar="TEXT",
+                   help="--product: only the cells whose label (surface/algorithm/key/weight/neighbour/path) "
+                        "contains TEXT (default: every cell)")
+    p.add_argument("--jobs", type=ranged(JOBS), default=1,
+                   help="--product: cells run at once, each in a process of its own (default 1)")
     p.add_argument("--confidence", type=ranged(CONFIDENCE), default=0.95,
                    help="confidence of the violation statement (default 0.95)")
     p.add_argument("--events", type=ranged(EVENTS), default=3, help="events tested per neighbour pair (default 3)")

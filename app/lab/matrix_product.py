@@ -9,6 +9,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
+from dptop.engine.core import registry
 from dptop.lab.matrix_captures import EPOCHS, SECOND, T0
 from dptop.lab.matrix_cells import Cell, config, spec
 from dptop.lab.matrix_features import line_features, seeded_features, stated_facts
@@ -21,6 +24,13 @@ from dptop.monitor.states import State
 from dptop.releaselines import ReleaseLines
 
 LATENESS_NS = 50_000_000  # a live cell closes this long after its end
+DRAIN_EVERY = 64
+"""Packets offered one at a time between two waits for the lanes' queues to empty (far below a
+queue's capacity; a wait per packet cost a sleep per packet)."""
+STEPPING_FAMILIES = ("continual observation", "sliding window")
+"""Families whose live outputs step in the stream: their packets arrive one at a time, so a step
+driven by the count (not the public clock) shows as it would on a slow link. The others' releases
+are their epochs', whatever the arrivals; their packets stamped before a close arrive together."""
 
 
 class Product:
@@ -89,19 +99,24 @@ class Product:
         """The run a live capture's lanes are built from (its time epochs: the public clock)."""
         return config(cell, seed)
 
+    @staticmethod
+    def one_at_a_time(cell: Cell) -> bool:
+        """Whether a live cell's packets arrive one at a time (``STEPPING_FAMILIES``)."""
+        return registry.get(cell.algorithm).family in STEPPING_FAMILIES
+
     stop_after: int | None = None  # a capture stopped at its N-th packet (refused: ``--count``)
     duration: int | None = EPOCHS  # the public stop (``--duration``, seconds); None: open-ended
     release_lines = staticmethod(ReleaseLines)  # what prints ``capture``'s running log
 
     def capture(self, cell: Cell, path: Path, seed: int | None, out: io.StringIO | None = None) -> dict[str, float]:
         """A live capture's path without a socket: the packets of ``path`` offered to the live
-        clock (clocks.LiveClock) at the wall instants of their own stamps (an injected clock),
-        every close at the session's tick, the stop at the end of the public duration; the
-        private view as ``capture --publish`` writes it, or (surface ``lines``) the lines
+        clock (clocks.LiveClock) on an injected wall clock at the instants of their stamps (one at a
+        time or together, ``STEPPING_FAMILIES``), every close at the session's tick, the stop at the
+        end of the public duration; the private view as ``capture --publish`` writes it, or (surface ``lines``) the lines
         ``capture`` prints while it runs (dptop.releaselines, into ``out`` when given), each
         continual or window line waited for before the capture goes on, so that every close
         prints one."""
-        from dptop.capture.pcap import open_capture
+        from dptop.capture.pcap import read_capture
         from dptop.engine.core.clock import MAX_CELLS, TimeGrid
         from dptop.monitor.clocks import LiveClock
 
@@ -132,15 +147,22 @@ class Product:
                 now[0] = max(now[0], to_ns)
 
             fed, stop_ns = 0, end
-            with open_capture(path) as reader:
-                for batch in reader.batches(1):
-                    if self.stop_after is not None and fed >= self.stop_after:
-                        stop_ns = now[0]
-                        break
-                    advance(int(batch.ts_ns[0]))
+            packets, _ = read_capture(path)
+            one_at_a_time = self.one_at_a_time(cell)
+            while fed < len(packets):
+                if self.stop_after is not None and fed >= self.stop_after:
+                    stop_ns = now[0]
+                    break
+                advance(int(packets.ts_ns[fed]))
+                due = T0 + (session.cell + 1) * SECOND + LATENESS_NS  # the next close
+                upto = fed + 1 if one_at_a_time else max(fed + 1, int(np.searchsorted(packets.ts_ns, due)))
+                if self.stop_after is not None:
+                    upto = min(upto, self.stop_after)
+                now[0] = max(now[0], int(packets.ts_ns[upto - 1]))
+                if not one_at_a_time or fed % DRAIN_EVERY == 0:
                     drain(session)  # a full queue would be a drop
-                    session.clock(batch)
-                    fed += len(batch)
+                session.clock(packets.slice(fed, upto))
+                fed = upto
             advance(now[0] if stop_ns is None else stop_ns)
             session.clock.tick(final=True)
             drain(session)
