@@ -83,7 +83,7 @@ class Product:
         other = replace(cell, key="dst" if cell.key == "src" else "src")
         second = self.replay(other, path, seed, ledger=self.ledger_after(first))
         try:
-            own = sum(alone(s) for s in (first, second))
+            own = sequential_cost((first, second))
             shown = (second.snapshot().budget or {}).get("epsilon", 0.0)
             return {"budget below the sequential cost of both readings": float(shown < own - 1e-9)}
         finally:
@@ -199,15 +199,18 @@ class Product:
         return {f"release {i} instant": round((t - instants[0]) / quantum) for i, t in enumerate(instants)}
 
 
-def alone(session: Session) -> float:
-    """The per-packet ε of ``session``'s own releases, in a ledger of its own."""
+def sequential_cost(sessions) -> float:
+    """The per-packet ε of ``sessions``' releases as readings of the same packets, in a ledger of
+    their own (every measure composed as the ledger composes it: zCDP releases add their ρ, which
+    costs less than the sum of their ε)."""
     from dptop.monitor.ledger import Ledger
 
     ledger = Ledger()
-    ledger.join(rereads=True)
-    for lane in session.snapshot().lanes:
-        if lane.algorithm is not None and lane.algorithm.guarantee is not None:
-            ledger.record(lane.name, 1, lane.algorithm.guarantee, 1)
+    for session in sessions:
+        reading = ledger.join(rereads=True)
+        for lane in session.snapshot().lanes:
+            if lane.algorithm is not None and lane.algorithm.guarantee is not None:
+                ledger.record(lane.name, 1, lane.algorithm.guarantee, 1, reading=reading)
     return (ledger.to_json() or {}).get("epsilon", 0.0)
 
 

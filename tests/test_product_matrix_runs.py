@@ -1,6 +1,8 @@
 """How the product conformance matrix runs (app/lab/product_matrix.py, app/lab/matrix_product.py):
 cells spread over processes give the verdicts one process gives, a broken variant included; a
-live cell's packets offered together before each close give the view they give one at a time."""
+live cell's packets offered together before each close give the view they give one at a time; a
+key switch's budget is checked against the composition of both readings in the algorithm's own
+measure (zCDP's is below the sum of the ε)."""
 from __future__ import annotations
 
 from dptop.cli import main
@@ -8,7 +10,7 @@ from dptop.lab.matrix_broken import BROKEN
 from dptop.lab.matrix_captures import neighbour_pair
 from dptop.lab.matrix_cells import Cell
 from dptop.lab.matrix_product import Product
-from dptop.lab.product_matrix import run_matrix
+from dptop.lab.product_matrix import run_cell, run_matrix
 
 
 def test_cells_in_two_processes_give_the_verdicts_of_one():
@@ -41,3 +43,12 @@ def test_cells_and_jobs_go_with_the_product_matrix(capsys):
     assert main(["audit", "--mechanism", "dpss", "--jobs", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "dptop: error: dptop audit: --cells and --jobs go with --product"
+
+
+def test_a_key_switch_is_checked_in_the_measure_of_its_algorithm():
+    """DPSW is accounted in zCDP: two readings cost ε 0.70, not 0.5 + 0.5 (the check summed the ε and
+    reported a violation on every zCDP cell); the ledger-per-session variant is still caught there."""
+    cell = Cell("top", "dpsw")
+    assert not run_cell(cell, runs=2).violation
+    variant, _ = BROKEN["ledger-per-session"]
+    assert run_cell(cell, runs=2, product=variant()).violation
