@@ -15,6 +15,7 @@ from dptop.lab.matrix_features import line_features, seeded_features, stated_fac
 from dptop.lab.product_audit import view_features
 from dptop.monitor import publish
 from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.sources import refuse_data_stop
 from dptop.monitor.precheck import SourceFacts
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
@@ -89,6 +90,12 @@ class Product:
         """The run a live capture's lanes are built from (its time epochs: the public clock)."""
         return config(cell, seed)
 
+    @staticmethod
+    def refuse(source: SourceSpec, run: RunConfig) -> None:
+        """What a live capture or a paced replay refuses before it opens
+        (sources.refuse_data_stop: ``--count``, ``--epoch-packets``), as ``Session`` does."""
+        refuse_data_stop(source, run.names, run.settings)
+
     stop_after: int | None = None  # a capture stopped at its N-th packet (refused: ``--count``)
     duration: int | None = EPOCHS  # the public stop (``--duration``, seconds); None: open-ended
     release_lines = staticmethod(ReleaseLines)  # what prints ``capture``'s running log
@@ -107,9 +114,15 @@ class Product:
 
         now = [T0]
         end = None if self.duration is None else T0 + self.duration * SECOND
-        session = Session(self.live_config(cell, seed), record_packets=1 << 12)
-        session.spec = SourceSpec("live", iface="lo", lateness=LATENESS_NS / 1e9, duration=self.duration,
-                                  count=self.stop_after)
+        run = self.live_config(cell, seed)
+        source = SourceSpec("live", iface="lo", lateness=LATENESS_NS / 1e9, duration=self.duration,
+                            count=self.stop_after)
+        try:
+            self.refuse(source, run)
+        except ValueError as exc:  # the same line whatever the capture
+            return {f"refused: {exc}": 1.0}
+        session = Session(run, record_packets=1 << 12)
+        session.spec = source
         session.public["time_range"] = (T0, end)
         session.public_source = "the capture's wall clock"
         session.grid = TimeGrid(T0, SECOND, MAX_CELLS)
@@ -159,8 +172,12 @@ class Product:
     def timing(self, cell: Cell, path: Path, seed: int | None) -> dict[str, float]:
         """When the number of releases of a paced replay changes, relative to the first change, in
         halves of an epoch's wall time (what a scraper polling /metrics sees)."""
-        session = Session(config(cell, seed), record_packets=1 << 12)
-        source = spec(cell, path, self.speed)
+        run, source = config(cell, seed), spec(cell, path, self.speed)
+        try:
+            self.refuse(source, run)  # as the session does before it opens the file
+        except ValueError as exc:  # the same line whatever the capture
+            return {f"refused: {exc}": 1.0}
+        session = Session(run, record_packets=1 << 12)
         session.open(source, self.facts(source, session.config.settings.epoch_seconds))
         seen, instants = 0, []
         try:
@@ -173,6 +190,8 @@ class Product:
             instants += [time.monotonic()] * (n - seen)
         finally:
             session.close(5.0)
+        if session.error:
+            raise RuntimeError(f"the paced replay of {path.name} failed: {session.error}")
         quantum = 1.0 / self.speed / 2
         return {f"release {i} instant": round((t - instants[0]) / quantum) for i, t in enumerate(instants)}
 
