@@ -15,9 +15,9 @@ from dptop.lab.matrix_features import line_features, seeded_features, stated_fac
 from dptop.lab.product_audit import view_features
 from dptop.monitor import publish
 from dptop.monitor.config import RunConfig, SourceSpec
-from dptop.monitor.sources import refuse_data_stop
 from dptop.monitor.precheck import SourceFacts
 from dptop.monitor.session import Session
+from dptop.monitor.sources import refuse_data_stop
 from dptop.monitor.states import State
 from dptop.releaselines import ReleaseLines
 

@@ -31,9 +31,10 @@ NON_PRIVATE = ("source", "exact", "dropped", "drops", "public", "settings.{strea
                "algorithms.*.releases[*].{span, threshold, status}", "agents", "missing", "seconds")
 """Every exact figure of the run's JSON, as paths (``*`` any key, ``{a, b}`` either, a listed
 field with everything under it; ``listed``): the file's facts the lanes were sized from, the
-operational figures (a merged archive's ``agents``, ``missing`` and ``seconds`` too), and each release's span, threshold and status as the engine made them
-(packets seen, the arrival of an output step, packet stamps, τ(t) at the exact count), whose
-public part alone the private view shows (dptop.monitor.publish.public_span)."""
+operational figures (a merged archive's ``agents``, ``missing`` and ``seconds`` too), and each
+release's span, threshold and status as the engine made them (packets seen, the arrival of an
+output step, packet stamps, τ(t) at the exact count), whose public part alone the private view
+shows (dptop.monitor.publish.public_span)."""
 NON_PRIVATE_NOTE = ("exact operational figures for the operator (packet counts, drops, the ground truth, each "
                     "release's span, threshold and status as the engine made them); not private, never part of the "
                     "private view (--publish) or of the export, which show a release's public span and threshold")
