@@ -53,6 +53,7 @@ def check_replay(args) -> None:
 
     args.spec = SourceSpec("file", path=str(args.path[0]), speed=args.speed, time_range=args.time_range,
                            max_gap=args.max_gap)
+    refuse_data_stop(args.spec, args.config.names, args.config.settings)
     args.facts = check_source(args.spec, args.config.settings.epoch_seconds)  # the one read before the replay
     if "t_max" in args.config.settings.extra:  # an explicit T_max is checked against the file's packet count
         for name, error in config_errors(args.config, args.facts.facts()).items():
@@ -77,7 +78,7 @@ def check_capture(args) -> None:
     args.form = report_form(args)
     args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                            lateness=args.lateness)
-    refuse_data_stop(args.spec, args.config.names)
+    refuse_data_stop(args.spec, args.config.names, args.config.settings)
     check_live(args.iface, args.bpf)
 
 
@@ -100,13 +101,14 @@ def check_top(args) -> None:
     if args.iface is not None:
         args.spec = SourceSpec("live", iface=args.iface, bpf=args.bpf, count=args.count, duration=args.duration,
                                lateness=args.lateness)
-        refuse_data_stop(args.spec, args.config.names)
+        refuse_data_stop(args.spec, args.config.names, args.config.settings)
         check_live(args.iface, args.bpf)
     else:
         from dptop.monitor.precheck import check_source
 
         args.spec = SourceSpec("file", path=str(args.path), speed=args.speed, time_range=args.time_range,
                                max_gap=args.max_gap)
+        refuse_data_stop(args.spec, args.config.names, args.config.settings)
         args.facts = check_source(args.spec, args.config.settings.epoch_seconds)
 
 

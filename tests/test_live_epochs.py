@@ -22,6 +22,7 @@ from dptop.monitor.explain import drops_of
 from dptop.monitor.result import session_json
 from dptop.monitor.clocks import AHEAD, LATE, LiveClock
 from dptop.monitor.session import Session
+from dptop.monitor.states import State
 from dptop.report import render_text
 from dptop.runresult import RunResult
 
@@ -227,3 +228,32 @@ def test_capture_on_lo_releases_while_running_with_wall_times_and_counts_every_d
     assert result["drops"]["total"] == sent["packets"] - counted
     assert Counter({a: c for a, c in sent["sent"].items()})["127.0.0.2"] >= \
         next(r["count"] for r in result["exact"]["top"] if r["address"] == "127.0.0.2")
+
+
+DNS = os.path.join(os.path.dirname(__file__), "data", "amp.dns.RRSIG.fragmented.pcap")
+
+
+def test_packet_epochs_are_refused_where_a_clock_paces_the_releases(capsys):
+    """``--epoch-packets`` would close epochs, and a continual algorithm's output steps, at the
+    N-th packet's arrival (docs/dpss-eehh.md §9, docs/lazyhh.md §7.5): on a paced replay or a live
+    capture it is refused with private algorithms, in one line, by the command and by the session;
+    an unpaced replay and the exact baseline keep it."""
+    from dptop.cli import main
+
+    paced = ["replay", DNS, "--speed", "100", "--epoch-packets", "500"]
+    assert main([*paced, "--algorithms", "lazyhh,dpss"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--epoch-packets" in err and "(lazyhh, dpss)" in err, err
+    assert main(["replay", DNS, "--epoch-packets", "500", "--algorithms", "lazyhh"]) == 0
+    s = Session(RunConfig(("lazyhh",), Settings(k=4, epsilon=0.5, epoch_packets=500)))
+    s.open(SourceSpec("file", path=DNS, speed=100.0))
+    try:
+        assert s.wait(60) is State.FAILED and "--epoch-packets" in s.error, s.error
+    finally:
+        s.close(5.0)
+    s = Session(RunConfig(("exact",), Settings(k=4, epoch_packets=500)))
+    s.open(SourceSpec("file", path=DNS, speed=1000.0))
+    try:
+        assert s.wait(60) is State.FINISHED, s.error
+    finally:
+        s.close(5.0)

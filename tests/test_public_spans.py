@@ -1,18 +1,23 @@
 """Spans in the private view carry grid times and public positions only: a live session's
 LazyHH and DPSW releases show neither the exact packet count (``end``) nor real packet stamps,
-and a time epoch's bounds are the grid's."""
+a live LazyHH's output steps show the public clock's cells, and a time epoch's bounds are the
+grid's."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from dptop.engine.continual.horizon import ClockSteps
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.engine.core.keys import KeyBatch, keys_from_addresses
+from dptop.engine.core.release import Span
 from dptop.engine.core.settings import Settings
 from dptop.monitor.clocks import LiveClock
 from dptop.monitor.config import RunConfig, SourceSpec
-from dptop.monitor.publish import publish_json
+from dptop.monitor.publish import clock_times, publish_json
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
 
@@ -21,9 +26,9 @@ START = 1_700_000_000 * S
 DNS = Path(__file__).parent / "data" / "amp.dns.RRSIG.fragmented.pcap"
 
 
-def live_view(per_second=(777, 777, 777), seed=None) -> dict:
-    """The private view of a live LazyHH + DPSW session on an injected clock, ``per_second[i]``
-    packets of one source in second i."""
+def live_view(per_second=(777, 777, 777), seed=None, render=publish_json) -> dict:
+    """The private view (or what ``render`` makes) of a live LazyHH + DPSW session on an injected
+    clock, ``per_second[i]`` packets of one source in second i."""
     now = [START]
     s = Session(RunConfig(("lazyhh", "dpsw"), Settings(k=4, epsilon=0.5, epoch_seconds=1.0, window=1000,
                                                        horizon=4096, seed=seed)))
@@ -44,28 +49,61 @@ def live_view(per_second=(777, 777, 777), seed=None) -> dict:
             s.clock.tick()
         for lane in s.lanes.values():
             lane.worker.finish(30)
-        return publish_json(s, "capture")
+        return render(s, "capture")
     finally:
         s.close(5.0)
 
 
-def test_live_lazyhh_and_dpsw_spans_show_no_exact_count_nor_packet_stamp():
-    view = live_view()
-    spans = [r["span"] for a in view["algorithms"].values() for r in a["releases"]]
-    assert spans and set(view["algorithms"]) == {"lazyhh", "dpsw"}
-    for span in spans:
-        assert "end" not in span and "start" not in span, span
-        assert span["t_start"] == START / 1e9 and span["t_end"] is None, span
+@pytest.fixture(scope="module")
+def neighbour_views() -> list[dict]:
+    """The private views of two live captures one packet apart (seeded alike)."""
+    return [live_view(counts, seed=5) for counts in ((777, 777, 777), (777, 776, 777))]
 
 
-def test_live_lazyhh_threshold_is_hidden_with_its_position():
+def test_live_spans_show_no_exact_count_nor_packet_stamp(neighbour_views):
+    """No span shows a position; LazyHH's steps are the public clock's cells (docs/lazyhh.md §7.5),
+    so its spans end on the grid (recomputed from the clock); DPSW's views are made at wall
+    instants, so its spans show no end."""
+    view = neighbour_views[0]
+    assert set(view["algorithms"]) == {"lazyhh", "dpsw"}
+    for a in view["algorithms"].values():
+        assert a["releases"]
+        for r in a["releases"]:
+            assert "end" not in r["span"] and "start" not in r["span"], r["span"]
+            assert r["span"]["t_start"] == START / 1e9, r["span"]
+    assert {r["span"]["t_end"] for r in view["algorithms"]["dpsw"]["releases"]} == {None}
+    ends = [r["span"]["t_end"] for r in view["algorithms"]["lazyhh"]["releases"]]
+    assert set(ends) == {(START + c * S) / 1e9 for c in (1, 2, 3)}, ends
+
+
+def test_live_lazyhh_spans_do_not_tell_neighbours_apart(neighbour_views):
+    """The grid times a live LazyHH's spans show are the clock's: the same for two captures one
+    packet apart, as are the number of releases."""
+    spans = [[r["span"] for r in v["algorithms"]["lazyhh"]["releases"]] for v in neighbour_views]
+    assert spans[0] == spans[1] and all(s["t_end"] is not None for s in spans[0]), spans
+
+
+def test_a_packet_stamp_is_not_taken_for_the_clock():
+    """``clock_times`` keeps a span's times only where both are bounds of the clock (a check on a
+    lane ``clock_steps`` found stepping on the clock: float seconds cannot tell a stamp within a
+    few hundred ns of a bound from the bound)."""
+    clock = ClockSteps(START, S)
+    on = Span(0, 9, "horizon", 0, START / 1e9, (START + 3 * S) / 1e9)
+    assert clock_times(on, clock) == (START / 1e9, (START + 3 * S) / 1e9)
+    assert clock_times(replace(on, t_end=(START + 3 * S + S // 2) / 1e9), clock) is None  # a packet's stamp
+    assert clock_times(replace(on, t_start=(START + 7_000) / 1e9), clock) is None
+    assert clock_times(replace(on, t_end=None), clock) is None
+    assert clock_times(replace(on, t_end=START / 1e9), clock) == (START / 1e9, START / 1e9)  # no step yet
+    assert clock_times(replace(on, t_start=(START - S) / 1e9, t_end=START / 1e9), clock) is None  # before the clock
+
+
+def test_live_lazyhh_threshold_is_hidden_with_its_position(neighbour_views):
     """LazyHH's τ(t) is a function of its output step t (the exact count where positions are
     private): two captures one packet apart must publish the same thresholds (none)."""
-    views = [live_view(counts, seed=5) for counts in ((777, 777, 777), (777, 776, 777))]
-    thresholds = [[r["threshold"] for r in v["algorithms"]["lazyhh"]["releases"]] for v in views]
+    thresholds = [[r["threshold"] for r in v["algorithms"]["lazyhh"]["releases"]] for v in neighbour_views]
     assert thresholds[0] and thresholds[0] == thresholds[1], thresholds
     assert set(thresholds[0]) == {None}
-    assert any(r["threshold"] is not None for r in views[0]["algorithms"]["dpsw"]["releases"])  # DPSW's τ is public
+    assert any(r["threshold"] is not None for r in neighbour_views[0]["algorithms"]["dpsw"]["releases"])  # DPSW's τ
 
 
 def test_time_epochs_show_grid_bounds_and_noisy_positions():

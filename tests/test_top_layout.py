@@ -98,7 +98,9 @@ def test_wide_terminal_shows_private_panels_side_by_side():
 def test_a_file_runs_on_time_epochs_and_hints_use_the_key_words():
     args = top_args("--key", "dst")
     assert args.config.settings.epoch_seconds == 10.0
-    assert top_args("--epoch-packets", "5000").config.settings.epoch_seconds is None
+    assert top_args("--epoch-packets", "5000", "--algorithms", "exact").config.settings.epoch_seconds is None
+    with pytest.raises(ValueError, match="--epoch-packets releases on a paced replay"):  # a count is no clock
+        top_args("--epoch-packets", "5000")
 
     async def scenario(app, pilot):
         assert await until(pilot, lambda: any(

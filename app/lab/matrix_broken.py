@@ -8,13 +8,17 @@ from dataclasses import replace
 import numpy as np
 
 from dptop.lab.matrix_captures import SECOND, T0, base_stream
-from dptop.lab.matrix_cells import Cell, config
+from dptop.lab.matrix_cells import COUNT_EPOCHS, Cell, config
 from dptop.lab.matrix_product import Product
 from dptop.monitor import publish
 from dptop.monitor.config import SourceSpec
 from dptop.monitor.precheck import SourceFacts, read_facts
 from dptop.releaselines import ReleaseLines
 from dptop.report import span_text
+
+
+def accept(source: SourceSpec, run) -> None:
+    """A product that refuses no stop and no epochs the data chooses."""
 
 
 class ArrivalRelease(Product):
@@ -37,6 +41,7 @@ class CountStop(Product):
     first of the third cell, which the stop then closes too: two releases against three."""
 
     duration = None
+    refuse = staticmethod(accept)  # the stop is not refused
 
     @property
     def stop_after(self):
@@ -100,11 +105,20 @@ class CountSteps(Product):
         return replace(run, settings=run.settings.with_(epoch_seconds=None))
 
 
+class CountEpochs(Product):
+    """``--epoch-packets`` accepted on a live capture: single-release epochs close at the N-th
+    packet and a continual algorithm, without the clock's epochs, releases an output every k~
+    packets, so one packet more or less changes how many releases exist."""
+
+    refuse = staticmethod(accept)
+
+
 BROKEN = {"arrival-release": (ArrivalRelease, Cell("timing", "dpss", neighbour="added-end")),
           "count-stop": (CountStop, Cell("capture", "dpss", neighbour="removed-start")),
           "ledger-per-session": (LedgerPerSession, Cell("top", "dpss")),
           "seeded-metrics": (SeededMetrics, Cell("seeded", "dpss")),
           "exact-spans": (ExactSpans, Cell("capture", "dpsw", neighbour="removed-start")),
           "exact-lines": (ExactLines, Cell("lines", "lazyhh", neighbour="removed-middle")),
-          "count-steps": (CountSteps, Cell("capture", "lazyhh", neighbour="removed-start"))}
+          "count-steps": (CountSteps, Cell("capture", "lazyhh", neighbour="removed-start")),
+          "count-epochs": (CountEpochs, Cell("capture", "lazyhh", neighbour="removed-start", path=COUNT_EPOCHS))}
 """Each broken variant with the cell that must report it."""

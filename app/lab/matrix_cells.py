@@ -19,6 +19,13 @@ private), not for a difference between the sides."""
 KEYS = ("src", "dst")
 WEIGHTS = ("packets", "bytes")
 PATHS = ("declared", "default")
+COUNT_EPOCHS = "count-epochs"
+"""The path of ``--epoch-packets`` instead of a time grid: refused with private algorithms on the
+surfaces that pace releases (``PACED``), where an epoch's close or an output step would follow
+the packet count."""
+PACED = ("capture", "lines", "timing")
+COUNT_EPOCH_PACKETS = 300
+"""Packets an epoch of that path holds (a quarter of the capture)."""
 ADDRESS_ONLY = ("hostdp-dst", "hostdp-src")
 
 
@@ -61,8 +68,9 @@ class Verdict:
 
 def settings(cell: Cell, seed: int | None) -> Settings:
     extra = {"m": 8} if cell.algorithm in ADDRESS_ONLY else {}
-    return Settings(k=4, k_tilde=16, epsilon=0.5, delta=1e-6, epoch_seconds=1.0, seed=seed, window=400,
-                    extra=extra)
+    epochs = ({"epoch_packets": COUNT_EPOCH_PACKETS, "epoch_seconds": None} if cell.path == COUNT_EPOCHS
+              else {"epoch_seconds": 1.0})
+    return Settings(k=4, k_tilde=16, epsilon=0.5, delta=1e-6, seed=seed, window=400, extra=extra, **epochs)
 
 
 def config(cell: Cell, seed: int | None) -> RunConfig:

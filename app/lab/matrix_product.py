@@ -20,6 +20,7 @@ from dptop.monitor import publish
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.precheck import SourceFacts
 from dptop.monitor.session import Session
+from dptop.monitor.sources import refuse_data_stop
 from dptop.monitor.states import State
 from dptop.releaselines import ReleaseLines
 
@@ -104,6 +105,12 @@ class Product:
         """Whether a live cell's packets arrive one at a time (``STEPPING_FAMILIES``)."""
         return registry.get(cell.algorithm).family in STEPPING_FAMILIES
 
+    @staticmethod
+    def refuse(source: SourceSpec, run: RunConfig) -> None:
+        """What a live capture or a paced replay refuses before it opens
+        (sources.refuse_data_stop: ``--count``, ``--epoch-packets``), as ``Session`` does."""
+        refuse_data_stop(source, run.names, run.settings)
+
     stop_after: int | None = None  # a capture stopped at its N-th packet (refused: ``--count``)
     duration: int | None = EPOCHS  # the public stop (``--duration``, seconds); None: open-ended
     release_lines = staticmethod(ReleaseLines)  # what prints ``capture``'s running log
@@ -112,19 +119,25 @@ class Product:
         """A live capture's path without a socket: the packets of ``path`` offered to the live
         clock (clocks.LiveClock) on an injected wall clock at the instants of their stamps (one at a
         time or together, ``STEPPING_FAMILIES``), every close at the session's tick, the stop at the
-        end of the public duration; the private view as ``capture --publish`` writes it, or (surface ``lines``) the lines
-        ``capture`` prints while it runs (dptop.releaselines, into ``out`` when given), each
-        continual or window line waited for before the capture goes on, so that every close
-        prints one."""
+        end of the public duration; the private view as ``capture --publish`` writes it, or
+        (surface ``lines``) the lines ``capture`` prints while it runs (dptop.releaselines, into
+        ``out`` when given), each continual or window line waited for before the capture goes
+        on, so that every close prints one."""
         from dptop.capture.pcap import read_capture
         from dptop.engine.core.clock import MAX_CELLS, TimeGrid
         from dptop.monitor.clocks import LiveClock
 
         now = [T0]
         end = None if self.duration is None else T0 + self.duration * SECOND
-        session = Session(self.live_config(cell, seed), record_packets=1 << 12)
-        session.spec = SourceSpec("live", iface="lo", lateness=LATENESS_NS / 1e9, duration=self.duration,
-                                  count=self.stop_after)
+        run = self.live_config(cell, seed)
+        source = SourceSpec("live", iface="lo", lateness=LATENESS_NS / 1e9, duration=self.duration,
+                            count=self.stop_after)
+        try:
+            self.refuse(source, run)
+        except ValueError as exc:  # the same line whatever the capture
+            return {f"refused: {exc}": 1.0}
+        session = Session(run, record_packets=1 << 12)
+        session.spec = source
         session.public["time_range"] = (T0, end)
         session.public_source = "the capture's wall clock"
         session.grid = TimeGrid(T0, SECOND, MAX_CELLS)
@@ -181,8 +194,12 @@ class Product:
     def timing(self, cell: Cell, path: Path, seed: int | None) -> dict[str, float]:
         """When the number of releases of a paced replay changes, relative to the first change, in
         halves of an epoch's wall time (what a scraper polling /metrics sees)."""
-        session = Session(config(cell, seed), record_packets=1 << 12)
-        source = spec(cell, path, self.speed)
+        run, source = config(cell, seed), spec(cell, path, self.speed)
+        try:
+            self.refuse(source, run)  # as the session does before it opens the file
+        except ValueError as exc:  # the same line whatever the capture
+            return {f"refused: {exc}": 1.0}
+        session = Session(run, record_packets=1 << 12)
         session.open(source, self.facts(source, session.config.settings.epoch_seconds))
         seen, instants = 0, []
         try:
@@ -195,6 +212,8 @@ class Product:
             instants += [time.monotonic()] * (n - seen)
         finally:
             session.close(5.0)
+        if session.error:
+            raise RuntimeError(f"the paced replay of {path.name} failed: {session.error}")
         quantum = 1.0 / self.speed / 2
         return {f"release {i} instant": round((t - instants[0]) / quantum) for i, t in enumerate(instants)}
 

@@ -19,8 +19,10 @@ Each finding of the review that made this matrix is a broken variant (``BROKEN``
 dptop.lab.matrix_broken) the matrix must report: the release on a later packet's arrival (``arrival-release``), the data-chosen stop
 (``count-stop``), a new ledger per key switch (``ledger-per-session``), seeded metrics without
 their marker (``seeded-metrics``), spans with the exact count (``exact-spans``), ``capture``'s
-running log with them (``exact-lines``) and a live continual algorithm whose output steps follow
-the packet count instead of the public clock (``count-steps``).
+running log with them (``exact-lines``), a live continual algorithm whose output steps follow
+the packet count instead of the public clock (``count-steps``) and ``--epoch-packets`` accepted on
+a live capture (``count-epochs``; path ``count-epochs``: on the paced surfaces the product refuses
+it, the same line on both sides).
 """
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ from pathlib import Path
 
 from dptop.lab.matrix_broken import BROKEN
 from dptop.lab.matrix_captures import NEIGHBOURS, neighbour_pair
-from dptop.lab.matrix_cells import KEYS, PATHS, STATEMENTS, SURFACES, WEIGHTS, Cell, Verdict, private_algorithms
+from dptop.lab.matrix_cells import (COUNT_EPOCHS, KEYS, PACED, PATHS, STATEMENTS, SURFACES, WEIGHTS, Cell, Verdict,
+                                    private_algorithms)
 from dptop.lab.matrix_features import named_facts, split_fields
 from dptop.lab.matrix_product import Product
 
@@ -73,6 +76,7 @@ def cells(quick: bool = False):
     """The whole matrix, or the quick slice the default suite runs."""
     if quick:
         yield from dict.fromkeys([Cell("publish", "dpss"), Cell("metrics", "dpmg", neighbour="substituted"),
+                                  Cell("timing", "lazyhh", neighbour="removed-start", path=COUNT_EPOCHS),
                                   *(cell for _, cell in BROKEN.values())])
         return
     for surface, algorithm, key, weight, neighbour, path in itertools.product(
@@ -80,6 +84,8 @@ def cells(quick: bool = False):
         if algorithm.startswith("ldp-") and (key != "src" or weight != "packets"):
             continue  # local DP reports source addresses, one report per packet
         yield Cell(surface, algorithm, key, weight, neighbour, path)
+    for surface, algorithm, neighbour in itertools.product(PACED, private_algorithms(), NEIGHBOURS):
+        yield Cell(surface, algorithm, neighbour=neighbour, path=COUNT_EPOCHS)  # --epoch-packets: refused
 
 
 def run_matrix(selected, runs: int = 3, product: Product | None = None, progress=print, jobs: int = 1) -> list[Verdict]:

@@ -3,13 +3,15 @@
 Releases of the private algorithms with their typed guarantees, the ledger, the public
 parameters, and the public facts with their provenance. Nothing exact: no packet counts, drops,
 status or ground truth; a release's span (``public_span``) keeps its times only where they are
-the public grid's, and its packet positions only where they are derived from noisy lengths, the
+the public grid's (a time epoch's bounds, a live continual output step's cells: ``clock_steps``),
+and its packet positions only where they are derived from noisy lengths, the
 packet epochs or a replay's record count (a fact the guarantee names). ``schema_version`` and
 ``SCHEMA`` (JSON Schema, draft 2020-12) state the format; extend, never rename.
 """
 from __future__ import annotations
 
 from dptop import __version__
+from dptop.engine.continual.horizon import ClockSteps
 from dptop.engine.core.facts import Provenance, PublicFact
 from dptop.monitor.precheck import FILE_SPAN
 from dptop.monitor.result import shown_releases
@@ -44,10 +46,39 @@ def time_range_facts(session: Session) -> tuple[PublicFact, ...]:
     return (PublicFact("time_range", value, Provenance.METADATA, f"the grid of the time epochs: {src}"),)
 
 
-def public_span(span, family: str, session: Session) -> dict:
-    """``span`` as the private view shows it. Times: a time epoch's bounds are the public grid's;
-    any other span starts at the grid's start (None without a grid) and shows no end, since its
-    stamps are a packet's (a replay) or the instant a count-driven step was reached (live).
+def clock_steps(session: Session, name: str) -> ClockSteps | None:
+    """The public clock on whose cells every lane of ``name`` steps (a live continual algorithm,
+    docs/lazyhh.md §7.5), when it is the session's own grid; None otherwise (a replay, a lane
+    released at a packet's arrival or at a wall instant)."""
+    grid = session.grid
+    lanes = [*(r for r in session.retired if r.name == name), session.lanes.get(name)]
+    algorithms = [lane.worker.algorithm for lane in lanes if lane is not None and lane.worker is not None]
+    clocks = {getattr(a, "clock", None) for a in algorithms}
+    if grid is None or not session.fanout.live or len(clocks) != 1:
+        return None
+    clock = clocks.pop()
+    on_grid = isinstance(clock, ClockSteps) and (clock.start_ns, clock.epoch_ns) == (grid.start_ns, grid.epoch_ns)
+    return clock if on_grid else None
+
+
+def clock_times(span, clock: ClockSteps) -> tuple[float, float] | None:
+    """``span``'s times recomputed from ``clock``: (start of its first cell, end of its last), or
+    None when either is not one of the clock's bounds (a packet's stamp, a wall instant). A span
+    of no step yet ends where it starts."""
+    if span.t_start is None or span.t_end is None:
+        return None
+    first = round((span.t_start * 1e9 - clock.start_ns) / clock.epoch_ns)
+    last = round((span.t_end * 1e9 - clock.start_ns) / clock.epoch_ns) - 1
+    times = clock.bounds(first, last)
+    return times if first >= 0 and last >= first - 1 and times == (span.t_start, span.t_end) else None
+
+
+def public_span(span, family: str, session: Session, clock: ClockSteps | None = None) -> dict:
+    """``span`` as the private view shows it. Times: a time epoch's bounds are the public grid's,
+    and so are the cells of an output step on the public ``clock`` (``clock_steps``: a live
+    continual release covers its segment's cells up to the one whose close made it); any other
+    span starts at the grid's start (None without a grid) and shows no end, since its stamps are
+    a packet's (a replay) or the instant a view asked for it (live).
     Positions (``start``/``end``): kept where they come from noisy lengths or packet epochs
     (single release: engine/single_release/epochs.py) or, for the continual and
     sliding-window families, from a replay's record count on the output schedule (no time
@@ -56,8 +87,11 @@ def public_span(span, family: str, session: Session) -> dict:
     d = span.to_json()
     grid = session.grid if session.config.settings.epoch_seconds is not None else None
     out = {"kind": d["kind"], "index": d["index"], "t_start": None, "t_end": None}
+    stepped = None if clock is None or span.kind == "epoch" else clock_times(span, clock)
     if span.kind == "epoch" and grid is not None:
         out.update(t_start=d["t_start"], t_end=d["t_end"])
+    elif stepped is not None:
+        out.update(t_start=stepped[0], t_end=stepped[1])
     elif grid is not None:
         out["t_start"] = grid.start_ns / 1e9
     if family == "single-release":  # positions from the released noisy lengths (epochs.py)
@@ -69,10 +103,10 @@ def public_span(span, family: str, session: Session) -> dict:
     return out
 
 
-def _release(release, family: str, facts, scale: int, session: Session) -> dict:
+def _release(release, family: str, facts, scale: int, session: Session, clock: ClockSteps | None) -> dict:
     g = release.guarantee.with_facts(facts)
     items = [{"address": it.address, "estimate": it.estimate * scale} for it in release.items]
-    span = public_span(release.span, family, session)
+    span = public_span(release.span, family, session, clock)
     threshold = None if release.threshold is None else release.threshold * scale
     if family == "continual observation" and "end" not in span:
         threshold = None  # LazyHH's τ(t) is a function of its output step t, a position kept private here
@@ -97,8 +131,9 @@ def publish_json(session: Session, command: str, shown: dict | None = None) -> d
         facts.update({f.name: f for f in (*s.guarantee.facts, *given)})
         rels = [r for r in shown_releases(session.releases(v.name), (shown or {}).get(v.name, []))
                 if r.guarantee is not None]
+        clock = clock_steps(session, v.name)
         algorithms[v.name] = {"family": s.family, "guarantee": s.guarantee.with_facts(given).to_json(),
-                              "releases": [_release(r, s.family, given, scale, session) for r in rels]}
+                              "releases": [_release(r, s.family, given, scale, session, clock) for r in rels]}
     guarantees = [a["guarantee"] for a in algorithms.values()]
     return {
         "schema_version": SCHEMA_VERSION,

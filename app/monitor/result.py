@@ -6,9 +6,10 @@ Contract (extended, never renamed): ``source.{packets, ip_packets, skipped}``,
 ``exact.{total, top: [{address, count}]}``, per algorithm under ``algorithms``: ``private``,
 ``guarantee``, ``updates_per_second``, ``releases: [{span, threshold, items: [{address,
 estimate}]}]``, and ``budget`` (the ledger: ``epsilon``, ``delta``, ``composition``,
-``neighbouring``). Only the ``releases`` (with their ``guarantee``) of private algorithms and the
-``budget`` are private output; everything listed under ``non_private`` is an exact operational
-fact for the person running dptop.
+``neighbouring``). Only the released items (with their ``guarantee``) of private algorithms and
+the ``budget`` are private output, beside the user's parameters; everything listed under
+``non_private`` (``NON_PRIVATE``) is an exact operational fact for the person running dptop,
+a release's span, threshold and status included (the private view shows their public part).
 """
 from __future__ import annotations
 
@@ -24,11 +25,34 @@ TRUTH_RELEASES = 3
 last few, the ones the table shows."""
 
 
-NON_PRIVATE = ("source", "exact", "dropped", "drops", "public",
+NON_PRIVATE = ("source", "exact", "dropped", "drops", "public", "settings.{stream_length, time_range}",
                "algorithms.*.{packets, drops, status, updates_per_second, packets_per_second, busy_share, truth, "
-               "exact_spans}")
-NON_PRIVATE_NOTE = ("exact operational figures for the operator (packet counts, drops, the ground truth); "
-                    "not private, never part of a release or of the export")
+               "exact_spans, releases_published}",
+               "algorithms.*.releases[*].{span, threshold, status}", "agents", "missing", "seconds")
+"""Every exact figure of the run's JSON, as paths (``*`` any key, ``{a, b}`` either, a listed
+field with everything under it; ``listed``): the file's facts the lanes were sized from, the
+operational figures (a merged archive's ``agents``, ``missing`` and ``seconds`` too), and each
+release's span, threshold and status as the engine made them (packets seen, the arrival of an
+output step, packet stamps, τ(t) at the exact count), whose public part alone the private view
+shows (dptop.monitor.publish.public_span)."""
+NON_PRIVATE_NOTE = ("exact operational figures for the operator (packet counts, drops, the ground truth, each "
+                    "release's span, threshold and status as the engine made them); not private, never part of the "
+                    "private view (--publish) or of the export, which show a release's public span and threshold")
+
+
+def listed(path: str, fields=NON_PRIVATE) -> bool:
+    """Whether the JSON path ``path`` (keys joined by ``.``, a list's items as ``[*]``) lies under
+    one of ``fields`` (``NON_PRIVATE``'s notation; a list's name stands for its items)."""
+    keys = [k.removesuffix("[*]") for k in path.split(".")]
+    for field in fields:
+        head, _, options = field.partition("{")
+        parts = [p.removesuffix("[*]") for p in head.rstrip(".").split(".")] if head else []
+        if options:
+            parts.append({o.strip() for o in options.rstrip("}").split(",")})
+        if len(parts) <= len(keys) and all(p == "*" or k == p or (isinstance(p, set) and k in p)
+                                           for p, k in zip(parts, keys)):
+            return True
+    return False
 
 
 def source_json(session: Session) -> dict:

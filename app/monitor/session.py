@@ -182,6 +182,7 @@ class Session:
     def _open_source(self, spec: SourceSpec):
         if spec.kind == "live":
             return self._open_live(spec)
+        sources.refuse_data_stop(spec, self.config.names, self.config.settings)
         path = spec.path
         if spec.kind == "synth":
             self.life.phase = "writing the synthetic stream"
@@ -204,7 +205,7 @@ class Session:
         return sources.file_replay(path, sink, spec, self.facts, plan)
 
     def _open_live(self, spec: SourceSpec):
-        sources.refuse_data_stop(spec, self.config.names)
+        sources.refuse_data_stop(spec, self.config.names, self.config.settings)
         s = self.config.settings
         if s.epoch_seconds is None and s.epoch_packets is None:  # releases while the capture runs
             self.config = replace(self.config, settings=s.with_(epoch_seconds=LIVE_EPOCH_SECONDS))

@@ -51,17 +51,28 @@ def cell_counts(path: str, grid: TimeGrid) -> np.ndarray:
     return np.bincount(cells[cells >= 0], minlength=grid.cells)
 
 
-def refuse_data_stop(spec: SourceSpec, names) -> None:
-    """``--count N`` stops a live capture at the N-th packet: the stop, and with it how many
-    releases exist and what the last one covers, is chosen by the data. Refused with private
-    algorithms; ``--duration`` is the public stop."""
+def refuse_data_stop(spec: SourceSpec, names, settings=None) -> None:
+    """Refuse, with private algorithms, what lets the data choose when releases happen:
+    ``--count N`` stops a live capture at the N-th packet (the stop, and with it how many releases
+    exist and what the last one covers); ``--epoch-packets N`` (``settings.epoch_packets``) on a
+    live capture or a paced replay closes each epoch at the N-th packet's arrival, and without a
+    time grid a continual algorithm's output steps follow the packet count (docs/dpss-eehh.md §9
+    P16, docs/lazyhh.md §7.5 P1): a view then reveals by its timing what no guarantee covers.
+    ``--duration`` is the public stop, ``--epoch-seconds`` the public clock."""
     from dptop.monitor.catalogue import entry
 
+    chosen = [n for n in names if entry(n).private]
+    if not chosen:
+        return
     if spec.kind == "live" and spec.count is not None:
-        chosen = [n for n in names if entry(n).private]
-        if chosen:
-            raise ValueError(f"--count stops on the N-th packet, a stop the data chooses, which no guarantee "
-                             f"covers; use --duration with private algorithms ({', '.join(chosen)})")
+        raise ValueError(f"--count stops on the N-th packet, a stop the data chooses, which no guarantee "
+                         f"covers; use --duration with private algorithms ({', '.join(chosen)})")
+    paced = spec.kind == "live" or spec.speed is not None
+    if paced and settings is not None and settings.epoch_packets is not None:
+        where = "a live capture" if spec.kind == "live" else "a paced replay (--speed)"
+        raise ValueError(f"--epoch-packets releases on {where} at the N-th packet's arrival (and output steps "
+                         f"follow the packet count), an instant the data chooses, which no guarantee covers; use "
+                         f"--epoch-seconds, the public clock, with private algorithms ({', '.join(chosen)})")
 
 
 def wall_grid(spec: SourceSpec, epoch_seconds: float) -> tuple[TimeGrid, tuple[int, int | None]]:
