@@ -299,6 +299,10 @@ class Truth:
 
     def stop(self) -> None:
         self._stop.set()
+        try:  # wake the thread now, not at its next poll (a session's close waited 50 ms for it)
+            self._queue.put_nowait((None, None))
+        except queue.Full:  # it has work, and sees the stop after the batch in hand
+            pass
 
     def join(self, timeout: float | None = None) -> None:
         if self._thread.ident is not None:
@@ -355,7 +359,10 @@ class Truth:
                     batch, exact = self._queue.get(timeout=0.05)
                 except queue.Empty:
                     batch = None
-                if batch is not None:
+                else:
+                    if batch is None:  # the wake of ``stop``
+                        self._queue.task_done()
+                        continue
                     with self._lock:
                         self.rec.append(batch)
                         if self.total is not None:
