@@ -1,5 +1,6 @@
 """What the window's labels say and whether they can be read (offscreen): the chart's rank labels
-never overlap however short its bars are."""
+never overlap however short its bars are; the Parameters dock says on what epochs a capture that
+does not end releases (the session's own settings), not only "whole stream"."""
 import os
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
@@ -7,11 +8,17 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"
 from itertools import combinations
 
 import pytest
+from PySide6.QtCore import QSettings
 from PySide6.QtGui import QImage, QPainter
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel
 
+from dptop.gui.configs import default_config
+from dptop.gui.main import MainWindow
 from dptop.gui.models import Row
 from dptop.gui.panel import CHART_ROWS, BarChart
+from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec
+
+WARM = 180_000  # ms: a clean clone compiles the kernels first
 
 
 def drawn_labels(chart: BarChart) -> list:
@@ -45,3 +52,36 @@ def test_rank_labels_never_overlap(qtbot, height):
         assert not a.intersects(b), (height, ta, a, tb, b)
     if height >= 600:
         assert texts == [f"#{i}" for i in range(1, CHART_ROWS + 1)]
+
+
+def dock_text(w: MainWindow) -> str:
+    """Every label the Parameters dock shows, with the epoch choice."""
+    labels = [lb.text() for lb in w.params.findChildren(QLabel) if lb.isVisibleTo(w.params) and lb.text()]
+    return "\n".join([w.params.epoch_mode.currentText(), *labels])
+
+
+@pytest.mark.parametrize("spec", [SourceSpec("synth", loop=True, rate=2_000, length=1 << 14),
+                                  SourceSpec("live", iface="lo")], ids=["looped", "live"])
+def test_the_parameters_dock_says_the_epochs_a_run_without_end_uses(qtbot, tmp_path, spec):
+    """The applied settings have no epochs ("whole stream"); a looped stream and a live capture run
+    on epochs of the public clock: the dock says so, with the session's epoch length."""
+    if spec.kind == "live" and os.geteuid() != 0:
+        pytest.skip("a live capture on the loopback interface needs root")
+    QApplication.instance() or QApplication([])
+    config = default_config()
+    assert config.settings.epoch_seconds is None and config.settings.epoch_packets is None
+    w = MainWindow(config, settings=QSettings(str(tmp_path / "dptop.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        assert "whole stream" in dock_text(w) and "public clock" not in dock_text(w)
+        w.open_source(spec)
+        qtbot.waitUntil(lambda: w.session.config.settings.epoch_seconds is not None, timeout=WARM)
+        seconds = w.session.config.settings.epoch_seconds
+        assert seconds == LIVE_EPOCH_SECONDS
+        qtbot.waitUntil(lambda: f"epochs of {seconds:g} s of the public clock" in dock_text(w), timeout=5000)
+        w.stop_source()
+        qtbot.waitUntil(lambda: not w.session.state.active, timeout=10_000)
+        assert f"epochs of {seconds:g} s of the public clock" in dock_text(w)  # the run on screen still is
+    finally:
+        w.close()
