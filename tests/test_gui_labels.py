@@ -1,6 +1,7 @@
 """What the window's labels say and whether they can be read (offscreen): the chart's rank labels
 never overlap however short its bars are; the Parameters dock says on what epochs a capture that
-does not end releases (the session's own settings), not only "whole stream"."""
+does not end releases (the session's own settings), not only "whole stream"; the overview's
+columns say the span their figures cover, read from each release's span."""
 import os
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
@@ -8,12 +9,14 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"
 from itertools import combinations
 
 import pytest
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QApplication, QLabel
 
 from dptop.gui.configs import default_config
+from dptop.engine.core.release import ReleasedItem, Release, Span
 from dptop.gui.main import MainWindow
+from dptop.gui.overview import OverviewPanel
 from dptop.gui.models import Row
 from dptop.gui.panel import CHART_ROWS, BarChart
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec
@@ -85,3 +88,39 @@ def test_the_parameters_dock_says_the_epochs_a_run_without_end_uses(qtbot, tmp_p
         assert f"epochs of {seconds:g} s of the public clock" in dock_text(w)  # the run on screen still is
     finally:
         w.close()
+
+
+def release(name: str, span: Span) -> Release:
+    return Release(name, span, (ReleasedItem(0, (0xFFFF << 32) | 0x7F000002, 900.0),))
+
+
+def headers(panel: OverviewPanel, role=Qt.ItemDataRole.DisplayRole) -> list[str]:
+    model = panel.table.model()
+    return [model.headerData(c, Qt.Orientation.Horizontal, role) for c in range(model.columnCount())]
+
+
+def test_overview_columns_say_the_span_of_their_figures(qtbot):
+    """An epoch of the public clock, a sliding window and a continual prefix side by side: each
+    column's header says what its figures cover and its tooltip the span itself, both read from
+    the release shown (another span, another header)."""
+    QApplication.instance() or QApplication([])
+    panel = OverviewPanel()
+    qtbot.addWidget(panel)
+    epoch = Span(30_000, 41_000, "epoch", 3, t_start=1_700_000_030.0, t_end=1_700_000_040.0)
+    shown = {"dpss": (release("dpss", epoch), None, 12.0),
+             "dpsw": (release("dpsw", Span(21_000, 41_000, "window")), None, 30.0),
+             "lazyhh": (release("lazyhh", Span(0, 41_000, "prefix")), None, None)}
+    panel.show_rows(shown, {}, "Source")
+    assert headers(panel)[1:4] == ["dpss: one epoch of 10 s", "dpsw: the last 20,000 packets",
+                                   "lazyhh: the stream so far"]
+    tips = headers(panel, Qt.ItemDataRole.ToolTipRole)
+    assert "epoch 3, 22:13:50-22:14:00 UTC" in tips[1]
+    assert "the last 20,000 packets (packets 21,000-41,000 of the stream)" in tips[2]
+    assert "packets 0-41,000 since the start" in tips[3]
+    shown["dpss"] = (release("dpss", Span(0, 4_000, "epoch", 0)), None, 12.0)  # epochs of packets
+    shown["dpsw"] = (release("dpsw", Span(0, 20_000, "window")), None, 30.0)
+    panel.show_rows(shown, {}, "Source", units="64-byte units")
+    assert headers(panel)[1:3] == ["dpss: one epoch of 4,000 64-byte units", "dpsw: the last 20,000 64-byte units"]
+    shown["dpsw"] = (None, None, 30.0)  # nothing released yet: the name alone
+    panel.show_rows(shown, {}, "Source")
+    assert headers(panel)[2] == "dpsw"

@@ -275,7 +275,9 @@ class MainWindow(QMainWindow):
         exact = {it.address: int(it.estimate) for it in top}
         if len(top) == distinct:  # every key is in the list: the others sent nothing
             exact.update({a: 0 for a in wanted - exact.keys()})
-        self.overview.show_rows(shown, exact, key_title(self.config.counting.key))
+        counting = self.config.counting
+        units = f"{counting.unit}-byte units" if counting.weight == "bytes" else "packets"  # as dptop.report says them
+        self.overview.show_rows(shown, exact, key_title(counting.key), units)
 
     def redraw_rate(self, seconds: float = 2.0) -> float:
         """Timer redraws per second over the last ``seconds``."""
