@@ -1,7 +1,8 @@
 """What the window's labels say and whether they can be read (offscreen): the chart's rank labels
 never overlap however short its bars are; the Parameters dock says on what epochs a capture that
 does not end releases (the session's own settings), not only "whole stream"; the overview's
-columns say the span their figures cover, read from each release's span."""
+columns say the span their figures cover, read from each release's span; the throughput plot's
+axis titles are whole in the short plot a 1280x720 window gives it."""
 import os
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
@@ -9,7 +10,7 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"
 from itertools import combinations
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QRectF, QSettings, Qt
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QApplication, QLabel
 
@@ -19,6 +20,7 @@ from dptop.gui.main import MainWindow
 from dptop.gui.overview import OverviewPanel
 from dptop.gui.models import Row
 from dptop.gui.panel import CHART_ROWS, BarChart
+from dptop.gui.plots import ThroughputPlot
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec
 
 WARM = 180_000  # ms: a clean clone compiles the kernels first
@@ -53,6 +55,10 @@ def test_rank_labels_never_overlap(qtbot, height):
     assert "#1" in texts, texts
     for (a, ta), (b, tb) in combinations(labels, 2):
         assert not a.intersects(b), (height, ta, a, tb, b)
+    axis, whole = chart.getAxis("left"), QRectF(chart.rect())
+    for rect, text in labels:  # none hangs over the chart's edge (a label is a line of text tall)
+        line = QRectF(rect.left(), rect.center().y() - axis.line / 2, rect.width(), axis.line)
+        assert whole.contains(axis.mapRectToScene(line)), (height, text, axis.mapRectToScene(line), whole)
     if height >= 600:
         assert texts == [f"#{i}" for i in range(1, CHART_ROWS + 1)]
 
@@ -124,3 +130,37 @@ def test_overview_columns_say_the_span_of_their_figures(qtbot):
     shown["dpsw"] = (None, None, 30.0)  # nothing released yet: the name alone
     panel.show_rows(shown, {}, "Source")
     assert headers(panel)[2] == "dpsw"
+
+
+@pytest.mark.parametrize("height", [130, 300])
+def test_the_threshold_label_is_inside_the_chart(qtbot, height):
+    """The τ on the threshold line is drawn whole inside the plot (it hung over its top edge)."""
+    QApplication.instance() or QApplication([])
+    chart = BarChart(private=True)
+    qtbot.addWidget(chart)
+    chart.resize(320, height)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.show_rows([Row(i + 1, f"10.0.0.{i}", 100.0 - 5 * i, 95 - 5 * i) for i in range(5)], 80.0)
+    QApplication.processEvents()
+    view, label = chart.getViewBox().sceneBoundingRect(), chart.tau.label.sceneBoundingRect()
+    assert chart.tau.isVisible() and view.contains(label), (label, view)
+
+
+@pytest.mark.parametrize("height", [140, 300])
+def test_throughput_axis_titles_are_whole(qtbot, height):
+    """The throughput plot as short as at 1280x720 on a real display: its axes' titles lie inside
+    it (the right one, "capture packets/s", ran past the top)."""
+    QApplication.instance() or QApplication([])
+    th = ThroughputPlot()
+    qtbot.addWidget(th)
+    th.resize(900, height)
+    th.show()
+    qtbot.waitExposed(th)
+    QApplication.processEvents()
+    plot = QRectF(th.widget.rect())
+    for side in ("left", "right", "bottom"):
+        title = th.widget.getAxis(side).label
+        m = title.document().documentMargin()  # blank around the text
+        text = title.mapRectToScene(title.boundingRect().adjusted(m, m, -m, -m))
+        assert plot.contains(text), (side, text, plot)

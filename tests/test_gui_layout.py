@@ -13,7 +13,7 @@ from contextlib import suppress
 from itertools import combinations
 
 import pytest
-from PySide6.QtCore import QPoint, QRect, QSettings, Qt
+from PySide6.QtCore import QPoint, QRect, QRectF, QSettings, Qt
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from PySide6.QtGui import QTextDocument
@@ -182,9 +182,9 @@ def text_width(label: QLabel) -> float:
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 def test_the_throughput_table_and_legends_are_whole(qtbot, window, size):
     """At 1280x720 the throughput line above the plot (ending in the drops) was wider than the
-    dock: it pushed the table beside the plot past the right edge ("busy" cut). Now the plot, its
-    line and its table lie inside the dock's view, the table with room for its text; the utility
-    legend too."""
+    dock: it pushed the table beside the plot past the right edge ("busy" cut), and the right axis's
+    title ran past the plot's top. Now the plot, its line, its axes' titles and its table lie inside
+    the dock's view, the table with room for its text; the utility legend too."""
     w = window
     finished(qtbot, w)
     w.docks["throughput"].raise_()
@@ -194,6 +194,12 @@ def test_the_throughput_table_and_legends_are_whole(qtbot, window, size):
     for widget in (th.table, th.info, th.widget):
         assert shown(w, widget) == rect_in(w, widget), (widget, shown(w, widget), rect_in(w, widget), size)
     assert text_width(th.table) <= th.table.contentsRect().width(), size
+    plot = QRectF(th.widget.rect())
+    for side in ("left", "right", "bottom"):  # the axes' titles are whole (the right one overran a short plot)
+        title = th.widget.getAxis(side).label
+        m = title.document().documentMargin()  # blank around the text
+        text = title.mapRectToScene(title.boundingRect().adjusted(m, m, -m, -m))
+        assert plot.contains(text), (side, text, plot, size)
     w.docks["utility"].raise_()
     QApplication.processEvents()
     legend = w.utility.legend

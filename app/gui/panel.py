@@ -134,6 +134,8 @@ class BarChart(pg.PlotWidget):
 
     def __init__(self, private: bool = True, parent=None):
         super().__init__(parent, axisItems={"left": RankAxis()})
+        left, _, right, bottom = self.getPlotItem().layout.getContentsMargins()  # room above the plot for half of #1's label
+        self.getPlotItem().layout.setContentsMargins(left, self.getAxis("left").line // 2 + 1, right, bottom)
         self.setMinimumHeight(120)
         self.setMenuEnabled(False)
         self.hideButtons()
@@ -145,7 +147,8 @@ class BarChart(pg.PlotWidget):
         self.addItem(self.truth)
         self.addItem(self.estimates)
         self.tau = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((220, 60, 60), width=2, style=Qt.PenStyle.DashLine),
-                                   label="τ", labelOpts={"position": 0.05, "color": (220, 60, 60)})
+                                   label="τ", labelOpts={"position": 0.05, "color": (220, 60, 60),
+                                                         "anchors": [(0, 0), (0, 0)]})  # right of the line, inside the plot
         self.addItem(self.tau)
         self.tau.hide()
         self.setLabel("bottom", "count")  # the value axis (the table has the numbers)
