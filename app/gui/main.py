@@ -222,8 +222,7 @@ class MainWindow(QMainWindow):
         session = self.session
         snap = None if session is None else session.snapshot(lanes=LANES_PER_TICK)
         self.source_panel.show_state(snap)
-        self.params.show_running(None if session is None else session.config.settings,
-                                 "" if session is None else session.public_source)
+        self.params.show_running(next((lane.settings for lane in snap.lanes), None) if snap is not None else None)
         if snap is not None:
             if snap.state is State.STARTING:  # no lanes yet, or kernels compiling: say so in every panel
                 for name in self.panels.keys() - {lane.name for lane in snap.lanes}:

@@ -58,7 +58,8 @@ def running_epochs_text(applied: Settings, running: Settings | None) -> str:
                                                                              applied.epoch_packets):
         return ""
     if running.epoch_seconds is not None:
-        return f"This run: epochs of {running.epoch_seconds:g} s of the public clock (a capture that does not end releases as it runs)"
+        why = "" if applied.epoch_seconds or applied.epoch_packets else " (a capture that does not end releases as it runs)"
+        return f"This run: epochs of {running.epoch_seconds:g} s of the public clock{why}"
     if running.epoch_packets is not None:
         return f"This run: epochs of {running.epoch_packets:,} packets"
     return "This run: the whole stream"
@@ -268,16 +269,13 @@ class ParametersPanel(QWidget):
         self.applied.emit(self.pending)
         return True
 
-    def show_running(self, running: Settings | None, clock: str = "") -> None:
-        """Say under the Epoch field what the session on screen does with epochs (``running``: its
-        settings, None without one; ``clock``: where its public clock comes from)."""
+    def show_running(self, running: Settings | None) -> None:
+        """Say under the Epoch field what the session on screen does with epochs (``running``: the
+        settings its lanes run with, None without a session or before its lanes are built)."""
         text = running_epochs_text(self.current.settings, running)
         if text != self.running_epochs.text():
             self.running_epochs.setText(text)
             self.running_epochs.setVisible(bool(text))
-        tip = f"The public clock: {clock}" if text and clock else ""
-        if tip != self.running_epochs.toolTip():
-            self.running_epochs.setToolTip(tip)
 
     def set_option(self, name: str, field: str, value) -> None:
         """Set one of ``name``'s own options (e.g. its k~ or window, ``config.PER_ALGORITHM``),
