@@ -146,9 +146,8 @@ class BarChart(pg.PlotWidget):
         self.truth = pg.BarGraphItem(x0=[0], y=[0], height=[0.38], width=[0], brush=pg.mkBrush(*TRUTH_BRUSH))
         self.addItem(self.truth)
         self.addItem(self.estimates)
-        self.tau = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((220, 60, 60), width=2, style=Qt.PenStyle.DashLine),
-                                   label="τ", labelOpts={"position": 0.05, "color": (220, 60, 60),
-                                                         "anchors": [(0, 0), (0, 0)]})  # right of the line, inside the plot
+        # named by the legend below the chart: a "τ" on the line lay over the first bar or, above it, was clipped
+        self.tau = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((220, 60, 60), width=2, style=Qt.PenStyle.DashLine))
         self.addItem(self.tau)
         self.tau.hide()
         self.setLabel("bottom", "count")  # the value axis (the table has the numbers)
