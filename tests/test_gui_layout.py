@@ -13,7 +13,7 @@ from contextlib import suppress
 from itertools import combinations
 
 import pytest
-from PySide6.QtCore import QPoint, QRect, QRectF, QSettings, Qt
+from PySide6.QtCore import QPoint, QRect, QSettings, Qt
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from PySide6.QtGui import QTextDocument
@@ -25,6 +25,7 @@ from dptop.gui.overview import OVERVIEW_ROWS
 from dptop.gui.panel import TABLE_ROWS, AlgorithmPanel, status_text
 from dptop.gui.source_panel import WIDEST_DROPS
 from tests.conftest import DNS_CAPTURE
+from tests.test_gui_labels import titles_out_of
 
 WARM = 180_000
 SIZES = ((1280, 720), (1366, 768), (1920, 1080))
@@ -194,12 +195,7 @@ def test_the_throughput_table_and_legends_are_whole(qtbot, window, size):
     for widget in (th.table, th.info, th.widget):
         assert shown(w, widget) == rect_in(w, widget), (widget, shown(w, widget), rect_in(w, widget), size)
     assert text_width(th.table) <= th.table.contentsRect().width(), size
-    plot = QRectF(th.widget.rect())
-    for side in ("left", "right", "bottom"):  # the axes' titles are whole (the right one overran a short plot)
-        title = th.widget.getAxis(side).label
-        m = title.document().documentMargin()  # blank around the text
-        text = title.mapRectToScene(title.boundingRect().adjusted(m, m, -m, -m))
-        assert plot.contains(text), (side, text, plot, size)
+    assert titles_out_of(th.widget) == [], size  # the right one overran a short plot
     w.docks["utility"].raise_()
     QApplication.processEvents()
     legend = w.utility.legend
