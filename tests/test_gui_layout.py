@@ -25,6 +25,7 @@ from dptop.gui.overview import OVERVIEW_ROWS
 from dptop.gui.panel import TABLE_ROWS, AlgorithmPanel, status_text
 from dptop.gui.source_panel import WIDEST_DROPS
 from tests.conftest import DNS_CAPTURE
+from tests.test_gui_labels import titles_out_of
 
 WARM = 180_000
 SIZES = ((1280, 720), (1366, 768), (1920, 1080))
@@ -182,9 +183,9 @@ def text_width(label: QLabel) -> float:
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 def test_the_throughput_table_and_legends_are_whole(qtbot, window, size):
     """At 1280x720 the throughput line above the plot (ending in the drops) was wider than the
-    dock: it pushed the table beside the plot past the right edge ("busy" cut). Now the plot, its
-    line and its table lie inside the dock's view, the table with room for its text; the utility
-    legend too."""
+    dock: it pushed the table beside the plot past the right edge ("busy" cut), and the right axis's
+    title ran past the plot's top. Now the plot, its line, its axes' titles and its table lie inside
+    the dock's view, the table with room for its text; the utility legend too."""
     w = window
     finished(qtbot, w)
     w.docks["throughput"].raise_()
@@ -194,6 +195,7 @@ def test_the_throughput_table_and_legends_are_whole(qtbot, window, size):
     for widget in (th.table, th.info, th.widget):
         assert shown(w, widget) == rect_in(w, widget), (widget, shown(w, widget), rect_in(w, widget), size)
     assert text_width(th.table) <= th.table.contentsRect().width(), size
+    assert titles_out_of(th.widget) == [], size  # the right one overran a short plot
     w.docks["utility"].raise_()
     QApplication.processEvents()
     legend = w.utility.legend

@@ -75,7 +75,8 @@ def test_apply_never_reshuffles_the_panels(qtbot, window, store):
     check(w.params, "dpmg", True)
     check(w.params, "dpsw", True)
     assert w.params.apply()  # enabled ones join at the end, the others keep their places
-    assert grid_order(w) == [n for n in first if n != "dpsw"] + ["dpmg", "dpsw"]
+    listed = [w.params.algorithms.item(i).data(Qt.ItemDataRole.UserRole) for i in range(w.params.algorithms.count())]
+    assert grid_order(w) == [n for n in first if n != "dpsw"] + sorted(["dpmg", "dpsw"], key=listed.index)  # list order
     before = grid_order(w)
     w.params.epsilon.setText("0.25")  # restarts the private algorithms
     assert w.params.apply()

@@ -92,9 +92,10 @@ def test_speed_only_for_files_and_sweep_cleared_on_a_new_source(qtbot, window):
     assert panel.speed.isEnabled()
     window.open_file(str(DNS_CAPTURE), speed=None)
     qtbot.waitUntil(lambda: window.session.state == "finished", timeout=WARM)
+    window.tuning.algorithm.setCurrentText("dpss")  # the list's first follows the registry's import order
     window.tuning.values.setText("0.5,1")
     window.tuning.reps.setValue(1)
-    assert window.tuning.start()
+    assert window.tuning.start(), window.tuning.message.text()
     qtbot.waitUntil(lambda: window.tuning.apply.isEnabled(), timeout=WARM)
     window.open_file(str(DNS_CAPTURE), speed=None)  # the same file: the sweep stays
     assert window.tuning.choice.count() == 2

@@ -1,5 +1,6 @@
 """The main window: source bar, one panel per algorithm, and docks for parameters, budget,
-throughput, utility and tuning (dptop.gui.launch starts it; dptop.gui.configs holds its settings).
+throughput, utility and tuning (dptop.gui.launch starts it; dptop.gui.configs holds its settings;
+dptop.gui.layout arranges its overview and panels).
 
 Sessions: ``session`` is the running one or, after Stop, the stopped one: the panels, the budget
 tab and File > Export keep showing it until the next Start, which closes it (its threads joined,
@@ -17,21 +18,21 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QToolBar
 
 from dptop.gui.budget import BudgetPanel
 from dptop.gui.configs import (DEMO_SPEED, config_from_json, config_to_json, default_config,  # noqa: F401 (re-exported)
                                demo_config, preview_ledger)
-from dptop.gui.docks import BOTTOM, BOTTOM_MIN, TABS_HEIGHT, build_docks, first_proportions, room_for_tuning
+from dptop.gui.docks import build_docks, first_proportions
 from dptop.gui.drilldown import key_title, open_drilldown
 from dptop.gui.export import export_csv, export_json, save_png
 from dptop.gui.help import HelpOverlay
+from dptop.gui.layout import build_central, layout_panels, room_for_panels, tuning_shown
 from dptop.gui.menus import build_menus, install_shortcuts
-from dptop.gui.overview import OVERVIEW_ROWS, OverviewPanel
+from dptop.gui.overview import OverviewPanel
 from dptop.gui.panel import AlgorithmPanel
 from dptop.gui.params import ParametersPanel
 from dptop.gui.plots import ThroughputPlot, UtilityPlot
-from dptop.monitor import catalogue
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.explain import drops_of
 from dptop.monitor.memory import limit_arenas, release_memory
@@ -52,35 +53,9 @@ PANEL_PERIOD = 0.5  # a panel's table and chart change at most this often (s): r
 TEXT_PERIOD = 0.5  # status lines (rates, thresholds) are rewritten at most this often (s)
 THROUGHPUT_EVERY = 1.0  # seconds between throughput samples
 FIRST_SIZE = (1920, 1200)  # the window's size at its first start, at most the screen's
-PANEL_WIDTH = 520  # px a panel needs beside another (its table's columns and a chart); one column below
-MAX_COLUMNS = 3
 OVERVIEW_EVERY = 1.0  # seconds between overview updates (the exact counts move on)
 OVERVIEW_SOON = 0.25  # ... or this soon after a panel drew a new release
 EXACT_TOP = 10_000  # exact counts the overview looks keys up in (a key below them shows "…")
-
-
-class ReflowArea(QScrollArea):
-    """A scroll area that reports its viewport's width (the panels reflow to it)."""
-
-    def __init__(self, on_width):
-        super().__init__()
-        self._on_width = on_width
-
-    def resizeEvent(self, event):
-        super().resizeEvent(event)
-        self._on_width(self.viewport().width())
-
-
-class CentralArea(QWidget):
-    """The overview above the panels' scroll area; reports its resizes (the overview's height follows)."""
-
-    def __init__(self, on_resize):
-        super().__init__()
-        self._on_resize = on_resize
-
-    def resizeEvent(self, event):
-        super().resizeEvent(event)
-        self._on_resize()
 
 
 class MainWindow(QMainWindow):
@@ -112,33 +87,13 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
 
         self.panels: dict[str, AlgorithmPanel] = {}
-        self.columns = 0  # panel columns now (reflowed with the width)
-        self.grid = QGridLayout()
-        self.grid.setContentsMargins(0, 0, 0, 0)  # the panels have their own frames
-        holder = QWidget()
-        holder.setLayout(self.grid)
-        self.scroll_area = ReflowArea(self._reflow)
-        self.scroll_area.setWidgetResizable(True)
-        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.scroll_area.setWidget(holder)
         self.overview = OverviewPanel()
         self.overview.drill_requested.connect(lambda n, key, exact: open_drilldown(self, n, key, exact))
         self._overview_at = 0.0
         self._overview_due = False  # a panel drew new rows since the overview was last updated
         self._tuning_watched = False
-        self._tuning_in_front = False
-        self._every_panel = 0  # px the panels' area needs to show every panel whole (``_room_for_panels``)
-        central = CentralArea(self._fit_overview)
-        central.setObjectName("central")
-        column = QVBoxLayout(central)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.addWidget(self.overview)
-        column.addWidget(self.scroll_area, 1)
-        self.central = central
-        self.setCentralWidget(central)
-        for signal in ("modelReset", "rowsInserted", "rowsRemoved", "layoutChanged"):  # its rows, as filtered
-            getattr(self.overview.proxy, signal).connect(self._fit_overview)
-        self.overlay = HelpOverlay(central)
+        build_central(self)
+        self.overlay = HelpOverlay(self.central)
 
         self.params = ParametersPanel(self.config)
         self.budget = BudgetPanel()
@@ -160,7 +115,7 @@ class MainWindow(QMainWindow):
         self.source_panel.start_requested.connect(self.open_source)
         self.source_panel.pause_toggled.connect(self.toggle_pause)
         self.source_panel.stop_requested.connect(self.stop_source)
-        self._layout_panels(self.config.names)
+        layout_panels(self, self.config.names)
         self._restore()
         watch_color_scheme(self)
 
@@ -169,96 +124,15 @@ class MainWindow(QMainWindow):
         self.timer.timeout.connect(self.refresh)
         self.timer.start()
 
-    # ----- panels ------------------------------------------------------------------------
-    def _layout_panels(self, names) -> None:
-        """One panel per name in ``names`` order, row by row in as many columns as fit (the
-        parameters panel keeps that order across Apply: a restarted algorithm keeps its panel and
-        its place)."""
-        for panel in self.panels.values():
-            self.grid.removeWidget(panel)
-        for name in [n for n in self.panels if n not in names]:
-            self.panels.pop(name).deleteLater()
-        self.panels = {n: self.panels[n] for n in names if n in self.panels}  # names' order, kept by Apply
-        for name in names:
-            if name not in self.panels:
-                self.panels[name] = AlgorithmPanel(name, catalogue.entry(name).private)
-                self.panels[name].drill_requested.connect(lambda n, key, exact: open_drilldown(self, n, key, exact))
-                self.panels[name].set_frozen(self.frozen)
-        self.columns = 0
-        self._reflow(self.scroll_area.viewport().width())  # and the room for the panels' rows
-
-    def _reflow(self, width: int) -> None:
-        """Place the panels in as many columns as ``width`` holds (each at least ``PANEL_WIDTH`` and
-        its own minimum, so no panel is cut; one at least)."""
-        spacing = max(0, self.grid.horizontalSpacing())
-        need = max([PANEL_WIDTH, *(p.minimumSizeHint().width() for p in self.panels.values())]) + spacing
-        margins = self.grid.contentsMargins()
-        columns = max(1, min(MAX_COLUMNS, (width - margins.left() - margins.right() + spacing) // need))
-        if columns == self.columns:
-            return
-        self.columns = columns
-        for panel in self.panels.values():
-            self.grid.removeWidget(panel)
-        for i, name in enumerate(self.panels):
-            self.grid.addWidget(self.panels[name], i // columns, i % columns)
-        for c in range(MAX_COLUMNS):
-            self.grid.setColumnStretch(c, 1 if c < columns else 0)
-        self._room_for_panels()
-
-    def _panels_height(self, rows: int) -> int:
-        """The panels' area's height that shows ``rows`` rows of panels whole (each as tall as the tallest)."""
-        tallest = max((p.minimumSizeHint().height() for p in self.panels.values()), default=0)
-        margins = self.grid.contentsMargins()
-        return (rows * tallest + max(0, rows - 1) * max(0, self.grid.verticalSpacing())
-                + margins.top() + margins.bottom() + 2 * self.scroll_area.frameWidth())
-
-    def _panel_rows(self) -> int:
-        return -(-len(self.panels) // max(1, self.columns))
-
-    def _fit_overview(self) -> None:
-        """The overview as tall as its rows, no taller (one empty row when it has none): the room
-        for every panel whole comes first; then the overview keeps room for ``OVERVIEW_ROWS`` rows
-        (or as many as it has) and its other rows scroll."""
-        rows = self.overview.proxy.rowCount()
-        line = self.overview.table.verticalHeader().defaultSectionSize()
-        room = self.central.height() - self.central.layout().spacing() - self._every_panel - self.overview.height_for(0)
-        shown = max(min(rows, OVERVIEW_ROWS), min(rows, room // line), 1)
-        self.overview.setFixedHeight(self.overview.height_for(shown))
-
     def showEvent(self, event):
         super().showEvent(event)
         if not self._tuning_watched:  # from the first show on: the start-up's own visibility changes do not count
             self._tuning_watched = True
-            self.docks["tuning"].visibilityChanged.connect(self._tuning_shown)
-
-    def _tuning_shown(self, visible: bool) -> None:
-        """The tuning tab in front gets the height its plots need (the panels scroll meanwhile);
-        behind the other tabs again, it gives the panels back the room for one whole panel."""
-        self._tuning_in_front = visible
-        self._room_for_panels()
-        room_for_tuning(self, visible)
-
-    def _room_for_panels(self) -> None:
-        """The panels' area is at least as tall as the tallest panel (its header lines and
-        ``panel.TABLE_ROWS`` table rows): the bottom tabs give way first, except the tuning tab.
-        When the window has the height, the bottom tabs give way further (down to ``BOTTOM_MIN``)
-        so that every panel shows whole and the overview keeps ``OVERVIEW_ROWS`` rows."""
-        self.scroll_area.setMinimumHeight(0 if self._tuning_in_front else self._panels_height(1))
-        self._every_panel = self._panels_height(self._panel_rows())  # measured here, not at every overview update
-        self._fit_overview()
-        self.central.updateGeometry()  # the window's layout reads the new minimum now, before docks are resized
-        if self._tuning_in_front or not self.isVisible():
-            return
-        need = self.overview.height_for(OVERVIEW_ROWS) + self.central.layout().spacing() + self._every_panel
-        bottom = next((d for d in self.docks.values() if self.dockWidgetArea(d) == BOTTOM and d.isVisible()
-                       and not d.visibleRegion().isEmpty()), None)
-        short = need - self.central.height()
-        if bottom is not None and short > 0 and bottom.height() - short + TABS_HEIGHT >= BOTTOM_MIN:
-            self.resizeDocks([bottom], [bottom.height() - short], Qt.Orientation.Vertical)
+            self.docks["tuning"].visibilityChanged.connect(lambda visible: tuning_shown(self, visible))
 
     def resizeEvent(self, event):
         super().resizeEvent(event)
-        self._room_for_panels()
+        room_for_panels(self)
 
     def set_frozen(self, frozen: bool) -> None:
         self.frozen = frozen
@@ -328,7 +202,7 @@ class MainWindow(QMainWindow):
     def apply_config(self, config: RunConfig) -> None:
         recount = self.session is not None and config.counting != self.session.config.counting
         self.config = config
-        self._layout_panels(config.names)
+        layout_panels(self, config.names)
         restarted = []
         if recount:  # another key or weight: every count starts again, from the source's start
             self.open_source(self.source_panel.spec())
@@ -348,6 +222,7 @@ class MainWindow(QMainWindow):
         session = self.session
         snap = None if session is None else session.snapshot(lanes=LANES_PER_TICK)
         self.source_panel.show_state(snap)
+        self.params.show_running(next((lane.settings for lane in snap.lanes), None) if snap is not None else None)
         if snap is not None:
             if snap.state is State.STARTING:  # no lanes yet, or kernels compiling: say so in every panel
                 for name in self.panels.keys() - {lane.name for lane in snap.lanes}:
@@ -399,7 +274,9 @@ class MainWindow(QMainWindow):
         exact = {it.address: int(it.estimate) for it in top}
         if len(top) == distinct:  # every key is in the list: the others sent nothing
             exact.update({a: 0 for a in wanted - exact.keys()})
-        self.overview.show_rows(shown, exact, key_title(self.config.counting.key))
+        counting = self.config.counting
+        units = f"{counting.unit}-byte units" if counting.weight == "bytes" else "packets"  # as dptop.report says them
+        self.overview.show_rows(shown, exact, key_title(counting.key), units)
 
     def redraw_rate(self, seconds: float = 2.0) -> float:
         """Timer redraws per second over the last ``seconds``."""

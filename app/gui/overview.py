@@ -3,7 +3,8 @@ shown release), in the manner of ntopng's top hosts: per algorithm its private e
 mechanism's a-priori error (``status.detectable.error``, a public figure), and beside them the
 exact count over the session so far, for the operator only (never exported). Activating a row
 (double-click, Enter) opens that key's drill-down in the algorithm of the cell, or the first one
-that released it.
+that released it. Each algorithm's column says the span its figures cover (one epoch, the last w
+packets, the stream so far...), read from the span of the release it shows.
 """
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
+from dptop.engine.core.release import Span
 from dptop.gui.drilldown import compact_rows, filter_box
 from dptop.gui.models import SORT_ROLE, RowsModel, sorting_proxy
+from dptop.report import span_text
 
 OVERVIEW_ROWS = 3  # rows the overview keeps room for when it has that many (the window may give it more)
 
@@ -38,6 +41,28 @@ class OverviewRow:
     @property
     def best(self) -> float:
         return max((e.value for e in self.estimates if e is not None), default=0.0)
+
+
+def span_label(span: Span | None, units: str) -> str:
+    """What a column's figures cover, in a few words: ``one epoch of 10 s``, ``one epoch of 30,000
+    packets``, ``the last 20,000 packets``, ``the stream so far``, ``horizon 2``, ``the whole stream``
+    ('' before a release). The tooltip has the span itself (``report.span_text``)."""
+    if span is None:
+        return ""
+    known = span.start is not None and span.end is not None  # a live lane's positions stay out of the view
+    if span.kind == "epoch":
+        if span.t_start is not None and span.t_end is not None:
+            return f"one epoch of {span.t_end - span.t_start:g} s"
+        return f"one epoch of {span.end - span.start:,} {units}" if known else "one epoch"
+    if span.kind == "window":
+        return f"the last {span.end - span.start:,} {units}" if known else "the current window"
+    if span.kind == "prefix":
+        return "the stream so far"
+    if span.kind == "horizon":
+        return f"horizon {span.index}"
+    if span.kind == "stream":
+        return "the whole stream"
+    return span.kind
 
 
 def overview_rows(shown: dict, exact: dict[str, int]) -> tuple[tuple[str, ...], list[OverviewRow]]:
@@ -65,24 +90,31 @@ class OverviewModel(RowsModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.names: tuple[str, ...] = ()
+        self.spans: tuple[Span | None, ...] = ()  # per algorithm column, the span of the release it shows
+        self.units = "packets"
         self.key_title = "Source"
 
     @property
     def HEADERS(self):  # noqa: N802 - the base class's name
-        return (self.key_title, *self.names, "Exact (not private)")
+        labels = (span_label(s, self.units) for s in self.spans)
+        return (self.key_title, *(f"{n}: {label}" if label else n for n, label in zip(self.names, labels)),
+                "Exact (not private)")
 
     @property
     def TOOLTIPS(self):  # noqa: N802
         return ("The key as released by at least one private algorithm",
-                *(f"{n}: private estimate ± its a-priori error (the error at its detection limit, from the "
-                  f"parameters alone); the tooltip has the exact count over the same span" for n in self.names),
+                *(f"{n}: private estimate over {span_text(s, self.units) if s else 'its span'} ± its a-priori "
+                  f"error (the error at its detection limit, from the parameters alone); a cell's tooltip has "
+                  f"the exact count over the same span" for n, s in zip(self.names, self.spans)),
                 "Exact count over the session so far: NOT private, for the operator; never exported")
 
-    def set_rows(self, names: tuple[str, ...], rows: list[OverviewRow], key_title: str) -> None:
-        if names == self.names and rows == self._rows and key_title == self.key_title:
+    def set_rows(self, names: tuple[str, ...], rows: list[OverviewRow], key_title: str,
+                 spans: tuple[Span | None, ...] = (), units: str = "packets") -> None:
+        spans = spans or (None,) * len(names)
+        if (names, spans, units, key_title) == (self.names, self.spans, self.units, self.key_title) and rows == self._rows:
             return
         self.beginResetModel()
-        self.names, self._rows, self.key_title = names, list(rows), key_title
+        self.names, self._rows, self.key_title, self.spans, self.units = names, list(rows), key_title, spans, units
         self.endResetModel()
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
@@ -151,9 +183,11 @@ class OverviewPanel(QWidget):
                 + self.filter.sizeHint().height() + table.horizontalHeader().sizeHint().height()
                 + rows * table.verticalHeader().defaultSectionSize() + 2 * table.frameWidth())
 
-    def show_rows(self, shown: dict, exact: dict[str, int], key_title: str) -> None:
+    def show_rows(self, shown: dict, exact: dict[str, int], key_title: str, units: str = "packets") -> None:
+        """``shown``: name -> (release or None, its true counts or None, a-priori error or None)."""
         names, rows = overview_rows(shown, exact)
-        self.model.set_rows(names, rows, key_title)
+        spans = tuple(None if release is None else release.span for release, _, _ in shown.values())
+        self.model.set_rows(names, rows, key_title, spans, units)
 
     def drill(self, index) -> None:
         """Drill down on the row of ``index`` (a proxy index), in its column's algorithm if it has one."""

@@ -7,12 +7,14 @@ source that is not in the release.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHeaderView, QLabel, QSizePolicy, QSplitter, QTableView,
                                QVBoxLayout, QWidget)
 
@@ -96,12 +98,44 @@ def utility_text(truth) -> str:
     return f"vs exact over {over}: recall {recall} · precision {precision} · ARE {are}{tail}"
 
 
+class RankAxis(pg.AxisItem):
+    """The chart's left axis: the bars' ranks "#1".."#n", wide enough for the widest. When bars are
+    shorter than a line of text, every ``step``-th rank is labelled (#1, #3, #5...), so labels never
+    overlap; ``step`` follows the axis's height at every paint."""
+
+    def __init__(self):
+        super().__init__("left")
+        self.ranks = 0
+        metrics = QFontMetrics(self.style["tickFont"] or QFont())
+        self.line = metrics.height()  # px a label needs (pyqtgraph draws it 0.8 of this tall)
+        self.setStyle(tickTextWidth=metrics.horizontalAdvance(f"#{CHART_ROWS}") + 4, autoExpandTextSpace=False)
+        self.setWidth(self.style["tickTextWidth"] + max(0, self.style["tickLength"]) + self.style["tickTextOffset"][0] + 2)
+
+    def set_ranks(self, ranks: int) -> None:
+        if ranks != self.ranks:
+            self.ranks = ranks
+            self.picture = None  # pyqtgraph's cached drawing
+            self.update()
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802 - pyqtgraph's names
+        extent = abs(maxVal - minVal)  # the bars run downwards: the range comes inverted
+        if self.ranks == 0 or size <= 0 or extent == 0:
+            return []
+        step = max(1, math.ceil(self.line / (size / extent)))  # ranks one label's height spans
+        return [(step, [float(r) for r in range(1, self.ranks + 1, step)])]
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802
+        return [f"#{round(v)}" for v in values]
+
+
 class BarChart(pg.PlotWidget):
     """Horizontal bars: private estimate (colour) and true count (grey) per released item; the
     threshold τ as a dashed vertical line."""
 
     def __init__(self, private: bool = True, parent=None):
-        super().__init__(parent)
+        super().__init__(parent, axisItems={"left": RankAxis()})
+        left, _, right, bottom = self.getPlotItem().layout.getContentsMargins()  # room above the plot for half of #1's label
+        self.getPlotItem().layout.setContentsMargins(left, self.getAxis("left").line // 2 + 1, right, bottom)
         self.setMinimumHeight(120)
         self.setMenuEnabled(False)
         self.hideButtons()
@@ -112,14 +146,12 @@ class BarChart(pg.PlotWidget):
         self.truth = pg.BarGraphItem(x0=[0], y=[0], height=[0.38], width=[0], brush=pg.mkBrush(*TRUTH_BRUSH))
         self.addItem(self.truth)
         self.addItem(self.estimates)
-        self.tau = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((220, 60, 60), width=2, style=Qt.PenStyle.DashLine),
-                                   label="τ", labelOpts={"position": 0.05, "color": (220, 60, 60)})
+        # named by the legend below the chart: a "τ" on the line lay over the first bar or, above it, was clipped
+        self.tau = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((220, 60, 60), width=2, style=Qt.PenStyle.DashLine))
         self.addItem(self.tau)
         self.tau.hide()
-        self.getAxis("left").setStyle(tickTextWidth=26, autoExpandTextSpace=False)
-        self.getAxis("left").setWidth(30)
         self.setLabel("bottom", "count")  # the value axis (the table has the numbers)
-        self._ticks, self._tau, self._view = None, None, None
+        self._tau, self._view = None, None
         self.setMinimumWidth(CHART_MIN_WIDTH)
         self.show_rows([], None)  # the empty chart's range: ranks 1-3, counts 0-1 (not pyqtgraph's -0.2..0.2)
         self.setToolTip("Rows #1.. as in the table. Blue: estimate as released. Grey: true count over the same "
@@ -133,10 +165,7 @@ class BarChart(pg.PlotWidget):
         true = np.array([r.true if r.true is not None else 0 for r in rows], dtype=float)
         self.estimates.setOpts(x0=np.zeros(n), y=ranks - 0.2, height=0.38, width=est)
         self.truth.setOpts(x0=np.zeros(n), y=ranks + 0.2, height=0.38, width=true)
-        ticks = [(i + 1.0, f"#{i + 1}") for i in range(n)]
-        if ticks != self._ticks:  # setTicks is costly: only when the labels change
-            self._ticks = ticks
-            self.getAxis("left").setTicks([ticks])
+        self.getAxis("left").set_ranks(n)
         top = max([1.0, *est.tolist(), *true.tolist()])
         if threshold is not None and threshold > 0:
             if threshold != self._tau:

@@ -50,6 +50,21 @@ def format_extra(extra: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in extra.items())
 
 
+def running_epochs_text(applied: Settings, running: Settings | None) -> str:
+    """What the run on screen does with epochs where it differs from the applied Epoch field ('' where
+    it does not): a capture that does not end (a live interface, a looped stream) releases on epochs
+    of the public clock even when the field says "whole stream" (the session's own settings)."""
+    if running is None or (running.epoch_seconds, running.epoch_packets) == (applied.epoch_seconds,
+                                                                             applied.epoch_packets):
+        return ""
+    if running.epoch_seconds is not None:
+        why = "" if applied.epoch_seconds or applied.epoch_packets else " (a capture that does not end releases as it runs)"
+        return f"This run: epochs of {running.epoch_seconds:g} s of the public clock{why}"
+    if running.epoch_packets is not None:
+        return f"This run: epochs of {running.epoch_packets:,} packets"
+    return "This run: the whole stream"
+
+
 class ParametersPanel(QWidget):
     applied = Signal(object)  # RunConfig
     validity = Signal(bool)
@@ -100,6 +115,10 @@ class ParametersPanel(QWidget):
         epoch.addWidget(self.epoch_mode)
         epoch.addWidget(self.epoch_value)
         form.addRow("Epoch", epoch)
+        self.running_epochs = QLabel()  # what the session's clock does when the field does not say it
+        self.running_epochs.setWordWrap(True)
+        self.running_epochs.setVisible(False)
+        form.addRow("", self.running_epochs)
         form.addRow("Window w", self.window_w)
         form.addRow("γ (window)", self.gamma)
         form.addRow("Horizon T_max", self.horizon)
@@ -249,6 +268,14 @@ class ParametersPanel(QWidget):
         self.current = self.pending
         self.applied.emit(self.pending)
         return True
+
+    def show_running(self, running: Settings | None) -> None:
+        """Say under the Epoch field what the session on screen does with epochs (``running``: the
+        settings its lanes run with, None without a session or before its lanes are built)."""
+        text = running_epochs_text(self.current.settings, running)
+        if text != self.running_epochs.text():
+            self.running_epochs.setText(text)
+            self.running_epochs.setVisible(bool(text))
 
     def set_option(self, name: str, field: str, value) -> None:
         """Set one of ``name``'s own options (e.g. its k~ or window, ``config.PER_ALGORITHM``),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QTextDocument
+from PySide6.QtGui import QFontMetrics, QTextDocument
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from dptop.gui.elide import ElidedLabel
@@ -17,6 +17,9 @@ from dptop.monitor.explain import drops_of
 
 HISTORY = 600  # points kept per curve
 TABLE_MARGIN = 6  # px beside the throughput table's widest figures
+AXIS_TITLES = {"left": ("rate while busy", "busy rate"), "right": ("capture packets/s", "capture pkt/s", "pkt/s")}
+"""The throughput plot's side axes' titles, longest first: the plot shows the longest that fits its
+height, none when it is shorter still (the tooltip says what the axes are)."""
 
 
 class RingBuffer:
@@ -122,7 +125,7 @@ class ThroughputPlot(QWidget):
         super().__init__(parent)
         self.widget = pg.PlotWidget(axisItems={"left": SparseLogAxis("left")})
         self.widget.setLogMode(x=False, y=True)
-        self.widget.setLabel("left", "rate while busy")
+        self.widget.setLabel("left", AXIS_TITLES["left"][0])
         self.widget.getAxis("left").setWidth(70)  # fixed: changing tick text must not re-layout the plot
         self.widget.setLabel("bottom", "time", units="s")
         self.widget.showGrid(x=True, y=True, alpha=0.2)
@@ -135,13 +138,14 @@ class ThroughputPlot(QWidget):
         item.scene().addItem(self.capture_box)
         item.getAxis("right").setLogMode(False, False)  # the plot's log y is for the left axis only
         item.getAxis("right").linkToView(self.capture_box)
-        item.getAxis("right").setLabel("capture packets/s")
+        item.getAxis("right").setLabel(AXIS_TITLES["right"][0])
         item.getAxis("right").setWidth(60)
         self.capture_box.setXLink(item)
         self.capture_box.setYRange(0, 1)
         self.capture_curve = pg.PlotDataItem(pen=pg.mkPen((120, 120, 120), width=2, style=pg.QtCore.Qt.PenStyle.DotLine))
         self.capture_box.addItem(self.capture_curve)
         item.vb.sigResized.connect(lambda: self.capture_box.setGeometry(item.vb.sceneBoundingRect()))
+        item.vb.sigResized.connect(self._fit_titles)
         self.capture = RingBuffer()
         self.widget.setXRange(0, 60)  # idle: a minute of time and 1-1000 packets/CPU-s, not -0.2..0.2
         self.widget.setYRange(0, 3)
@@ -161,6 +165,21 @@ class ThroughputPlot(QWidget):
         layout.addWidget(self.info)
         layout.addLayout(row, 1)
         self.reset()
+
+    def _fit_titles(self) -> None:
+        """Each side axis titled with the longest of ``AXIS_TITLES`` that its height holds."""
+        for side, titles in AXIS_TITLES.items():
+            axis = self.widget.getAxis(side)
+            label = axis.label
+            blank = 2 * label.document().documentMargin()
+            metrics = QFontMetrics(label.font())
+            title = next((t for t in titles if metrics.horizontalAdvance(t) + blank <= axis.height()), "")
+            shown = axis.labelText if label.isVisible() else ""
+            if title != shown:
+                if title:
+                    axis.setLabel(title)
+                else:
+                    axis.showLabel(False)
 
     def _smooth(self, key: str, metric: str, x: float) -> float:
         return self._ewma.setdefault((key, metric), Ewma()).add(x)

@@ -1,0 +1,178 @@
+"""What the window's labels say and whether they can be read (offscreen): the chart's rank labels
+never overlap however short its bars are; the Parameters dock says on what epochs a capture that
+does not end releases (the session's own settings), not only "whole stream"; the overview's
+columns say the span their figures cover, read from each release's span; the throughput plot's
+axis titles are whole in the short plot a 1280x720 window gives it."""
+import os
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+from itertools import combinations
+
+import pytest
+from PySide6.QtCore import QRectF, QSettings, Qt
+from PySide6.QtGui import QImage, QPainter
+import pyqtgraph as pg
+from PySide6.QtWidgets import QApplication, QGraphicsTextItem, QLabel
+
+from dptop.gui.configs import default_config
+from dptop.engine.core.release import ReleasedItem, Release, Span
+from dptop.gui.main import MainWindow
+from dptop.gui.overview import OverviewPanel
+from dptop.gui.models import Row
+from dptop.gui.panel import CHART_ROWS, AlgorithmPanel, BarChart
+from dptop.gui.plots import ThroughputPlot
+from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec
+
+WARM = 180_000  # ms: a clean clone compiles the kernels first
+
+
+def drawn_labels(chart: BarChart) -> list:
+    """(rectangle, text) of every label the chart's rank axis draws now."""
+    axis = chart.getAxis("left")
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [(rect, text) for rect, _, text in specs[2]]
+
+
+@pytest.mark.parametrize("height", [130, 180, 260, 600])
+def test_rank_labels_never_overlap(qtbot, height):
+    """Twelve bars (the exact panel's full chart) in a chart from its minimum height up: no two
+    rank labels intersect; the first rank is always labelled, and a tall chart labels every rank."""
+    QApplication.instance() or QApplication([])
+    chart = BarChart(private=False)
+    qtbot.addWidget(chart)
+    chart.resize(320, height)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.show_rows([Row(i + 1, f"10.0.0.{i}", 1000.0 - 50 * i, 990 - 50 * i) for i in range(CHART_ROWS)], None)
+    QApplication.processEvents()
+    labels = drawn_labels(chart)
+    texts = [t for _, t in labels]
+    assert "#1" in texts, texts
+    for (a, ta), (b, tb) in combinations(labels, 2):
+        assert not a.intersects(b), (height, ta, a, tb, b)
+    axis, whole = chart.getAxis("left"), QRectF(chart.rect())
+    for rect, text in labels:  # none hangs over the chart's edge (a label is a line of text tall)
+        line = QRectF(rect.left(), rect.center().y() - axis.line / 2, rect.width(), axis.line)
+        assert whole.contains(axis.mapRectToScene(line)), (height, text, axis.mapRectToScene(line), whole)
+    if height >= 600:
+        assert texts == [f"#{i}" for i in range(1, CHART_ROWS + 1)]
+
+
+def dock_text(w: MainWindow) -> str:
+    """Every label the Parameters dock shows, with the epoch choice."""
+    labels = [lb.text() for lb in w.params.findChildren(QLabel) if lb.isVisibleTo(w.params) and lb.text()]
+    return "\n".join([w.params.epoch_mode.currentText(), *labels])
+
+
+@pytest.mark.parametrize("spec", [SourceSpec("synth", loop=True, rate=2_000, length=1 << 14),
+                                  SourceSpec("live", iface="lo")], ids=["looped", "live"])
+def test_the_parameters_dock_says_the_epochs_a_run_without_end_uses(qtbot, tmp_path, spec):
+    """The applied settings have no epochs ("whole stream"); a looped stream and a live capture run
+    on epochs of the public clock: the dock says so, with the session's epoch length."""
+    if spec.kind == "live" and os.geteuid() != 0:
+        pytest.skip("a live capture on the loopback interface needs root")
+    QApplication.instance() or QApplication([])
+    config = default_config()
+    assert config.settings.epoch_seconds is None and config.settings.epoch_packets is None
+    w = MainWindow(config, settings=QSettings(str(tmp_path / "dptop.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        assert "whole stream" in dock_text(w) and "public clock" not in dock_text(w)
+        w.open_source(spec)
+        qtbot.waitUntil(lambda: w.session.config.settings.epoch_seconds is not None, timeout=WARM)
+        seconds = w.session.config.settings.epoch_seconds
+        assert seconds == LIVE_EPOCH_SECONDS
+        qtbot.waitUntil(lambda: f"epochs of {seconds:g} s of the public clock" in dock_text(w), timeout=5000)
+        w.stop_source()
+        qtbot.waitUntil(lambda: not w.session.state.active, timeout=10_000)
+        assert f"epochs of {seconds:g} s of the public clock" in dock_text(w)  # the run on screen still is
+    finally:
+        w.close()
+
+
+def release(name: str, span: Span) -> Release:
+    return Release(name, span, (ReleasedItem(0, (0xFFFF << 32) | 0x7F000002, 900.0),))
+
+
+def headers(panel: OverviewPanel, role=Qt.ItemDataRole.DisplayRole) -> list[str]:
+    model = panel.table.model()
+    return [model.headerData(c, Qt.Orientation.Horizontal, role) for c in range(model.columnCount())]
+
+
+def test_overview_columns_say_the_span_of_their_figures(qtbot):
+    """An epoch of the public clock, a sliding window and a continual prefix side by side: each
+    column's header says what its figures cover and its tooltip the span itself, both read from
+    the release shown (another span, another header)."""
+    QApplication.instance() or QApplication([])
+    panel = OverviewPanel()
+    qtbot.addWidget(panel)
+    epoch = Span(30_000, 41_000, "epoch", 3, t_start=1_700_000_030.0, t_end=1_700_000_040.0)
+    shown = {"dpss": (release("dpss", epoch), None, 12.0),
+             "dpsw": (release("dpsw", Span(21_000, 41_000, "window")), None, 30.0),
+             "lazyhh": (release("lazyhh", Span(0, 41_000, "prefix")), None, None)}
+    panel.show_rows(shown, {}, "Source")
+    assert headers(panel)[1:4] == ["dpss: one epoch of 10 s", "dpsw: the last 20,000 packets",
+                                   "lazyhh: the stream so far"]
+    tips = headers(panel, Qt.ItemDataRole.ToolTipRole)
+    assert "epoch 3, 22:13:50-22:14:00 UTC" in tips[1]
+    assert "the last 20,000 packets (packets 21,000-41,000 of the stream)" in tips[2]
+    assert "packets 0-41,000 since the start" in tips[3]
+    shown["dpss"] = (release("dpss", Span(0, 4_000, "epoch", 0)), None, 12.0)  # epochs of packets
+    shown["dpsw"] = (release("dpsw", Span(0, 20_000, "window")), None, 30.0)
+    panel.show_rows(shown, {}, "Source", units="64-byte units")
+    assert headers(panel)[1:3] == ["dpss: one epoch of 4,000 64-byte units", "dpsw: the last 20,000 64-byte units"]
+    shown["dpsw"] = (None, None, 30.0)  # nothing released yet: the name alone
+    panel.show_rows(shown, {}, "Source")
+    assert headers(panel)[2] == "dpsw"
+
+
+@pytest.mark.parametrize("height", [130, 300])
+def test_no_text_inside_the_plot_over_the_bars_or_clipped(qtbot, height):
+    """A "τ" on the threshold line lay over the first bar, or above the plot where the plot clips
+    it: the plot holds no text; the legend beside the chart names the dashed line."""
+    QApplication.instance() or QApplication([])
+    panel = AlgorithmPanel("dpss", True)
+    qtbot.addWidget(panel)
+    chart = panel.chart
+    chart.resize(320, height)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.show_rows([Row(i + 1, f"10.0.0.{i}", 100.0 - 5 * i, 95 - 5 * i) for i in range(5)], 80.0)
+    QApplication.processEvents()
+    assert chart.tau.isVisible()
+    texts = [it for it in chart.getViewBox().allChildren() if isinstance(it, (pg.TextItem, QGraphicsTextItem))]
+    assert texts == [], texts
+    assert "threshold τ" in panel.legend.text()
+
+
+def titles_out_of(plot: pg.PlotWidget) -> list:
+    """(side, text rectangle) of each axis title of ``plot`` not wholly inside it."""
+    out = []
+    for side in ("left", "right", "bottom"):
+        title = plot.getAxis(side).label
+        m = title.document().documentMargin()  # blank around the text
+        text = title.mapRectToScene(title.boundingRect().adjusted(m, m, -m, -m))
+        if title.isVisible() and not QRectF(plot.rect()).contains(text):
+            out.append((side, text))
+    return out
+
+
+@pytest.mark.parametrize("height", [140, 300])
+def test_throughput_axis_titles_are_whole(qtbot, height):
+    """The throughput plot as short as at 1280x720 on a real display: its axes' titles lie inside
+    it (the right one, "capture packets/s", ran past the top)."""
+    QApplication.instance() or QApplication([])
+    th = ThroughputPlot()
+    qtbot.addWidget(th)
+    th.resize(900, height)
+    th.show()
+    qtbot.waitExposed(th)
+    QApplication.processEvents()
+    assert titles_out_of(th.widget) == []
