@@ -112,3 +112,15 @@ def test_the_lab_contract_catches_the_product_importing_the_lab(tmp_path):
     for chain in ("dptop.engine.single_release.dpss -> dptop.engine.lab.audit.cases",
                   "dptop.monitor.session -> dptop.lab.replaybench", "dptop.capture.live -> dptop.capture.lab.paced"):
         assert chain in broken, broken
+
+
+def test_the_algorithm_list_is_in_the_registry_order_whatever_was_imported_first():
+    """The window's parameter and tuning lists, ``dptop list`` and the matrix read ``registry.names()``;
+    a module imported early (a test, a view) used to put its algorithms first (lazy-cms before dpss)."""
+    def names(first: str) -> str:
+        code = f"import {first}\nfrom dptop.engine.core import registry\nprint(registry.names())"
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+    plain = names("dptop.engine.core.registry")
+    assert plain.startswith("['exact', 'spacesaving'")
+    assert names("dptop.engine.continual.lazysketch") == names("dptop.engine.local_dp.domain_schemes") == plain

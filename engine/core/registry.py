@@ -69,7 +69,10 @@ def _load() -> dict[str, type]:
 
 
 def names() -> list[str]:
-    return list(_load())
+    """Every name, in ``MODULES`` order (then each module's own), whatever module was imported first."""
+    registry = _load()
+    rank = {module: i for i, module in enumerate(MODULES)}
+    return sorted(registry, key=lambda name: rank.get(registry[name].__module__, len(MODULES)))
 
 
 def get(name: str) -> type:
