@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from dptop.monitor.sweep import Sweep, parse_values, settings_for
-from dptop.monitor.truth import Recording, Truth, prefix_count, resolve_span
+from dptop.monitor.recording import Recording, resolve_span
+from dptop.monitor.truth import Truth, prefix_count
 from dptop.capture.pcap import read_keys
 from dptop.engine.core.keys import KeyBatch, keys_from_addresses
 from dptop.engine.core.release import Release, ReleasedItem, Span

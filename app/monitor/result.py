@@ -18,7 +18,8 @@ from dptop.monitor.config import CountingChoice
 from dptop.monitor.explain import drops_of
 from dptop.monitor.ledger import Ledger
 from dptop.monitor.session import Session
-from dptop.monitor.truth import resolve_span, seen_keys, slice_truth
+from dptop.monitor.recording import resolve_span, seen_keys
+from dptop.monitor.truth import slice_truth
 
 TRUTH_RELEASES = 3
 """Releases per algorithm whose exact counts (over the packets each covers) the JSON carries: the
@@ -192,7 +193,7 @@ def shown_releases(kept: list, shown: list) -> list:
 
 def truth_json(session: Session, name: str, releases: list, scale: int, last: int = TRUTH_RELEASES) -> list[dict]:
     """Exact counts of the released labels over exactly the packets each of the ``last`` releases
-    covers and the lane saw (dptop.monitor.truth.resolve_span, seen_keys), in counted units times
+    covers and the lane saw (dptop.monitor.recording.resolve_span, seen_keys), in counted units times
     ``scale``: ``release`` (its index in ``releases``), ``packets`` (the span's packets the lane
     saw), ``unseen`` (those its full queue refused), ``counts`` (in release order), or a ``note``
     when the span is older than the truth's recording. Call once the session ended."""

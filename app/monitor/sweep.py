@@ -2,7 +2,7 @@
 
 For each value of one parameter (ε, k~ as a multiple of k, or the window w) and each repetition,
 a fresh instance of the algorithm reads the recorded packets; every release is compared with the
-exact answer over its own span (``truth.resolve_span`` / ``slice_truth``, the live panels' rules)
+exact answer over its own span (``recording.resolve_span`` / ``slice_truth``, the live panels' rules)
 and recall, precision and ARE are averaged. The instances never touch the live run; their
 outputs are for tuning and are not published anywhere.
 """
@@ -20,7 +20,8 @@ from dptop.engine.core.facts import NO_FACTS, Provenance, PublicFacts
 from dptop.engine.core.settings import PACKETS, Counting, Settings
 from dptop.engine.core.status import DetectionLimit
 
-from dptop.monitor.truth import Recording, resolve_span, slice_truth, utility_of
+from dptop.monitor.recording import Recording, resolve_span
+from dptop.monitor.truth import slice_truth, utility_of
 
 PARAMETERS = {"epsilon": "ε", "k_tilde": "k~ / k", "window": "window w"}
 DEFAULT_VALUES = {"epsilon": "0.1, 0.25, 0.5, 0.75, 0.9", "k_tilde": "1.5, 2, 4, 8", "window": "1000, 4000, 16000"}

@@ -1,6 +1,6 @@
 """The positions of the stream (the truth's, dptop.monitor.truth) a live lane did not see: the
 batches its full queue refused (dptop.monitor.fanout), kept as ranges so its exact comparison
-leaves them out (dptop.monitor.truth.seen_keys) and its own packet positions map to the stream's
+leaves them out (dptop.monitor.recording.seen_keys) and its own packet positions map to the stream's
 (``Unseen.position``, for count-based spans)."""
 from __future__ import annotations
 
