@@ -24,3 +24,17 @@ def shared_pcaps() -> Path:
         pytest.skip(f"needs the larger collection of real captures (a pcaps/ folder at {SHARED_PCAPS}), "
                     "which is not part of the repository")
     return SHARED_PCAPS
+
+
+LONGEST_FIRST = ("test_gui_sessions.py", "test_cluster_live.py", "test_capture_live.py", "test_monitor_audit.py",
+                 "test_capture_linear.py", "test_json_schemas.py", "test_product_matrix.py", "test_cli_robustness.py",
+                 "test_audit.py", "test_feed_server.py", "test_capture_lines.py", "test_cluster_trust.py",
+                 "test_gui_screenshot.py", "test_cluster_partial.py", "test_monitor_stress.py")
+"""The test files that take longest (wall time, most of it waiting on live links, paced clocks and
+subprocesses), handed out first: ``make test`` gives each worker whole files, and one of these
+started last would keep a worker busy after the others are done."""
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
