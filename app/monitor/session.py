@@ -234,12 +234,12 @@ class Session:
                 return False
             if build:
                 self.fanout.lanes = {n: self._lane(n) for n in self.config.names}
-        while not all(lane.ready for lane in self.lanes.values()):
+        while waiting := [lane for lane in self.lanes.values() if not lane.ready]:
             if self._stopping.is_set():
                 return False
             if compiles() > before:
                 self.life.phase = COMPILING
-            time.sleep(0.02)
+            waiting[0].worker.wait_warmed(0.02)
         self.life.phase = ""
         return True
 

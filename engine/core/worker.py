@@ -285,6 +285,7 @@ class Worker:
             alg.warm_up()
             with self.lock:
                 self.ready = True
+                self._room.notify_all()
             while True:
                 item = self._next()
                 if item is _STOP:
@@ -338,6 +339,11 @@ class Worker:
         """The kernels are compiled (or loaded from the cache) and the thread takes batches, or it ended."""
         with self.lock:
             return self.ready or self.done
+
+    def wait_warmed(self, timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds for ``warmed``; whether it is."""
+        with self._room:
+            return self._room.wait_for(lambda: self.ready or self.done, timeout)
 
     def releases(self) -> list[Release]:
         """The releases still held (the last ``history``; a copy)."""
