@@ -18,7 +18,8 @@ from PySide6.QtCore import QSettings
 
 from dptop.capture.pcap import read_keys
 from dptop.engine.core.keys import decode_key
-from dptop.gui.main import DEMO_SPEED, MainWindow, demo_config
+from dptop.gui.configs import DEMO_SPEED, demo_config
+from dptop.gui.main import MainWindow
 from dptop.monitor.config import SourceSpec
 from dptop.monitor.session import Session
 from dptop.resources import DEMO_CAPTURE

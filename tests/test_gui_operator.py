@@ -18,7 +18,8 @@ from dptop.engine.core.metrics import Utility
 from dptop.engine.core.release import Release, ReleasedItem, Span
 from dptop.engine.core.settings import Settings
 from dptop.gui.elide import ElidedLabel
-from dptop.gui.main import MainWindow, default_config, demo_config
+from dptop.gui.configs import demo_config
+from dptop.gui.main import MainWindow, default_config
 from dptop.gui.models import utility_values
 from dptop.gui.panel import detectable_text, utility_text
 from dptop.gui.plots import ThroughputPlot, UtilityPlot

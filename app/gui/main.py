@@ -21,8 +21,7 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QToolBar
 
 from dptop.gui.budget import BudgetPanel
-from dptop.gui.configs import (DEMO_SPEED, config_from_json, config_to_json, default_config,  # noqa: F401 (re-exported)
-                               demo_config, preview_ledger)
+from dptop.gui.configs import config_from_json, config_to_json, default_config, preview_ledger
 from dptop.gui.docks import build_docks, first_proportions
 from dptop.gui.drilldown import key_title, open_drilldown
 from dptop.gui.export import export_csv, export_json, save_png

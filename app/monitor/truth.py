@@ -29,7 +29,7 @@ from dptop.engine.baselines.exact import ExactCounter
 from dptop.engine.core.keys import KEY_DTYPE, KeyBatch
 from dptop.engine.core.metrics import Utility, average_relative_error, precision, recall
 from dptop.engine.core.release import Release
-from dptop.monitor.recording import Recording, keys_between, resolve_span, seen_keys
+from dptop.monitor.recording import Recording, keys_between, resolve_span
 from dptop.monitor.unseen import Unseen
 
 ANCHOR_IDLE_SECONDS = 5.0  # drop a prefix counter nobody asked about for this long
