@@ -59,9 +59,9 @@ SNAP_LENGTH = 256
 header (Ethernet with two VLAN tags, 802.11 with radiotap, a tunnel's), an IPv6 header with its
 extension headers and the transport ports, which is every header any key kind reads
 (engine/core/keykinds.py). Applied as the return value of the socket's BPF program, as libpcap does."""
-DRAIN_SECONDS = 1.0
-"""At the end of a capture, how long it waits for the kernel to hand over a block of frames it
-delivered (ten block timeouts, ``ring.RETIRE_MS``) before it counts them as dropped."""
+DRAIN_SECONDS = 10 * rg.RETIRE_MS / 1000
+"""At the end of a capture, how long it waits for the kernel to hand over another block of the
+frames it delivered (ten of the ring's block timeouts) before it counts those unread as dropped."""
 DRAIN_POLL = 0.005
 WATCH_SECONDS = 0.5
 """How often the capture looks at its interface (up, down, gone) while packets flow."""
@@ -149,7 +149,7 @@ class LiveCapture(Source):
         self.mode = "ring" if self._ring is not None else "recv"
         if self._ring is not None:  # recv takes a frame's length from the bytes it reads: no snap there
             _attach_snap(self._sock.ins, iface, bpf)
-            _socket_stats(self._sock.ins)  # from here on every frame delivered goes to the ring
+            self._kernel_drops += _discard_queued(self._sock.ins)  # delivered before the ring was set
 
     # ----- Source hooks ----------------------------------------------------------------
     def _counters(self) -> dict:
@@ -169,7 +169,9 @@ class LiveCapture(Source):
     def _close(self) -> None:
         with self._fd_lock:
             self._closed = True
-            if self._ring is not None:
+            if self._ring is not None:  # frames delivered and never read (a stop before the worker ran)
+                self._read_stats()
+                self._kernel_drops += max(self._unread(), 0)
                 self._ring.close()
             self._sock.close()
             os.close(self._wake_r)
@@ -239,6 +241,10 @@ class LiveCapture(Source):
         self._read_stats()
         return reusable
 
+    def _unread(self) -> int:
+        """Frames the kernel put in the ring and the worker has not read (as of the last stats read)."""
+        return self._delivered - self._frames - self._kernel_drops
+
     def _read_stats(self) -> None:
         delivered, drops = _socket_stats(self._sock.ins)
         self._delivered += delivered
@@ -272,12 +278,12 @@ class LiveCapture(Source):
         frames (a filter that keeps none), then the ring is read until the frames read and those the
         kernel dropped reach the kernel's count of frames delivered, the last block when the kernel
         hands it over (``ring.RETIRE_MS`` after its first frame). Frames still unread once no block
-        came for ``DRAIN_SECONDS`` are counted as the kernel's drops."""
+        came for ``DRAIN_SECONDS`` are counted as the kernel's drops when the socket closes."""
         ring = self._ring
         _attach_program(self._sock.ins, [(BPF_RET_K, 0, 0, 0)])
         self._read_stats()
         waited = time.monotonic()
-        while (unread := self._delivered - self._frames - self._kernel_drops) > 0:
+        while self._unread() > 0:
             n, packets, frames, blocks = ring.walk(*rows, 0, self.linktype, self._counts)
             self._packets += packets
             self._frames += frames
@@ -287,8 +293,7 @@ class LiveCapture(Source):
                     rows = output_rows(cap)
                 continue
             if time.monotonic() - waited >= DRAIN_SECONDS:
-                self._kernel_drops += unread
-                break
+                break  # ``_close`` counts what is still unread
             time.sleep(DRAIN_POLL)
             self._read_stats()
 
@@ -394,6 +399,20 @@ def _ignore_outgoing(sock: socket.socket) -> None:
         sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
     except OSError:
         pass  # kernel < 4.20: the ring walk also skips PACKET_OUTGOING frames
+
+
+def _discard_queued(sock: socket.socket) -> int:
+    """Read and discard the frames the kernel queued on the socket before its ring was set (the
+    kernel counts them as delivered; they are not in the ring); returns how many."""
+    n = 0
+    while True:
+        try:
+            sock.recv(1, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return n
+        except OSError:  # the interface went away: its pending error was read
+            return n
+        n += 1
 
 
 def _socket_stats(sock: socket.socket) -> tuple[int, int]:
