@@ -17,8 +17,9 @@ coming in); outgoing copies are ignored there, as libpcap does. The socket's BPF
 ``SNAP_LENGTH`` bytes of a frame (every header a key kind reads), so the ring (dptop.capture.ring,
 sized in time) holds many frames. Kernel drops come from ``PACKET_STATISTICS``; ``stop()`` wakes the
 worker at once through a self-pipe, and the worker then reads the ring until every frame the kernel
-delivered to the socket before the stop is read or counted as dropped (``LiveCapture._drain``). The interface is watched: its going down, coming back up (with
-the gap) and disappearing (deleted or replaced, which ends the capture) become ``InterfaceEvent``s in
+delivered to the socket before the stop is read (``LiveCapture._drain``); a frame delivered and never
+read counts as a kernel drop. The interface is watched: its going down, coming back up (with the
+gap) and disappearing (deleted or replaced, which ends the capture) become ``InterfaceEvent``s in
 the stats; the socket's pending error is read, so a dead interface never keeps ``select`` ready.
 While paused the worker keeps draining the socket and
 counts what it discards as skipped "captured while paused" (not as kernel drops).
