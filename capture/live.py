@@ -16,8 +16,10 @@ Batches carry source and destination keys, time stamps and wire lengths (ring: t
 coming in); outgoing copies are ignored there, as libpcap does. The socket's BPF program keeps
 ``SNAP_LENGTH`` bytes of a frame (every header a key kind reads), so the ring (dptop.capture.ring,
 sized in time) holds many frames. Kernel drops come from ``PACKET_STATISTICS``; ``stop()`` wakes the
-worker at once through a self-pipe. The interface is watched: its going down, coming back up (with
-the gap) and disappearing (deleted or replaced, which ends the capture) become ``InterfaceEvent``s in
+worker at once through a self-pipe, and the worker then reads the ring until every frame the kernel
+delivered to the socket before the stop is read (``LiveCapture._drain``); a frame delivered and never
+read counts as a kernel drop. The interface is watched: its going down, coming back up (with the
+gap) and disappearing (deleted or replaced, which ends the capture) become ``InterfaceEvent``s in
 the stats; the socket's pending error is read, so a dead interface never keeps ``select`` ready.
 While paused the worker keeps draining the socket and
 counts what it discards as skipped "captured while paused" (not as kernel drops).
@@ -58,6 +60,10 @@ SNAP_LENGTH = 256
 header (Ethernet with two VLAN tags, 802.11 with radiotap, a tunnel's), an IPv6 header with its
 extension headers and the transport ports, which is every header any key kind reads
 (engine/core/keykinds.py). Applied as the return value of the socket's BPF program, as libpcap does."""
+DRAIN_SECONDS = 10 * rg.RETIRE_MS / 1000
+"""At the end of a capture, how long it waits for the kernel to hand over another block of the
+frames it delivered (ten of the ring's block timeouts) before it counts those unread as dropped."""
+DRAIN_POLL = 0.005
 WATCH_SECONDS = 0.5
 """How often the capture looks at its interface (up, down, gone) while packets flow."""
 ARPHRD_LINKTYPE = {1: 1, 772: 1, 0xFFFE: 101, 512: 101, 776: 101, 778: 101, 519: 101, 768: 101,
@@ -116,6 +122,8 @@ class LiveCapture(Source):
         self.flush_interval, self.count, self.duration = flush_interval, count, duration
         self._packets = 0
         self._kernel_drops = 0
+        self._delivered = 0  # frames the kernel put on the socket: written to the ring or dropped
+        self._frames = 0  # frames read from the ring's blocks (outgoing copies included)
         self._while_paused = 0
         self._counts = np.zeros(N_REASONS, np.int64)
         self._closed = False
@@ -142,6 +150,7 @@ class LiveCapture(Source):
         self.mode = "ring" if self._ring is not None else "recv"
         if self._ring is not None:  # recv takes a frame's length from the bytes it reads: no snap there
             _attach_snap(self._sock.ins, iface, bpf)
+            self._kernel_drops += _discard_queued(self._sock.ins)  # delivered before the ring was set
 
     # ----- Source hooks ----------------------------------------------------------------
     def _counters(self) -> dict:
@@ -161,7 +170,9 @@ class LiveCapture(Source):
     def _close(self) -> None:
         with self._fd_lock:
             self._closed = True
-            if self._ring is not None:
+            if self._ring is not None:  # frames delivered and never read (a stop before the worker ran)
+                self._read_stats()
+                self._kernel_drops += max(self._unread(), 0)
                 self._ring.close()
             self._sock.close()
             os.close(self._wake_r)
@@ -228,8 +239,17 @@ class LiveCapture(Source):
                 batch = KeyBatch(batch.keys.copy(), batch.ts_ns.copy(), batch.dst.copy(), batch.length.copy(),
                                  flow=batch.flow.copy())
             self._emit(batch)
-        self._kernel_drops += _kernel_drops(self._sock.ins)
+        self._read_stats()
         return reusable
+
+    def _unread(self) -> int:
+        """Frames the kernel put in the ring and the worker has not read (as of the last stats read)."""
+        return self._delivered - self._frames - self._kernel_drops
+
+    def _read_stats(self) -> None:
+        delivered, drops = _socket_stats(self._sock.ins)
+        self._delivered += delivered
+        self._kernel_drops += drops
 
     def _run_ring(self) -> None:
         ring = self._ring
@@ -238,8 +258,9 @@ class LiveCapture(Source):
         while not self._over():
             n, first = 0, None
             while not self._over():
-                n, packets, blocks = ring.walk(*rows, n, self.linktype, self._counts)
+                n, packets, frames, blocks = ring.walk(*rows, n, self.linktype, self._counts)
                 self._packets += packets
+                self._frames += frames
                 if n and first is None:
                     first = time.monotonic()
                 if n >= self.batch_size or cap - n < ring.max_frames_per_block:
@@ -251,6 +272,31 @@ class LiveCapture(Source):
                     self._wait(max(left, 0.0))
             if not self._hand_over(rows, n):
                 rows = output_rows(cap)
+        self._drain(rows, cap)
+
+    def _drain(self, rows, cap: int) -> None:
+        """At the end, account for every frame the kernel put on the socket: it first stops taking
+        frames (a filter that keeps none), then the ring is read until the frames read and those the
+        kernel dropped reach the kernel's count of frames delivered, the last block when the kernel
+        hands it over (``ring.RETIRE_MS`` after its first frame). Frames still unread once no block
+        came for ``DRAIN_SECONDS`` are counted as the kernel's drops when the socket closes."""
+        ring = self._ring
+        _attach_program(self._sock.ins, [(BPF_RET_K, 0, 0, 0)])
+        self._read_stats()
+        waited = time.monotonic()
+        while self._unread() > 0:
+            n, packets, frames, blocks = ring.walk(*rows, 0, self.linktype, self._counts)
+            self._packets += packets
+            self._frames += frames
+            if blocks:
+                waited = time.monotonic()
+                if not self._hand_over(rows, n):
+                    rows = output_rows(cap)
+                continue
+            if time.monotonic() - waited >= DRAIN_SECONDS:
+                break  # ``_close`` counts what is still unread
+            time.sleep(DRAIN_POLL)
+            self._read_stats()
 
     def _run_recv(self) -> None:
         sock = self._sock
@@ -320,6 +366,11 @@ def _attach_snap(sock: socket.socket, iface: str, bpf: str | None) -> None:
         program = [(i.code, i.jt, i.jf, min(i.k, SNAP_LENGTH) if i.code == BPF_RET_K and i.k else i.k)
                    for i in compiled.bf_insns[:compiled.bf_len]]
         free_filter(compiled)
+    _attach_program(sock, program)
+
+
+def _attach_program(sock: socket.socket, program: list[tuple[int, int, int, int]]) -> None:
+    """Set ``program`` (classic BPF instructions ``(code, jt, jf, k)``) as the socket's filter."""
     code = (ctypes.c_uint8 * (8 * len(program))).from_buffer_copy(
         b"".join(struct.pack("HBBI", *insn) for insn in program))
     sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, struct.pack("HL", len(program), ctypes.addressof(code)))
@@ -351,13 +402,30 @@ def _ignore_outgoing(sock: socket.socket) -> None:
         pass  # kernel < 4.20: the ring walk also skips PACKET_OUTGOING frames
 
 
-def _kernel_drops(sock: socket.socket) -> int:
-    """Drops since the last call (PACKET_STATISTICS resets on read); 0 where unsupported."""
+def _discard_queued(sock: socket.socket) -> int:
+    """Read and discard the frames the kernel queued on the socket before its ring was set (the
+    kernel counts them as delivered; they are not in the ring); returns how many."""
+    n = 0
+    while True:
+        try:
+            sock.recv(1, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return n
+        except OSError:  # the interface went away: its pending error was read
+            return n
+        n += 1
+
+
+def _socket_stats(sock: socket.socket) -> tuple[int, int]:
+    """``(delivered, dropped)`` since the last call (PACKET_STATISTICS resets on read): the frames
+    the kernel put on the socket (TPACKET_V3 counts those it dropped in both) and those it dropped
+    because the ring was full; ``(0, 0)`` where unsupported."""
     try:
         raw = sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 12)
     except OSError:
-        return 0
-    return struct.unpack("II", raw[:8])[1]
+        return 0, 0
+    delivered, dropped = struct.unpack("II", raw[:8])
+    return delivered, dropped
 
 
 def warm_up() -> None:

@@ -32,7 +32,8 @@ _NS = np.int64(1_000_000_000)
 @hot
 def walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, linktype, skip_outgoing, counts):
     """Consume ready blocks from block ``cur[0]`` on while their frames fit in ``keys``; the
-    outputs are ``linklayer.output_rows``. Returns ``(n_out, packets, blocks)``."""
+    outputs are ``linklayer.output_rows``. Returns ``(n_out, packets, frames, blocks)``: ``packets``
+    the frames read, ``frames`` those and the outgoing copies skipped (every frame the blocks held)."""
     if linktype == 1:  # an Ethernet-only copy of the loop (linklayer.frame_addresses)
         return _walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, linktype,
                           skip_outgoing, counts, True)
@@ -45,6 +46,7 @@ def _walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, li
                counts, ether_only):
     n_max = len(keys)
     packets = 0
+    frames = 0
     blocks = 0
     while blocks < n_blocks:
         b = cur[0] * block_size
@@ -54,6 +56,7 @@ def _walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, li
         if n_max - n_out < num:
             break
         off = b + u32(ring, b + 16, False)
+        frames += num
         for _ in range(num):
             if not (skip_outgoing and ring[off + 58] == PACKET_OUTGOING):
                 packets += 1
@@ -71,7 +74,7 @@ def _walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, li
             ring[b + 8 + i] = 0
         cur[0] = (cur[0] + 1) % n_blocks
         blocks += 1
-    return n_out, packets, blocks
+    return n_out, packets, frames, blocks
 
 
 BLOCK_SIZE = 1 << 21
