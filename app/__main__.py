@@ -1,4 +1,4 @@
 """``python -m dptop``: the same as the ``dptop`` command."""
-from dptop.cli import main
+from dptop.entry import main
 
 raise SystemExit(main())
