@@ -138,7 +138,7 @@ def add_subcommands(sub, capture_defaults) -> None:
     p.add_argument("--runs", type=ranged(RUNS), default=2000, help="runs per neighbouring stream (default 2000)")
     p.add_argument("--cells", type=nonempty("--cells"), default=None, metavar="TEXT",
                    help="--product: only the cells whose label (surface/algorithm/key/weight/neighbour/path) "
-                        "contains TEXT (default: every cell)")
+                        "contains TEXT or matches it as a pattern, e.g. 'timing/*/default' (default: every cell)")
     p.add_argument("--jobs", type=ranged(JOBS), default=1,
                    help="--product: cells run at once, each in a process of its own (default 1)")
     p.add_argument("--confidence", type=ranged(CONFIDENCE), default=0.95,

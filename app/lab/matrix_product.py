@@ -210,12 +210,15 @@ class Product:
                 time.sleep(0.002)
             n = len(session.releases(cell.algorithm))
             instants += [time.monotonic()] * (n - seen)
+            facts = stated_facts(self.view(session, "audit")) if not session.error else {}
         finally:
             session.close(5.0)
         if session.error:
             raise RuntimeError(f"the paced replay of {path.name} failed: {session.error}")
         quantum = 1.0 / self.speed / 2
-        return {f"release {i} instant": round((t - instants[0]) / quantum) for i, t in enumerate(instants)}
+        # served beside /releases, whose view names the public facts (a file's span moves the grid)
+        return {**{f"release {i} instant": round((t - instants[0]) / quantum) for i, t in enumerate(instants)},
+                **facts}
 
 
 def sequential_cost(sessions) -> float:

@@ -26,6 +26,7 @@ it, the same line on both sides).
 """
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import multiprocessing
 import tempfile
@@ -105,14 +106,19 @@ def _shown(verdict: Verdict, progress) -> Verdict:
     return verdict
 
 
+def picked(cell: Cell, only: str | None) -> bool:
+    """``cell`` is selected by ``only``: its label contains it or matches it as a shell pattern."""
+    return only is None or only in cell.label() or fnmatch.fnmatchcase(cell.label(), only)
+
+
 def audit_product(quick: bool, runs: int = 3, only: str | None = None, jobs: int = 1) -> int:
     """``dptop audit --product``: the matrix's table (one row per cell), then each broken variant
     on its cell; exit 1 when a real cell shows a violation or a broken variant goes unreported.
-    ``only``: the cells whose label contains it, and the broken variants on such a cell."""
+    ``only``: the cells it picks (``picked``), and the broken variants on such a cell."""
     t0 = time.perf_counter()
-    selected = [cell for cell in cells(quick) if only is None or only in cell.label()]
+    selected = [cell for cell in cells(quick) if picked(cell, only)]
     verdicts = run_matrix(selected, runs, progress=lambda row: print(row, flush=True), jobs=jobs)
-    broken = {name: (variant, cell) for name, (variant, cell) in BROKEN.items() if only is None or only in cell.label()}
+    broken = {name: (variant, cell) for name, (variant, cell) in BROKEN.items() if picked(cell, only)}
     print("broken variants:")
     missed = []
     for name, (variant, cell) in broken.items():
