@@ -115,10 +115,10 @@ def test_timeout_sigint_as_in_the_readme(tmp_path):
 
 def test_ctrl_c_while_the_command_loads_ends_in_one_line():
     """The command line loads numba and numpy first (about half a second): a Ctrl-C then printed a
-    KeyboardInterrupt traceback. Signals land at several instants of the load (from 0.1 s: before
+    KeyboardInterrupt traceback. Signals land at several instants of the load (from 0.15 s: before
     that the interpreter itself is starting, outside any code of ours)."""
     command = os.path.join(os.path.dirname(sys.executable), "dptop")
-    for delay in (0.1, 0.2, 0.35, 0.5):
+    for delay in (0.15, 0.25, 0.35, 0.5):
         proc = subprocess.Popen([command, "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)

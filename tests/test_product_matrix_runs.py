@@ -57,9 +57,7 @@ def test_a_key_switch_is_checked_in_the_measure_of_its_algorithm():
 def test_a_paced_replay_names_the_time_range_its_grid_assumes():
     """Without a declared range the grid is the file's span: a packet added after the last one adds
     an epoch, which the view names as an assumed fact (NOT covered); the timing surface reported it
-    as a violation until it read the facts served beside /metrics. On the declared range the
-    arrival-release variant is still caught."""
+    as a violation until it read the facts served beside /metrics (the arrival-release variant, on the
+    declared range, is caught in test_product_matrix.py)."""
     verdict = run_cell(Cell("timing", "dpss", neighbour="added-end", path="default"), runs=2)
     assert not verdict.violation and verdict.facts == ("time_range",), verdict.row()
-    variant, cell = BROKEN["arrival-release"]
-    assert run_cell(cell, runs=2, product=variant()).violation
