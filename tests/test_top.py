@@ -1,5 +1,6 @@
 """``dptop top``: the terminal view, driven by Textual's headless pilot at 80x24 and once for real
-under tmux (capture-pane)."""
+under tmux (capture-pane), each run on a tmux server of its own (-L): the next test's
+new-session raced the default server still exiting after the last kill-session."""
 from __future__ import annotations
 
 import asyncio
@@ -115,13 +116,13 @@ def test_under_tmux_80x24(tmp_path):
     dptop = [sys.executable, "-m", "dptop", "top", str(DEMO_CAPTURE), "--speed", "10", *DEMO_ARGS]
     # Textual draws on stderr: a crash leaves its traceback on the pane, which the asserts read
     command = " ".join(f"'{a}'" for a in dptop) + f"; echo exit $? > {tmp_path / 'rc'}; sleep 5"
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "80", "-y", "24", command], check=True)
+    subprocess.run(["tmux", "-L", name, "new-session", "-d", "-s", name, "-x", "80", "-y", "24", command], check=True)
     try:
         screen = ""
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             time.sleep(0.5)
-            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True,
+            screen = subprocess.run(["tmux", "-L", name, "capture-pane", "-p", "-t", name], capture_output=True,
                                     text=True).stdout
             if "24.132.150.54" in screen and "dpss · epoch" in screen:
                 break
@@ -129,13 +130,13 @@ def test_under_tmux_80x24(tmp_path):
         assert "dpss · epoch" in screen and "exact, NOT private" in screen, screen
         assert "budget, all panels" in screen and "q quit" in screen, screen
         assert len(lines) <= 24 and max(map(len, lines)) <= 80, screen
-        subprocess.run(["tmux", "send-keys", "-t", name, "q"], check=True)
+        subprocess.run(["tmux", "-L", name, "send-keys", "-t", name, "q"], check=True)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not (tmp_path / "rc").exists():
             time.sleep(0.2)
         assert (tmp_path / "rc").read_text().strip() == "exit 0", "dptop top did not quit cleanly on q"
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True)
 
 
 @pytest.mark.live
@@ -148,10 +149,10 @@ def test_live_on_lo_under_tmux_shows_the_top_source_within_15_s(tmp_path):
     port = 40000 + os.getpid() % 20000
     dptop = [sys.executable, "-m", "dptop", "top", "--iface", "lo", "--bpf", f"udp dst port {port}"]
     command = " ".join(f"'{a}'" for a in dptop) + "; sleep 5"
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "80", "-y", "24", command], check=True)
+    subprocess.run(["tmux", "-L", name, "new-session", "-d", "-s", name, "-x", "80", "-y", "24", command], check=True)
 
     def pane() -> str:
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+        return subprocess.run(["tmux", "-L", name, "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
 
     sender = None
     try:
@@ -172,9 +173,9 @@ def test_live_on_lo_under_tmux_shows_the_top_source_within_15_s(tmp_path):
     finally:
         if sender is not None:
             sender.kill()
-        subprocess.run(["tmux", "send-keys", "-t", name, "q"], capture_output=True)
+        subprocess.run(["tmux", "-L", name, "send-keys", "-t", name, "q"], capture_output=True)
         time.sleep(1)
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True)
 
 
 def test_cli_top_needs_one_source_and_a_terminal(capsys):
