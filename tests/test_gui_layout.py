@@ -229,7 +229,7 @@ def test_status_lines_are_whole(qtbot, window, size):
 def test_legends_beside_the_bars_and_sensible_idle_ranges(window):
     """Finding 6: the legend covered bars 3-5; an idle chart showed -0.2..0.2."""
     for p in window.panels.values():
-        assert p.chart.plotItem.legend is None and "exact count" in p.legend.text()
+        assert p.chart.plotItem.legend is None and "exact&nbsp;count" in p.legend.text()
         assert rect_in(window, p.legend).top() >= rect_in(window, p.chart).bottom()
     idle = AlgorithmPanel("dpss", True)
     (x0, x1), (y0, y1) = idle.chart.viewRange()

@@ -33,12 +33,13 @@ KEY_MIN_WIDTH = 104  # "255.255.255.255" in the default font; longer keys elide,
 
 
 def legend_html(private: bool) -> str:
-    """The chart's legend, drawn beside it (never over a bar)."""
+    """The chart's legend, drawn beside it (never over a bar). A narrow chart wraps it between its
+    entries only: a break inside one ("exact" / "count") drew the next swatch over the text."""
     def swatch(rgb, text):
         return f"<span style='background-color: rgb{rgb[:3]}'>&nbsp;&nbsp;&nbsp;</span>&nbsp;{text}"
-    tau = "<span style='color: rgb(220,60,60)'><b>┆</b>&nbsp;threshold τ</span>"
-    return "&nbsp;&nbsp;".join((swatch(ESTIMATE_BRUSH, "private estimate" if private else "estimate"),
-                                swatch(TRUTH_BRUSH, "exact count"), tau))
+    tau = "<span style='color: rgb(220,60,60)'><b>┆</b>&nbsp;threshold&nbsp;τ</span>"
+    return "&nbsp; ".join((swatch(ESTIMATE_BRUSH, "private&nbsp;estimate" if private else "estimate"),
+                           swatch(TRUTH_BRUSH, "exact&nbsp;count"), tau))
 
 
 def guarantee_lines(g) -> list:
@@ -150,7 +151,8 @@ class BarChart(pg.PlotWidget):
         self.tau = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((220, 60, 60), width=2, style=Qt.PenStyle.DashLine))
         self.addItem(self.tau)
         self.tau.hide()
-        self.setLabel("bottom", "count")  # the value axis (the table has the numbers)
+        # the value axis carries no title: the legend below names the bars, and a title under a short
+        # chart was drawn over the legend's first line (1600x1000, two panels a row)
         self._tau, self._view = None, None
         self.setMinimumWidth(CHART_MIN_WIDTH)
         self.show_rows([], None)  # the empty chart's range: ranks 1-3, counts 0-1 (not pyqtgraph's -0.2..0.2)
