@@ -58,6 +58,17 @@ def seconds_to_read(path, reads: int = 1) -> float:
     return best
 
 
+def alternating(paths: dict, rounds: int) -> dict:
+    """The best time of each file over ``rounds`` rounds that read every file once, in turn: a stretch
+    of contention (the other suite workers, a busy sibling hyperthread) then slows both sizes, not one
+    (the small file read first and the large one after measured 9.1x in CI, 3.95x alone)."""
+    best = {n: float("inf") for n in paths}
+    for _ in range(rounds):
+        for n, path in paths.items():
+            best[n] = min(best[n], seconds_to_read(path))
+    return best
+
+
 def members(data: bytes, size: int) -> bytes:
     """``data`` as a gzip file of one member per ``size`` bytes."""
     return b"".join(gzip.compress(data[i:i + size], compresslevel=1) for i in range(0, len(data), size))
@@ -66,7 +77,7 @@ def members(data: bytes, size: int) -> bytes:
 @pytest.mark.parametrize("packing", ["plain", "gzip members of 4 KB", "gzip members of 64 B"])
 @pytest.mark.parametrize("structure", list(STRUCTURES))
 def test_every_block_structure_reads_in_linear_time(tmp_path, structure, packing):
-    seconds, paths = {}, {}
+    paths = {}
     big = BLOCKS.get((structure, packing), N)
     for n in (big // 4, big):
         data = STRUCTURES[structure](n)
@@ -75,9 +86,11 @@ def test_every_block_structure_reads_in_linear_time(tmp_path, structure, packing
         batch, stats = read_capture(path)
         assert addresses_from_keys(batch.keys) == ["10.0.0.1"]
         assert len(stats.warnings) <= MAX_WARNINGS + 1
-        seconds[n], paths[n] = seconds_to_read(path, reads=3 if n < big else 2), path
-    if seconds[big] / seconds[big // 4] >= GROWTH:  # a burst of another process in a 4 ms read: measure once more
-        seconds = {n: min(t, seconds_to_read(paths[n], reads=5)) for n, t in seconds.items()}
+        paths[n] = path
+    seconds = alternating(paths, rounds=3)
+    if seconds[big] / seconds[big // 4] >= GROWTH:  # another process's burst in some reads: measure once more
+        more = alternating(paths, rounds=5)
+        seconds = {n: min(seconds[n], more[n]) for n in paths}
     ratio = seconds[big] / seconds[big // 4]
     assert ratio < GROWTH, f"{structure}, {packing}: 4x the blocks took {ratio:.1f}x as long {seconds}"
 
