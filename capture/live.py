@@ -55,6 +55,8 @@ SO_ATTACH_FILTER = 26
 SIOCGIFFLAGS = 0x8913
 IFF_UP = 1
 BPF_RET_K = 0x06
+DROP_ALL = (BPF_RET_K, 0, 0, 0)
+"""A BPF program's one instruction that keeps no frame."""
 SNAP_LENGTH = 256
 """Bytes of each frame the kernel copies into the ring (the wire length is kept apart): the link
 header (Ethernet with two VLAN tags, 802.11 with radiotap, a tunnel's), an IPv6 header with its
@@ -143,14 +145,18 @@ class LiveCapture(Source):
             _ignore_outgoing(self._sock.ins)
         self._ring = None
         if mode == "ring":
+            _attach_program(self._sock.ins, [DROP_ALL])  # nothing reaches the socket while its ring is set
             try:
                 self._ring = rg.Ring(self._sock.ins)
             except OSError:
                 self._ring = None  # old kernel or no mmap: fall back to recv
+            _discard_queued(self._sock.ins)
         self.mode = "ring" if self._ring is not None else "recv"
-        if self._ring is not None:  # recv takes a frame's length from the bytes it reads: no snap there
-            _attach_snap(self._sock.ins, iface, bpf)
-            self._kernel_drops += _discard_queued(self._sock.ins)  # delivered before the ring was set
+        # The counts start here. Before, the socket took frames of every interface for a moment
+        # (scapy opens it unbound and unfiltered), frames none of this capture's.
+        _socket_stats(self._sock.ins)
+        if mode == "ring":  # recv takes a frame's length from the bytes it reads: no snap there
+            _attach_filter(self._sock.ins, iface, bpf, SNAP_LENGTH if self._ring is not None else None)
 
     # ----- Source hooks ----------------------------------------------------------------
     def _counters(self) -> dict:
@@ -281,7 +287,7 @@ class LiveCapture(Source):
         hands it over (``ring.RETIRE_MS`` after its first frame). Frames still unread once no block
         came for ``DRAIN_SECONDS`` are counted as the kernel's drops when the socket closes."""
         ring = self._ring
-        _attach_program(self._sock.ins, [(BPF_RET_K, 0, 0, 0)])
+        _attach_program(self._sock.ins, [DROP_ALL])
         self._read_stats()
         waited = time.monotonic()
         while self._unread() > 0:
@@ -356,14 +362,15 @@ def _open_socket(iface: str, bpf: str | None):
         log.setLevel(level)
 
 
-def _attach_snap(sock: socket.socket, iface: str, bpf: str | None) -> None:
-    """Keep ``SNAP_LENGTH`` bytes of each frame: the filter's program with every accepting return
-    capped at it (``bpf``), or a program that accepts every frame that far."""
-    program = [(BPF_RET_K, 0, 0, SNAP_LENGTH)]
+def _attach_filter(sock: socket.socket, iface: str, bpf: str | None, snap: int | None) -> None:
+    """Set the filter's program (``bpf``; without one, a program that accepts every frame), with
+    every accepting return capped at ``snap`` bytes of a frame (None: the whole frame)."""
+    cap = 0xFFFFFFFF if snap is None else snap
+    program = [(BPF_RET_K, 0, 0, cap)]
     if bpf:
         from scapy.arch.common import compile_filter, free_filter
         compiled = compile_filter(bpf, iface)
-        program = [(i.code, i.jt, i.jf, min(i.k, SNAP_LENGTH) if i.code == BPF_RET_K and i.k else i.k)
+        program = [(i.code, i.jt, i.jf, min(i.k, cap) if i.code == BPF_RET_K and i.k else i.k)
                    for i in compiled.bf_insns[:compiled.bf_len]]
         free_filter(compiled)
     _attach_program(sock, program)
@@ -402,18 +409,14 @@ def _ignore_outgoing(sock: socket.socket) -> None:
         pass  # kernel < 4.20: the ring walk also skips PACKET_OUTGOING frames
 
 
-def _discard_queued(sock: socket.socket) -> int:
-    """Read and discard the frames the kernel queued on the socket before its ring was set (the
-    kernel counts them as delivered; they are not in the ring); returns how many."""
-    n = 0
+def _discard_queued(sock: socket.socket) -> None:
+    """Read and discard the frames the kernel queued on the socket before its ring was set (they
+    are not in the ring; they came before the capture's counts start)."""
     while True:
         try:
             sock.recv(1, socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            return n
-        except OSError:  # the interface went away: its pending error was read
-            return n
-        n += 1
+        except (BlockingIOError, InterruptedError, OSError):  # OSError: the interface went away
+            return
 
 
 def _socket_stats(sock: socket.socket) -> tuple[int, int]:
