@@ -151,8 +151,11 @@ class Product:
                 raise RuntimeError("the lanes did not start")
             printed(lines)
 
+            def next_close() -> int:
+                return T0 + (session.cell + 1) * SECOND + LATENESS_NS
+
             def advance(to_ns: int) -> None:  # the session's ticks up to ``to_ns``: each close on time
-                while (due := T0 + (session.cell + 1) * SECOND + LATENESS_NS) <= to_ns:
+                while (due := next_close()) <= to_ns:
                     now[0] = due
                     session.clock.tick()
                     drain(session)
@@ -167,8 +170,7 @@ class Product:
                     stop_ns = now[0]
                     break
                 advance(int(packets.ts_ns[fed]))
-                due = T0 + (session.cell + 1) * SECOND + LATENESS_NS  # the next close
-                upto = fed + 1 if one_at_a_time else max(fed + 1, int(np.searchsorted(packets.ts_ns, due)))
+                upto = fed + 1 if one_at_a_time else max(fed + 1, int(np.searchsorted(packets.ts_ns, next_close())))
                 if self.stop_after is not None:
                     upto = min(upto, self.stop_after)
                 now[0] = max(now[0], int(packets.ts_ns[upto - 1]))
