@@ -99,6 +99,22 @@ def utility_text(truth) -> str:
     return f"vs exact over {over}: recall {recall} · precision {precision} · ARE {are}{tail}"
 
 
+class Legend(QLabel):
+    """The chart's legend below it, wrapped between entries (``legend_html``) and as tall as its lines
+    at its width: a wrapped label asks its layout for one line only, and under a narrow chart at its
+    minimum height the second line was drawn over the value axis's labels (1600 px, two panels a row)."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.setWordWrap(True)
+
+    def resizeEvent(self, event):  # noqa: N802 - Qt's names
+        super().resizeEvent(event)
+        need = self.heightForWidth(self.width())
+        if need > 0 and need != self.minimumHeight():
+            self.setMinimumHeight(need)
+
+
 class RankAxis(pg.AxisItem):
     """The chart's left axis: the bars' ranks "#1".."#n", wide enough for the widest. When bars are
     shorter than a line of text, every ``step``-th rank is labelled (#1, #3, #5...), so labels never
@@ -129,12 +145,68 @@ class RankAxis(pg.AxisItem):
         return [f"#{round(v)}" for v in values]
 
 
+def compact_count(value: float, spacing: float) -> str:
+    """A count as a value axis labels it: thousands as k, millions as M ("5k", "1.5M", "250"), with
+    the decimals the tick ``spacing`` needs and no trailing zeros."""
+    unit, suffix = next(((u, s) for u, s in ((1e9, "G"), (1e6, "M"), (1e3, "k")) if abs(value) >= u), (1.0, ""))
+    places = max(0, math.ceil(-math.log10(spacing / unit) - 1e-9)) if spacing > 0 else 0
+    text = f"{value / unit:.{places}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return ("0" if text == "-0" else text) + suffix
+
+
+class CountAxis(pg.AxisItem):
+    """The chart's value axis: compact counts (``compact_count``) one step of 1, 2 or 5 times a power
+    of ten apart, the smallest step at which the labels drawn (pyqtgraph leaves out one that would
+    cross the axis's ends) stand apart by the widest one's width, and two digits' at least, at the
+    axis's width in pixels (its own spacing ran "5000 10000 15000" together in a chart 200 px wide);
+    finer ticks draw the grid alone."""
+
+    def __init__(self):
+        super().__init__("bottom")
+        font = self.style["tickFont"] or QFont()
+        self.setStyle(tickFont=font, maxTextLevel=0)
+        self.enableAutoSIPrefix(False)
+        self.metrics = QFontMetrics(font)
+        self.gap = 2 * self.metrics.horizontalAdvance("0")  # px between two labels, at least
+
+    def drawn(self, values, step: float, lo: float, px: float, size: float) -> list[tuple[float, float]]:
+        """(left, right) in pixels of each label of ``values`` that lies within the axis's ``size``."""
+        spans = []
+        for v, text in zip(values, self.tickStrings(values, 1.0, step)):
+            half = self.metrics.horizontalAdvance(text) / 2 + 1
+            x = (v - lo) * px
+            if x - half >= 0 and x + half <= size:
+                spans.append((x - half, x + half))
+        return spans
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802 - pyqtgraph's names
+        lo, hi = sorted((minVal, maxVal))
+        if size <= 0 or not hi > lo:
+            return []
+        px = size / (hi - lo)  # pixels per count
+        decade = math.floor(math.log10(hi - lo))
+        for step in (m * 10.0 ** e for e in range(decade - 3, decade + 2) for m in (1, 2, 5)):
+            values = [k * step for k in range(math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9) + 1)]
+            spans = self.drawn(values, step, lo, px, size)
+            blank = max([self.gap, *(right - left for left, right in spans)])
+            if spans and all(right + blank <= left for (_, right), (left, _) in zip(spans, spans[1:])):
+                break
+        minor = step / (4 if round(step / 10.0 ** math.floor(math.log10(step))) == 2 else 5)
+        grid = [k * minor for k in range(math.ceil(lo / minor - 1e-9), math.floor(hi / minor + 1e-9) + 1)]
+        return [(step, values), (minor, grid)] if minor * px >= 4 else [(step, values)]
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802
+        return [compact_count(v * scale, spacing * scale) for v in values]
+
+
 class BarChart(pg.PlotWidget):
     """Horizontal bars: private estimate (colour) and true count (grey) per released item; the
     threshold τ as a dashed vertical line."""
 
     def __init__(self, private: bool = True, parent=None):
-        super().__init__(parent, axisItems={"left": RankAxis()})
+        super().__init__(parent, axisItems={"left": RankAxis(), "bottom": CountAxis()})
         left, _, right, bottom = self.getPlotItem().layout.getContentsMargins()  # room above the plot for half of #1's label
         self.getPlotItem().layout.setContentsMargins(left, self.getAxis("left").line // 2 + 1, right, bottom)
         self.setMinimumHeight(120)
@@ -229,8 +301,7 @@ class AlgorithmPanel(QFrame):
         self.table.doubleClicked.connect(self._drill)
         self.filter = filter_box(self.proxy)
         self.chart = BarChart(private)
-        self.legend = QLabel(legend_html(private))
-        self.legend.setWordWrap(True)  # a narrow chart puts its legend on two lines, never under the bars
+        self.legend = Legend(legend_html(private))
         self.legend.setToolTip(self.chart.toolTip())
         chart = QWidget()
         column = QVBoxLayout(chart)
