@@ -18,6 +18,7 @@ from dptop.gui.main import MainWindow
 from dptop.monitor.config import RunConfig
 from dptop.monitor.sweep import Sweep, SweepPoint
 from tests.conftest import DNS_CAPTURE
+from tests.test_gui_labels import legend_entries, plotted_names
 
 WARM = 180_000  # ms: the first run on a clean clone compiles every kernel
 NAMES = ("dpss", "lazyhh", "exact")
@@ -92,6 +93,19 @@ def test_tune_apply_export_drill_down_after_a_finished_replay(qtbot, window, tmp
     opened = len(w.drilldowns)
     w.overview.drill(w.overview.proxy.mapFromSource(w.overview.model.index(row, 0)))
     assert len(w.drilldowns) == opened + 1 and w.drilldowns[-1].windowTitle().startswith(key)
+
+
+def test_every_legend_names_what_its_chart_draws_after_a_replay(qtbot, window):
+    """The exact panel's legend named a threshold τ it never draws: after a replay, each panel's
+    legend lists the items its chart plots; DPSS draws its τ and names it, the exact panel neither."""
+    w = window
+    w.open_file(str(DNS_CAPTURE), speed=None)
+    qtbot.waitUntil(lambda: w.session.state == "finished", timeout=WARM)
+    qtbot.waitUntil(lambda: all(w.panels[n].model.rows() for n in ("dpss", "exact")), timeout=30_000)
+    assert "threshold τ" in legend_entries(w.panels["dpss"]) and w.panels["dpss"].chart.tau.isVisible()
+    assert "threshold τ" not in legend_entries(w.panels["exact"]) and not w.panels["exact"].chart.tau.isVisible()
+    for name, panel in w.panels.items():
+        assert sorted(legend_entries(panel)) == sorted(plotted_names(panel.chart)), name
 
 
 def test_apply_while_running_restarts_only_the_tuned_algorithm(qtbot, window):

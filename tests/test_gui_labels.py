@@ -8,12 +8,13 @@ import os
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
+import re
 from dataclasses import replace
 from itertools import combinations
 
 import pytest
 from PySide6.QtCore import QRectF, QSettings, Qt
-from PySide6.QtGui import QFont, QFontMetrics, QImage, QPainter
+from PySide6.QtGui import QFont, QFontMetrics, QImage, QPainter, QTextDocument
 import pyqtgraph as pg
 from PySide6.QtWidgets import QApplication, QGraphicsTextItem, QLabel
 
@@ -24,6 +25,7 @@ from dptop.gui.overview import OverviewPanel
 from dptop.gui.models import Row
 from dptop.gui.panel import CHART_ROWS, AlgorithmPanel, BarChart
 from dptop.gui.plots import ThroughputPlot
+from dptop.monitor import catalogue
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec
 
 WARM = 180_000  # ms: a clean clone compiles the kernels first
@@ -213,6 +215,50 @@ def test_no_text_inside_the_plot_over_the_bars_or_clipped(qtbot, height):
     texts = [it for it in chart.getViewBox().allChildren() if isinstance(it, (pg.TextItem, QGraphicsTextItem))]
     assert texts == [], texts
     assert "threshold&nbsp;τ" in panel.legend.text()  # one entry, never broken across lines
+
+
+def legend_entries(panel: AlgorithmPanel) -> list[str]:
+    """The names the panel's legend shows, in order, read from its rendered text."""
+    doc = QTextDocument()
+    doc.setHtml(panel.legend.text())
+    return [t.strip() for t in re.split(r"\s{2,}|┆", doc.toPlainText().replace("\xa0", " ")) if t.strip()]
+
+
+def plotted_names(chart: BarChart) -> list[str]:
+    """The names of the items the chart draws now."""
+    return [chart.names[item] for item in chart.getPlotItem().items if item.isVisible()]
+
+
+def snapshot_view(name: str, private: bool, threshold: float | None):
+    """A lane's view with one release of five sources and ``threshold`` (None: the algorithm has
+    none, as the exact and other non-private baselines)."""
+    from dptop.engine.core.keys import encode_address
+    from dptop.engine.core.status import NO_STATUS
+    from dptop.engine.core.worker import AlgorithmSnapshot
+    from dptop.monitor.lanes import LaneView
+
+    items = tuple(ReleasedItem(*encode_address(f"10.0.0.{i}"), 100.0 - 5 * i) for i in range(5))
+    latest = Release(name, Span(0, 1000, "prefix"), items, threshold=threshold)
+    snap = AlgorithmSnapshot(name, private, "", 1000, 1e6, 0, 0, 1, latest, None, NO_STATUS, None, False, True)
+    return LaneView(name, 1, 0, None, snap, None)
+
+
+@pytest.mark.parametrize("name", catalogue.names())
+def test_the_legend_names_exactly_what_the_chart_draws(qtbot, name):
+    """Every panel kind (each algorithm, private or not), with a threshold and without one (the
+    exact panel's legend named a τ line it never draws): the legend lists the items plotted, each
+    once, and names τ exactly when the dashed line is drawn."""
+    QApplication.instance() or QApplication([])
+    private = catalogue.entry(name).private
+    panel = AlgorithmPanel(name, private)
+    qtbot.addWidget(panel)
+    thresholds = (None, 80.0) if private else (None,)
+    for threshold in (*thresholds, None):  # and back: a restarted lane's view may have none yet
+        panel.redraw(snapshot_view(name, private, threshold), None)
+        entries = legend_entries(panel)
+        assert ("threshold τ" in entries) == panel.chart.tau.isVisible() == (threshold is not None), (threshold, entries)
+        assert sorted(entries) == sorted(plotted_names(panel.chart)), threshold
+        assert entries[0] == ("private estimate" if private else "estimate") and "exact count" in entries
 
 
 def titles_out_of(plot: pg.PlotWidget) -> list:

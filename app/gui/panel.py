@@ -32,14 +32,20 @@ TABLE_ROWS = 5  # rows a panel's table always has room for (its minimum height: 
 KEY_MIN_WIDTH = 104  # "255.255.255.255" in the default font; longer keys elide, the tooltip has them
 
 
-def legend_html(private: bool) -> str:
-    """The chart's legend, drawn beside it (never over a bar). A narrow chart wraps it between its
-    entries only: a break inside one ("exact" / "count") drew the next swatch over the text."""
-    def swatch(rgb, text):
-        return f"<span style='background-color: rgb{rgb[:3]}'>&nbsp;&nbsp;&nbsp;</span>&nbsp;{text}"
-    tau = "<span style='color: rgb(220,60,60)'><b>┆</b>&nbsp;threshold&nbsp;τ</span>"
-    return "&nbsp; ".join((swatch(ESTIMATE_BRUSH, "private&nbsp;estimate" if private else "estimate"),
-                           swatch(TRUTH_BRUSH, "exact&nbsp;count"), tau))
+TAU_PEN = (220, 60, 60)  # the threshold line's colour
+
+
+def legend_html(entries) -> str:
+    """The chart's legend for ``entries`` (``BarChart.drawn``: the name of each item drawn and
+    whether it is a bar or the dashed line), beside the chart (never over a bar). A narrow chart
+    wraps it between its entries only: a break inside one ("exact" / "count") drew the next
+    swatch over the text."""
+    def entry(name, rgb, bar):
+        text = name.replace(" ", "&nbsp;")
+        if bar:
+            return f"<span style='background-color: rgb{rgb[:3]}'>&nbsp;&nbsp;&nbsp;</span>&nbsp;{text}"
+        return f"<span style='color: rgb{rgb[:3]}'><b>┆</b>&nbsp;{text}</span>"
+    return "&nbsp; ".join(entry(*e) for e in entries)
 
 
 def guarantee_lines(g) -> list:
@@ -100,16 +106,26 @@ def utility_text(truth) -> str:
 
 
 class Legend(QLabel):
-    """The chart's legend below it, wrapped between entries (``legend_html``) and as tall as its lines
-    at its width: a wrapped label asks its layout for one line only, and under a narrow chart at its
-    minimum height the second line was drawn over the value axis's labels (1600 px, two panels a row)."""
+    """The chart's legend below it (``legend_html``), wrapped between entries and as tall as its
+    lines at its width: a wrapped label asks its layout for one line only, and under a narrow chart
+    at its minimum height the second line was drawn over the value axis's labels (1600 px, two
+    panels a row)."""
 
-    def __init__(self, text: str):
-        super().__init__(text)
+    def __init__(self):
+        super().__init__()
         self.setWordWrap(True)
+
+    def show_entries(self, entries) -> None:
+        text = legend_html(entries)
+        if text != self.text():
+            self.setText(text)
+            self._fit()
 
     def resizeEvent(self, event):  # noqa: N802 - Qt's names
         super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
         need = self.heightForWidth(self.width())
         if need > 0 and need != self.minimumHeight():
             self.setMinimumHeight(need)
@@ -203,7 +219,9 @@ class CountAxis(pg.AxisItem):
 
 class BarChart(pg.PlotWidget):
     """Horizontal bars: private estimate (colour) and true count (grey) per released item; the
-    threshold τ as a dashed vertical line."""
+    threshold τ as a dashed vertical line when the panel's algorithm has one (the exact and other
+    non-private baselines have none). ``legend``: the legend of what is drawn, for the panel to
+    place below the chart."""
 
     def __init__(self, private: bool = True, parent=None):
         super().__init__(parent, axisItems={"left": RankAxis(), "bottom": CountAxis()})
@@ -220,16 +238,25 @@ class BarChart(pg.PlotWidget):
         self.addItem(self.truth)
         self.addItem(self.estimates)
         # named by the legend below the chart: a "τ" on the line lay over the first bar or, above it, was clipped
-        self.tau = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((220, 60, 60), width=2, style=Qt.PenStyle.DashLine))
+        self.tau = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(TAU_PEN, width=2, style=Qt.PenStyle.DashLine))
         self.addItem(self.tau)
         self.tau.hide()
         # the value axis carries no title: the legend below names the bars, and a title under a short
         # chart was drawn over the legend's first line (1600x1000, two panels a row)
         self._tau, self._view = None, None
+        self.names = {self.estimates: "private estimate" if private else "estimate", self.truth: "exact count",
+                      self.tau: "threshold τ"}
+        self.legend = Legend()
         self.setMinimumWidth(CHART_MIN_WIDTH)
         self.show_rows([], None)  # the empty chart's range: ranks 1-3, counts 0-1 (not pyqtgraph's -0.2..0.2)
         self.setToolTip("Rows #1.. as in the table. Blue: estimate as released. Grey: true count over the same "
-                        "span. Red dashed: threshold τ.")
+                        "span. Red dashed (when the algorithm has one): threshold τ.")
+        self.legend.setToolTip(self.toolTip())
+
+    def drawn(self) -> list[tuple[str, tuple, bool]]:
+        """(name, colour, is a bar) of each item the chart draws now (the legend's entries)."""
+        colours = {self.estimates: ESTIMATE_BRUSH, self.truth: TRUTH_BRUSH, self.tau: TAU_PEN}
+        return [(name, colours[item], item is not self.tau) for item, name in self.names.items() if item.isVisible()]
 
     def show_rows(self, rows, threshold: float | None) -> None:
         rows = rows[:CHART_ROWS]
@@ -249,6 +276,7 @@ class BarChart(pg.PlotWidget):
         else:
             self.tau.hide()
         self._tau = threshold
+        self.legend.show_entries(self.drawn())
         view = (top * 1.08, max(n, 3) + 0.6)
         if self._view is None or not (0.75 * self._view[0] <= view[0] <= self._view[0]) or view[1] != self._view[1]:
             self._view = (top * 1.2, view[1])  # headroom, so a growing count does not rescale every time
@@ -301,8 +329,7 @@ class AlgorithmPanel(QFrame):
         self.table.doubleClicked.connect(self._drill)
         self.filter = filter_box(self.proxy)
         self.chart = BarChart(private)
-        self.legend = Legend(legend_html(private))
-        self.legend.setToolTip(self.chart.toolTip())
+        self.legend = self.chart.legend
         chart = QWidget()
         column = QVBoxLayout(chart)
         column.setContentsMargins(0, 0, 0, 0)
