@@ -292,11 +292,15 @@ class Session:
             "on those packets and no guarantee covers it (Liu and Talwar 2019; Papernot and Steinke 2022)"))
 
     def apply(self, config: RunConfig) -> list[str]:
-        """Switch to ``config`` (``dptop.monitor.apply``). Returns the restarted names."""
+        """Switch to ``config`` (``dptop.monitor.apply``). Returns the restarted names. Raises
+        ``ValueError`` (one line), the session unchanged, for what the command line refuses on
+        this source (``sources.refuse_data_stop``: epochs of packets on a live capture or a paced
+        replay, with private algorithms)."""
         with self.life.lock:
             old = self.lanes
             if not (self.state.active and not self._stopping.is_set() and (self.source is not None or bool(old))):
                 return []  # the source has ended: its lanes and parameters stay as published
+            sources.refuse_data_stop(self.spec, config.names, config.settings)
             self.config = config
             new, restarted = lanes_after(old, config, self.public_facts(), self._lane)
             self.fanout.lanes = new
