@@ -130,6 +130,38 @@ def test_apply_while_running_restarts_only_the_tuned_algorithm(qtbot, window):
     w.stop_source()
 
 
+def test_apply_refuses_packet_epochs_on_a_paced_replay_and_the_run_goes_on(qtbot, window):
+    """Epochs of packets applied to a paced replay (releases on its public clock, as a live
+    capture's): refused in one line, in the status bar and under the fields, as ``--epoch-packets``
+    is on the command line; the session on screen keeps its configuration, lanes and panels, and
+    Revert returns the fields to what runs. With another key too (which restarts the whole run),
+    the refusal comes before the session on screen is replaced."""
+    w = window
+    w.open_file(str(DNS_CAPTURE), speed=1.0)  # 30 s of packet time: still running during the test
+    qtbot.waitUntil(lambda: w.session.state == "running" and w.session.truth.fed > 0, timeout=WARM)
+    session, running, lanes, panels = w.session, w.session.config, dict(w.session.lanes), dict(w.panels)
+    applied = w.params.current
+    w.params.epoch_mode.setCurrentIndex(1)  # packets
+    w.params.epoch_value.setText("1000")
+    assert w.params.apply()  # valid parameters: the window refuses them for this source
+    message = w.statusBar().currentMessage()
+    assert message.startswith("Not applied") and "--epoch-packets releases on a paced replay" in message
+    assert "\n" not in message and w.params.error.isVisibleTo(w.params) and "--epoch-packets" in w.params.error.text()
+    assert w.session is session and session.config is running and session.state == "running"
+    assert all(session.lanes[n] is lanes[n] for n in lanes) and session.lanes.keys() == lanes.keys()
+    assert w.panels == panels and w.config == applied and w.params.current == applied
+    w.params.revert_button.click()
+    assert w.params.parse() == applied
+    # another key restarts every count from the source's start: refused before the run is replaced
+    w.params.counting.key.setCurrentIndex(w.params.counting.key.findData("dst"))
+    w.params.epoch_mode.setCurrentIndex(1)
+    w.params.epoch_value.setText("1000")
+    assert w.params.apply() and w.statusBar().currentMessage().startswith("Not applied")
+    assert w.session is session and session.state == "running" and session.config is running
+    w.params.revert_button.click()
+    w.stop_source()
+
+
 def test_a_sweep_point_with_nothing_released_says_so():
     """Finding 3: no release above the threshold is not recall 0, precision 1, ARE 0."""
     keys = np.zeros((4000, 2), dtype=np.uint64)

@@ -36,6 +36,7 @@ from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.explain import drops_of
 from dptop.monitor.memory import limit_arenas, release_memory
 from dptop.monitor.session import Session
+from dptop.monitor.sources import refuse_data_stop
 from dptop.monitor.states import State
 from dptop.gui.source_panel import SourcePanel
 from dptop.gui.tuning import TuningPanel
@@ -199,15 +200,24 @@ class MainWindow(QMainWindow):
             self.session.pause()
 
     def apply_config(self, config: RunConfig) -> None:
+        """Apply ``config`` to the session on screen; what the command line refuses on its source
+        (``refuse_data_stop``) is refused in one line, and the run goes on unchanged."""
         recount = self.session is not None and config.counting != self.session.config.counting
+        restarted = []
+        try:
+            if recount:  # checked before the run on screen is replaced
+                refuse_data_stop(self.source_panel.spec(), config.names, config.settings)
+            elif self.session is not None:
+                restarted = self.session.apply(config)
+        except ValueError as exc:
+            self.params.refused(self.config, str(exc))
+            self.statusBar().showMessage(f"Not applied, the run goes on unchanged: {exc}", 15000)
+            return
         self.config = config
         layout_panels(self, config.names)
-        restarted = []
         if recount:  # another key or weight: every count starts again, from the source's start
             self.open_source(self.source_panel.spec())
             restarted = list(config.names)
-        elif self.session is not None:
-            restarted = self.session.apply(config)
         self.tuning.show_limits()
         if self.session is not None and not recount and not self.session.state.active:
             text = "Applied for the next Start: the source has ended; its releases, ledger and export stay as published"
