@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.session import Session
 from dptop.engine.core.settings import Settings
 
@@ -87,6 +87,23 @@ def test_apply_refuses_packet_epochs_on_a_paced_replay_and_keeps_the_run():
         session.open(SourceSpec("synth", skew=1.2, domain=1000, length=40_000, seed=3, speed=0.5, rate=10_000))
         assert wait(lambda: session.state == "running" and session.truth.fed > 0), session.error
         refused_unchanged(session, names)
+    finally:
+        assert session.close(2.0) == []
+
+
+def test_apply_without_epochs_keeps_an_endless_streams_clock():
+    """A looped stream releases on epochs of its public clock (the window gives it
+    ``LIVE_EPOCH_SECONDS``, a live capture gets them from the session): an Apply naming no epochs
+    (the window's "whole stream", its default) restarted DPSS with none, a single release that a
+    stream without end never makes. The restarted lane keeps the clock's epochs."""
+    names = ("exact", "dpss")
+    session = Session(RunConfig(names, Settings(k=8, epsilon=0.5, epoch_seconds=LIVE_EPOCH_SECONDS)))
+    try:
+        session.open(SourceSpec("synth", loop=True, rate=2_000, length=1 << 14))
+        assert wait(lambda: session.state == "running" and session.truth.fed > 0), session.error
+        assert session.apply(RunConfig(names, Settings(k=8, epsilon=0.25))) == ["dpss"]
+        assert session.lanes["dpss"].settings.epoch_seconds == LIVE_EPOCH_SECONDS
+        assert session.config.settings.epoch_seconds == LIVE_EPOCH_SECONDS
     finally:
         assert session.close(2.0) == []
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
-from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
@@ -35,7 +34,7 @@ from dptop.gui.plots import ThroughputPlot, UtilityPlot
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.explain import drops_of
 from dptop.monitor.memory import limit_arenas, release_memory
-from dptop.monitor.session import Session
+from dptop.monitor.session import Session, on_public_clock
 from dptop.monitor.sources import refuse_data_stop
 from dptop.monitor.states import State
 from dptop.gui.source_panel import SourcePanel
@@ -157,11 +156,8 @@ class MainWindow(QMainWindow):
         self.throughput.reset()
         self.utility.reset()
         self.source_panel.reset_rate()
-        config = self.config
-        s = config.settings
-        if spec.loop and s.epoch_seconds is None and s.epoch_packets is None:
-            # an endless stream releases on the wall clock's cells, as the session gives a live capture
-            config = replace(config, settings=s.with_(epoch_seconds=LIVE_EPOCH_SECONDS))
+        # an endless stream releases on the wall clock's cells, as the session gives a live capture
+        config = on_public_clock(self.config, LIVE_EPOCH_SECONDS) if spec.loop else self.config
         self.session = Session(config, record_packets=self.record_packets, ledger=ledger)
         if same_source:  # values tuned on these packets after the last run ended: this run uses them
             for name, parameter, value in self.pending_tuned:
