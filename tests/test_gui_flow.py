@@ -18,6 +18,7 @@ from dptop.gui.main import MainWindow
 from dptop.monitor.config import RunConfig
 from dptop.monitor.sweep import Sweep, SweepPoint
 from tests.conftest import DNS_CAPTURE
+from tests.test_gui_labels import legend_entries, plotted_names
 
 WARM = 180_000  # ms: the first run on a clean clone compiles every kernel
 NAMES = ("dpss", "lazyhh", "exact")
@@ -94,6 +95,19 @@ def test_tune_apply_export_drill_down_after_a_finished_replay(qtbot, window, tmp
     assert len(w.drilldowns) == opened + 1 and w.drilldowns[-1].windowTitle().startswith(key)
 
 
+def test_every_legend_names_what_its_chart_draws_after_a_replay(qtbot, window):
+    """The exact panel's legend named a threshold τ it never draws: after a replay, each panel's
+    legend lists the items its chart plots; DPSS draws its τ and names it, the exact panel neither."""
+    w = window
+    w.open_file(str(DNS_CAPTURE), speed=None)
+    qtbot.waitUntil(lambda: w.session.state == "finished", timeout=WARM)
+    qtbot.waitUntil(lambda: all(w.panels[n].model.rows() for n in ("dpss", "exact")), timeout=30_000)
+    assert "threshold τ" in legend_entries(w.panels["dpss"]) and w.panels["dpss"].chart.tau.isVisible()
+    assert "threshold τ" not in legend_entries(w.panels["exact"]) and not w.panels["exact"].chart.tau.isVisible()
+    for name, panel in w.panels.items():
+        assert sorted(legend_entries(panel)) == sorted(plotted_names(panel.chart)), name
+
+
 def test_apply_while_running_restarts_only_the_tuned_algorithm(qtbot, window):
     """Finding 2: a LazyHH k~ applied during a run restarts LazyHH alone; the other panels keep
     their lanes, and the one restarted keeps its earlier releases in the export."""
@@ -113,6 +127,38 @@ def test_apply_while_running_restarts_only_the_tuned_algorithm(qtbot, window):
     tuning = w.session.snapshot().budget["tuning"]["lazyhh"]
     # k~ as applied, not k~/k: 64 tuned after the last run on these packets (this run uses it), then 32
     assert [(f["name"], f["value"]) for f in tuning] == [("k_tilde", 64), ("k_tilde", 32)]
+    w.stop_source()
+
+
+def test_apply_refuses_packet_epochs_on_a_paced_replay_and_the_run_goes_on(qtbot, window):
+    """Epochs of packets applied to a paced replay (releases on its public clock, as a live
+    capture's): refused in one line, in the status bar and under the fields, as ``--epoch-packets``
+    is on the command line; the session on screen keeps its configuration, lanes and panels, and
+    Revert returns the fields to what runs. With another key too (which restarts the whole run),
+    the refusal comes before the session on screen is replaced."""
+    w = window
+    w.open_file(str(DNS_CAPTURE), speed=1.0)  # 30 s of packet time: still running during the test
+    qtbot.waitUntil(lambda: w.session.state == "running" and w.session.truth.fed > 0, timeout=WARM)
+    session, running, lanes, panels = w.session, w.session.config, dict(w.session.lanes), dict(w.panels)
+    applied = w.params.current
+    w.params.epoch_mode.setCurrentIndex(1)  # packets
+    w.params.epoch_value.setText("1000")
+    assert w.params.apply()  # valid parameters: the window refuses them for this source
+    message = w.statusBar().currentMessage()
+    assert message.startswith("Not applied") and "--epoch-packets releases on a paced replay" in message
+    assert "\n" not in message and w.params.error.isVisibleTo(w.params) and "--epoch-packets" in w.params.error.text()
+    assert w.session is session and session.config is running and session.state == "running"
+    assert all(session.lanes[n] is lanes[n] for n in lanes) and session.lanes.keys() == lanes.keys()
+    assert w.panels == panels and w.config == applied and w.params.current == applied
+    w.params.revert_button.click()
+    assert w.params.parse() == applied
+    # another key restarts every count from the source's start: refused before the run is replaced
+    w.params.counting.key.setCurrentIndex(w.params.counting.key.findData("dst"))
+    w.params.epoch_mode.setCurrentIndex(1)
+    w.params.epoch_value.setText("1000")
+    assert w.params.apply() and w.statusBar().currentMessage().startswith("Not applied")
+    assert w.session is session and session.state == "running" and session.config is running
+    w.params.revert_button.click()
     w.stop_source()
 
 

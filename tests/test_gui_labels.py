@@ -1,5 +1,6 @@
 """What the window's labels say and whether they can be read (offscreen): the chart's rank labels
-never overlap however short its bars are; the Parameters dock says on what epochs a capture that
+never overlap however short its bars are, nor its value labels run together however narrow it is,
+at any window width from 1280 to 2560 px; the Parameters dock says on what epochs a capture that
 does not end releases (the session's own settings), not only "whole stream"; the overview's
 columns say the span their figures cover, read from each release's span; the throughput plot's
 axis titles are whole in the short plot a 1280x720 window gives it."""
@@ -7,11 +8,13 @@ import os
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
+import re
+from dataclasses import replace
 from itertools import combinations
 
 import pytest
 from PySide6.QtCore import QRectF, QSettings, Qt
-from PySide6.QtGui import QImage, QPainter
+from PySide6.QtGui import QFont, QFontMetrics, QImage, QPainter, QTextDocument
 import pyqtgraph as pg
 from PySide6.QtWidgets import QApplication, QGraphicsTextItem, QLabel
 
@@ -22,14 +25,15 @@ from dptop.gui.overview import OverviewPanel
 from dptop.gui.models import Row
 from dptop.gui.panel import CHART_ROWS, AlgorithmPanel, BarChart
 from dptop.gui.plots import ThroughputPlot
+from dptop.monitor import catalogue
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec
 
 WARM = 180_000  # ms: a clean clone compiles the kernels first
 
 
-def drawn_labels(chart: BarChart) -> list:
-    """(rectangle, text) of every label the chart's rank axis draws now."""
-    axis = chart.getAxis("left")
+def drawn_labels(chart: pg.PlotWidget, side: str = "left") -> list:
+    """(rectangle, text) of every label the chart's axis on ``side`` (the rank axis by default) draws now."""
+    axis = chart.getAxis(side)
     image = QImage(10, 10, QImage.Format.Format_ARGB32)
     painter = QPainter(image)
     try:
@@ -62,6 +66,68 @@ def test_rank_labels_never_overlap(qtbot, height):
         assert whole.contains(axis.mapRectToScene(line)), (height, text, axis.mapRectToScene(line), whole)
     if height >= 600:
         assert texts == [f"#{i}" for i in range(1, CHART_ROWS + 1)]
+
+
+def crowded(labels, gap: float) -> list:
+    """Pairs of value-axis labels that overlap or stand closer than ``gap`` px side by side."""
+    return [(ta, tb) for (a, ta), (b, tb) in combinations(labels, 2) if a.adjusted(-gap, 0, gap, 0).intersects(b)]
+
+
+def apart(chart: pg.PlotWidget) -> int:
+    """The blank two labels need between them, in the font of the chart's value axis: two digits'
+    width (with a word space or less between them, "5000 10000 15000" reads as one line of text)."""
+    return 2 * QFontMetrics(chart.getAxis("bottom").style["tickFont"] or QFont()).horizontalAdvance("0")
+
+
+LAZYHH_ROWS = [Row(i + 1, f"10.0.0.{i}", 12_000.0 - 900 * i, 11_964 - 900 * i) for i in range(5)]
+"""A LazyHH release of the demo capture's size: counts to 12,000 beside its threshold τ = 14,424
+(an axis to about 17,000)."""
+
+
+@pytest.mark.parametrize("top", [0.9, 15_000.0, 152_629.0, 1_234_567.0, 98_765_432.0])
+@pytest.mark.parametrize("width", [130, 180, 220, 300, 450, 700, 1000])
+def test_value_labels_never_run_together(qtbot, width, top):
+    """The value axis of a chart from its minimum width up, over counts of every size: no two tick
+    labels overlap or stand closer than two digits' width, and one at least is drawn."""
+    QApplication.instance() or QApplication([])
+    chart = BarChart(private=True)
+    qtbot.addWidget(chart)
+    chart.resize(width, 200)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.show_rows([Row(i + 1, f"10.0.0.{i}", top * (1 - i / 10), top * (1 - i / 9)) for i in range(5)], 0.95 * top)
+    QApplication.processEvents()
+    labels = drawn_labels(chart, "bottom")
+    assert crowded(labels, apart(chart)) == [], (width, [t for _, t in labels])
+    assert labels, (width, top)  # one at least (a chart at its narrowest has room for one beside the edges)
+
+
+@pytest.mark.parametrize("width", [1280, 1440, 1600, 1920, 2560])
+def test_lazyhh_value_labels_apart_at_every_window_width(qtbot, tmp_path, width):
+    """The window from 1280 to 2560 px wide (one to three panels a row), every panel showing a
+    LazyHH release of the demo capture (``LAZYHH_ROWS``): its value axis's labels stand apart
+    ("5000 10000 15000" ran together at 1600 px), and the legend, wrapped on two lines there, lies
+    below the chart (its first line was drawn over the labels)."""
+    QApplication.instance() or QApplication([])
+    config = default_config()
+    w = MainWindow(replace(config, names=("dpss", "lazyhh", "dpsw", "exact")),
+                   settings=QSettings(str(tmp_path / "dptop.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.resize(width, 1000)
+    w.show()
+    qtbot.waitExposed(w)
+    try:
+        for panel in w.panels.values():
+            panel.chart.show_rows(LAZYHH_ROWS, 14_424.1)
+        QApplication.processEvents()
+        for name, panel in w.panels.items():
+            labels = drawn_labels(panel.chart, "bottom")
+            assert crowded(labels, apart(panel.chart)) == [], (width, name, panel.chart.width(), [t for _, t in labels])
+            assert len(labels) >= 2, (width, name, panel.chart.width(), labels)
+            # the legend below the chart is laid out below it, not over its labels
+            assert not panel.chart.geometry().intersects(panel.legend.geometry()), (width, name)
+    finally:
+        w.close()
 
 
 def dock_text(w: MainWindow) -> str:
@@ -150,6 +216,50 @@ def test_no_text_inside_the_plot_over_the_bars_or_clipped(qtbot, height):
     texts = [it for it in chart.getViewBox().allChildren() if isinstance(it, (pg.TextItem, QGraphicsTextItem))]
     assert texts == [], texts
     assert "threshold&nbsp;τ" in panel.legend.text()  # one entry, never broken across lines
+
+
+def legend_entries(panel: AlgorithmPanel) -> list[str]:
+    """The names the panel's legend shows, in order, read from its rendered text."""
+    doc = QTextDocument()
+    doc.setHtml(panel.legend.text())
+    return [t.strip() for t in re.split(r"\s{2,}|┆", doc.toPlainText().replace("\xa0", " ")) if t.strip()]
+
+
+def plotted_names(chart: BarChart) -> list[str]:
+    """The names of the items the chart draws now."""
+    return [chart.names[item] for item in chart.getPlotItem().items if item.isVisible()]
+
+
+def snapshot_view(name: str, private: bool, threshold: float | None):
+    """A lane's view with one release of five sources and ``threshold`` (None: the algorithm has
+    none, as the exact and other non-private baselines)."""
+    from dptop.engine.core.keys import encode_address
+    from dptop.engine.core.status import NO_STATUS
+    from dptop.engine.core.worker import AlgorithmSnapshot
+    from dptop.monitor.lanes import LaneView
+
+    items = tuple(ReleasedItem(*encode_address(f"10.0.0.{i}"), 100.0 - 5 * i) for i in range(5))
+    latest = Release(name, Span(0, 1000, "prefix"), items, threshold=threshold)
+    snap = AlgorithmSnapshot(name, private, "", 1000, 1e6, 0, 0, 1, latest, None, NO_STATUS, None, False, True)
+    return LaneView(name, 1, 0, None, snap, None)
+
+
+@pytest.mark.parametrize("name", catalogue.names())
+def test_the_legend_names_exactly_what_the_chart_draws(qtbot, name):
+    """Every panel kind (each algorithm, private or not), with a threshold and without one (the
+    exact panel's legend named a τ line it never draws): the legend lists the items plotted, each
+    once, and names τ exactly when the dashed line is drawn."""
+    QApplication.instance() or QApplication([])
+    private = catalogue.entry(name).private
+    panel = AlgorithmPanel(name, private)
+    qtbot.addWidget(panel)
+    thresholds = (None, 80.0) if private else (None,)
+    for threshold in (*thresholds, None):  # and back: a restarted lane's view may have none yet
+        panel.redraw(snapshot_view(name, private, threshold), None)
+        entries = legend_entries(panel)
+        assert ("threshold τ" in entries) == panel.chart.tau.isVisible() == (threshold is not None), (threshold, entries)
+        assert sorted(entries) == sorted(plotted_names(panel.chart)), threshold
+        assert entries[0] == ("private estimate" if private else "estimate") and "exact count" in entries
 
 
 def titles_out_of(plot: pg.PlotWidget) -> list:

@@ -5,11 +5,12 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import socket
+import threading
 import time
 
 import pytest
 
-from dptop.monitor.config import RunConfig, SourceSpec
+from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.session import Session
 from dptop.engine.core.settings import Settings
 
@@ -58,6 +59,86 @@ def test_apply_while_running_restarts_only_what_changed_and_the_ledger_keeps_ear
         assert any("Apply" in n for n in budget["notes"])
     finally:
         assert session.close(2.0) == []
+
+
+def refused_unchanged(session: Session, names) -> None:
+    """Apply epochs of 1,000 packets to the running ``session``: refused in one line naming the
+    option and the private algorithms, as the command line does, and the run goes on as it was
+    (same configuration, lanes and ledger notes, packets still counted)."""
+    config, lanes, notes = session.config, dict(session.lanes), list(session.ledger.notes)
+    fed = session.truth.fed
+    count_epochs = RunConfig(names, config.settings.with_(epoch_seconds=None, epoch_packets=1000))
+    with pytest.raises(ValueError, match=r"--epoch-packets releases on .*\(dpss\)$") as refusal:
+        session.apply(count_epochs)
+    assert "\n" not in str(refusal.value)
+    assert session.config is config and session.lanes == lanes
+    assert all(session.lanes[n] is lanes[n] for n in lanes) and session.state == "running"
+    assert session.ledger.notes == notes  # no "parameters applied during the run" note
+    assert wait(lambda: session.truth.fed > fed, 30)  # the source still feeds the same lanes
+
+
+def test_apply_refuses_packet_epochs_on_a_paced_replay_and_keeps_the_run():
+    """A paced replay releases on its public clock: epochs of N packets would close when the N-th
+    packet arrives, an instant the data chooses; Apply refuses them as ``--epoch-packets`` is
+    refused there on the command line."""
+    names = ("exact", "dpss")
+    session = Session(RunConfig(names, Settings(k=8, epsilon=0.5, epoch_seconds=0.5)))
+    try:
+        session.open(SourceSpec("synth", skew=1.2, domain=1000, length=40_000, seed=3, speed=0.5, rate=10_000))
+        assert wait(lambda: session.state == "running" and session.truth.fed > 0), session.error
+        refused_unchanged(session, names)
+    finally:
+        assert session.close(2.0) == []
+
+
+def test_apply_without_epochs_keeps_an_endless_streams_clock():
+    """A looped stream releases on epochs of its public clock (the window gives it
+    ``LIVE_EPOCH_SECONDS``, a live capture gets them from the session): an Apply naming no epochs
+    (the window's "whole stream", its default) restarted DPSS with none, a single release that a
+    stream without end never makes. The restarted lane keeps the clock's epochs."""
+    names = ("exact", "dpss")
+    session = Session(RunConfig(names, Settings(k=8, epsilon=0.5, epoch_seconds=LIVE_EPOCH_SECONDS)))
+    try:
+        session.open(SourceSpec("synth", loop=True, rate=2_000, length=1 << 14))
+        assert wait(lambda: session.state == "running" and session.truth.fed > 0), session.error
+        assert session.apply(RunConfig(names, Settings(k=8, epsilon=0.25))) == ["dpss"]
+        assert session.lanes["dpss"].settings.epoch_seconds == LIVE_EPOCH_SECONDS
+        assert session.config.settings.epoch_seconds == LIVE_EPOCH_SECONDS
+    finally:
+        assert session.close(2.0) == []
+
+
+@pytest.mark.live
+@pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root")
+def test_apply_refuses_packet_epochs_on_a_live_capture_and_keeps_the_run():
+    """A live capture releases on the wall clock's cells: Apply refuses epochs of packets there, as
+    ``--epoch-packets`` is refused on the command line."""
+    names = ("exact", "dpss")
+    session = Session(RunConfig(names, Settings(k=8, epsilon=0.5)))
+    session.open(SourceSpec("live", iface="lo", bpf="udp and port 47998"))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        def sent_and_seen():
+            sock.sendto(b"x", ("127.0.0.1", 47998))
+            return session.state == "running" and session.truth.fed > 0
+        assert wait(sent_and_seen, 60), session.error
+        stop = threading.Event()
+
+        def send():  # a packet every 10 ms while the Apply is tried: the run must go on counting them
+            while not stop.is_set():
+                sock.sendto(b"x", ("127.0.0.1", 47998))
+                time.sleep(0.01)
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        try:
+            refused_unchanged(session, names)
+        finally:
+            stop.set()
+            sender.join()
+    finally:
+        sock.close()
+        assert session.close(30.0) == []
 
 
 @pytest.mark.live

@@ -14,7 +14,6 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
-from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
@@ -35,7 +34,8 @@ from dptop.gui.plots import ThroughputPlot, UtilityPlot
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, RunConfig, SourceSpec
 from dptop.monitor.explain import drops_of
 from dptop.monitor.memory import limit_arenas, release_memory
-from dptop.monitor.session import Session
+from dptop.monitor.session import Session, on_public_clock
+from dptop.monitor.sources import refuse_data_stop
 from dptop.monitor.states import State
 from dptop.gui.source_panel import SourcePanel
 from dptop.gui.tuning import TuningPanel
@@ -156,11 +156,8 @@ class MainWindow(QMainWindow):
         self.throughput.reset()
         self.utility.reset()
         self.source_panel.reset_rate()
-        config = self.config
-        s = config.settings
-        if spec.loop and s.epoch_seconds is None and s.epoch_packets is None:
-            # an endless stream releases on the wall clock's cells, as the session gives a live capture
-            config = replace(config, settings=s.with_(epoch_seconds=LIVE_EPOCH_SECONDS))
+        # an endless stream releases on the wall clock's cells, as the session gives a live capture
+        config = on_public_clock(self.config, LIVE_EPOCH_SECONDS) if spec.loop else self.config
         self.session = Session(config, record_packets=self.record_packets, ledger=ledger)
         if same_source:  # values tuned on these packets after the last run ended: this run uses them
             for name, parameter, value in self.pending_tuned:
@@ -199,15 +196,24 @@ class MainWindow(QMainWindow):
             self.session.pause()
 
     def apply_config(self, config: RunConfig) -> None:
+        """Apply ``config`` to the session on screen; what the command line refuses on its source
+        (``refuse_data_stop``) is refused in one line, and the run goes on unchanged."""
         recount = self.session is not None and config.counting != self.session.config.counting
+        restarted = []
+        try:
+            if recount:  # checked before the run on screen is replaced
+                refuse_data_stop(self.source_panel.spec(), config.names, config.settings)
+            elif self.session is not None:
+                restarted = self.session.apply(config)
+        except ValueError as exc:
+            self.params.refused(self.config, str(exc))
+            self.statusBar().showMessage(f"Not applied, the run goes on unchanged: {exc}", 15000)
+            return
         self.config = config
         layout_panels(self, config.names)
-        restarted = []
         if recount:  # another key or weight: every count starts again, from the source's start
             self.open_source(self.source_panel.spec())
             restarted = list(config.names)
-        elif self.session is not None:
-            restarted = self.session.apply(config)
         self.tuning.show_limits()
         if self.session is not None and not recount and not self.session.state.active:
             text = "Applied for the next Start: the source has ended; its releases, ledger and export stay as published"

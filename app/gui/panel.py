@@ -32,14 +32,20 @@ TABLE_ROWS = 5  # rows a panel's table always has room for (its minimum height: 
 KEY_MIN_WIDTH = 104  # "255.255.255.255" in the default font; longer keys elide, the tooltip has them
 
 
-def legend_html(private: bool) -> str:
-    """The chart's legend, drawn beside it (never over a bar). A narrow chart wraps it between its
-    entries only: a break inside one ("exact" / "count") drew the next swatch over the text."""
-    def swatch(rgb, text):
-        return f"<span style='background-color: rgb{rgb[:3]}'>&nbsp;&nbsp;&nbsp;</span>&nbsp;{text}"
-    tau = "<span style='color: rgb(220,60,60)'><b>┆</b>&nbsp;threshold&nbsp;τ</span>"
-    return "&nbsp; ".join((swatch(ESTIMATE_BRUSH, "private&nbsp;estimate" if private else "estimate"),
-                           swatch(TRUTH_BRUSH, "exact&nbsp;count"), tau))
+TAU_PEN = (220, 60, 60)  # the threshold line's colour
+
+
+def legend_html(entries) -> str:
+    """The chart's legend for ``entries`` (``BarChart.drawn``: the name of each item drawn and
+    whether it is a bar or the dashed line), beside the chart (never over a bar). A narrow chart
+    wraps it between its entries only: a break inside one ("exact" / "count") drew the next
+    swatch over the text."""
+    def entry(name, rgb, bar):
+        text = name.replace(" ", "&nbsp;")
+        if bar:
+            return f"<span style='background-color: rgb{rgb[:3]}'>&nbsp;&nbsp;&nbsp;</span>&nbsp;{text}"
+        return f"<span style='color: rgb{rgb[:3]}'><b>┆</b>&nbsp;{text}</span>"
+    return "&nbsp; ".join(entry(*e) for e in entries)
 
 
 def guarantee_lines(g) -> list:
@@ -99,6 +105,32 @@ def utility_text(truth) -> str:
     return f"vs exact over {over}: recall {recall} · precision {precision} · ARE {are}{tail}"
 
 
+class Legend(QLabel):
+    """The chart's legend below it (``legend_html``), wrapped between entries and as tall as its
+    lines at its width: a wrapped label asks its layout for one line only, and under a narrow chart
+    at its minimum height the second line was drawn over the value axis's labels (1600 px, two
+    panels a row)."""
+
+    def __init__(self):
+        super().__init__()
+        self.setWordWrap(True)
+
+    def show_entries(self, entries) -> None:
+        text = legend_html(entries)
+        if text != self.text():
+            self.setText(text)
+            self._fit()
+
+    def resizeEvent(self, event):  # noqa: N802 - Qt's names
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        need = self.heightForWidth(self.width())
+        if need > 0 and need != self.minimumHeight():
+            self.setMinimumHeight(need)
+
+
 class RankAxis(pg.AxisItem):
     """The chart's left axis: the bars' ranks "#1".."#n", wide enough for the widest. When bars are
     shorter than a line of text, every ``step``-th rank is labelled (#1, #3, #5...), so labels never
@@ -129,12 +161,70 @@ class RankAxis(pg.AxisItem):
         return [f"#{round(v)}" for v in values]
 
 
+def compact_count(value: float, spacing: float) -> str:
+    """A count as a value axis labels it: thousands as k, millions as M ("5k", "1.5M", "250"), with
+    the decimals the tick ``spacing`` needs and no trailing zeros."""
+    unit, suffix = next(((u, s) for u, s in ((1e9, "G"), (1e6, "M"), (1e3, "k")) if abs(value) >= u), (1.0, ""))
+    places = max(0, math.ceil(-math.log10(spacing / unit) - 1e-9)) if spacing > 0 else 0
+    text = f"{value / unit:.{places}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return ("0" if text == "-0" else text) + suffix
+
+
+class CountAxis(pg.AxisItem):
+    """The chart's value axis: compact counts (``compact_count``) one step of 1, 2 or 5 times a power
+    of ten apart, the smallest step at which the labels drawn (pyqtgraph leaves out one that would
+    cross the axis's ends) stand apart by the widest one's width, and two digits' at least, at the
+    axis's width in pixels (its own spacing ran "5000 10000 15000" together in a chart 200 px wide);
+    finer ticks draw the grid alone."""
+
+    def __init__(self):
+        super().__init__("bottom")
+        font = self.style["tickFont"] or QFont()
+        self.setStyle(tickFont=font, maxTextLevel=0)
+        self.enableAutoSIPrefix(False)
+        self.metrics = QFontMetrics(font)
+        self.gap = 2 * self.metrics.horizontalAdvance("0")  # px between two labels, at least
+
+    def drawn(self, values, step: float, lo: float, px: float, size: float) -> list[tuple[float, float]]:
+        """(left, right) in pixels of each label of ``values`` that lies within the axis's ``size``."""
+        spans = []
+        for v, text in zip(values, self.tickStrings(values, 1.0, step)):
+            half = self.metrics.horizontalAdvance(text) / 2 + 1
+            x = (v - lo) * px
+            if x - half >= 0 and x + half <= size:
+                spans.append((x - half, x + half))
+        return spans
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802 - pyqtgraph's names
+        lo, hi = sorted((minVal, maxVal))
+        if size <= 0 or not hi > lo:
+            return []
+        px = size / (hi - lo)  # pixels per count
+        decade = math.floor(math.log10(hi - lo))
+        for step in (m * 10.0 ** e for e in range(decade - 3, decade + 2) for m in (1, 2, 5)):
+            values = [k * step for k in range(math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9) + 1)]
+            spans = self.drawn(values, step, lo, px, size)
+            blank = max([self.gap, *(right - left for left, right in spans)])
+            if spans and all(right + blank <= left for (_, right), (left, _) in zip(spans, spans[1:])):
+                break
+        minor = step / (4 if round(step / 10.0 ** math.floor(math.log10(step))) == 2 else 5)
+        grid = [k * minor for k in range(math.ceil(lo / minor - 1e-9), math.floor(hi / minor + 1e-9) + 1)]
+        return [(step, values), (minor, grid)] if minor * px >= 4 else [(step, values)]
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802
+        return [compact_count(v * scale, spacing * scale) for v in values]
+
+
 class BarChart(pg.PlotWidget):
     """Horizontal bars: private estimate (colour) and true count (grey) per released item; the
-    threshold τ as a dashed vertical line."""
+    threshold τ as a dashed vertical line when the panel's algorithm has one (the exact and other
+    non-private baselines have none). ``legend``: the legend of what is drawn, for the panel to
+    place below the chart."""
 
     def __init__(self, private: bool = True, parent=None):
-        super().__init__(parent, axisItems={"left": RankAxis()})
+        super().__init__(parent, axisItems={"left": RankAxis(), "bottom": CountAxis()})
         left, _, right, bottom = self.getPlotItem().layout.getContentsMargins()  # room above the plot for half of #1's label
         self.getPlotItem().layout.setContentsMargins(left, self.getAxis("left").line // 2 + 1, right, bottom)
         self.setMinimumHeight(120)
@@ -148,16 +238,25 @@ class BarChart(pg.PlotWidget):
         self.addItem(self.truth)
         self.addItem(self.estimates)
         # named by the legend below the chart: a "τ" on the line lay over the first bar or, above it, was clipped
-        self.tau = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((220, 60, 60), width=2, style=Qt.PenStyle.DashLine))
+        self.tau = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(TAU_PEN, width=2, style=Qt.PenStyle.DashLine))
         self.addItem(self.tau)
         self.tau.hide()
         # the value axis carries no title: the legend below names the bars, and a title under a short
         # chart was drawn over the legend's first line (1600x1000, two panels a row)
         self._tau, self._view = None, None
+        self.names = {self.estimates: "private estimate" if private else "estimate", self.truth: "exact count",
+                      self.tau: "threshold τ"}
+        self.legend = Legend()
         self.setMinimumWidth(CHART_MIN_WIDTH)
         self.show_rows([], None)  # the empty chart's range: ranks 1-3, counts 0-1 (not pyqtgraph's -0.2..0.2)
         self.setToolTip("Rows #1.. as in the table. Blue: estimate as released. Grey: true count over the same "
-                        "span. Red dashed: threshold τ.")
+                        "span. Red dashed (when the algorithm has one): threshold τ.")
+        self.legend.setToolTip(self.toolTip())
+
+    def drawn(self) -> list[tuple[str, tuple, bool]]:
+        """(name, colour, is a bar) of each item the chart draws now (the legend's entries)."""
+        colours = {self.estimates: ESTIMATE_BRUSH, self.truth: TRUTH_BRUSH, self.tau: TAU_PEN}
+        return [(name, colours[item], item is not self.tau) for item, name in self.names.items() if item.isVisible()]
 
     def show_rows(self, rows, threshold: float | None) -> None:
         rows = rows[:CHART_ROWS]
@@ -177,6 +276,7 @@ class BarChart(pg.PlotWidget):
         else:
             self.tau.hide()
         self._tau = threshold
+        self.legend.show_entries(self.drawn())
         view = (top * 1.08, max(n, 3) + 0.6)
         if self._view is None or not (0.75 * self._view[0] <= view[0] <= self._view[0]) or view[1] != self._view[1]:
             self._view = (top * 1.2, view[1])  # headroom, so a growing count does not rescale every time
@@ -229,9 +329,7 @@ class AlgorithmPanel(QFrame):
         self.table.doubleClicked.connect(self._drill)
         self.filter = filter_box(self.proxy)
         self.chart = BarChart(private)
-        self.legend = QLabel(legend_html(private))
-        self.legend.setWordWrap(True)  # a narrow chart puts its legend on two lines, never under the bars
-        self.legend.setToolTip(self.chart.toolTip())
+        self.legend = self.chart.legend
         chart = QWidget()
         column = QVBoxLayout(chart)
         column.setContentsMargins(0, 0, 0, 0)

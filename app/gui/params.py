@@ -269,6 +269,14 @@ class ParametersPanel(QWidget):
         self.applied.emit(self.pending)
         return True
 
+    def refused(self, running: RunConfig, reason: str) -> None:
+        """The window refused the Apply (``reason``, one line): ``running``, what the session on
+        screen still runs, stays the applied configuration (Revert returns to it); the fields keep
+        what was typed."""
+        self.current = running
+        self.error.setText(reason)
+        self.error.setVisible(True)
+
     def show_running(self, running: Settings | None) -> None:
         """Say under the Epoch field what the session on screen does with epochs (``running``: the
         settings its lanes run with, None without a session or before its lanes are built)."""

@@ -37,10 +37,19 @@ from dptop.monitor.precheck import SourceFacts, read_facts, typed_facts
 from dptop.monitor.states import Lifecycle, State
 from dptop.monitor.truth import Truth, WorkerDied
 
-__all__ = ["AHEAD", "COMPILING", "LATE", "Session", "State", "published"]
+__all__ = ["AHEAD", "COMPILING", "LATE", "Session", "State", "on_public_clock", "published"]
 
 COMPILING = "compiling kernels (first use since install)..."
 """The starting phase while numba compiles a kernel the cache does not hold."""
+
+
+def on_public_clock(config: RunConfig, seconds: float) -> RunConfig:
+    """``config`` with epochs of ``seconds`` of the public clock where it names no epochs of its own:
+    a capture that does not end (a live interface, a looped stream) releases as it runs."""
+    s = config.settings
+    if s.epoch_seconds is None and s.epoch_packets is None:
+        return replace(config, settings=s.with_(epoch_seconds=seconds))
+    return config
 
 
 def published(snap) -> int:
@@ -206,9 +215,7 @@ class Session:
 
     def _open_live(self, spec: SourceSpec):
         sources.refuse_data_stop(spec, self.config.names, self.config.settings)
-        s = self.config.settings
-        if s.epoch_seconds is None and s.epoch_packets is None:  # releases while the capture runs
-            self.config = replace(self.config, settings=s.with_(epoch_seconds=LIVE_EPOCH_SECONDS))
+        self.config = on_public_clock(self.config, LIVE_EPOCH_SECONDS)
         epoch_seconds = self.config.settings.epoch_seconds
         if epoch_seconds is not None:  # provisional, so the lanes can be built while kernels compile
             self.public["time_range"] = (time.time_ns(), None)
@@ -292,11 +299,18 @@ class Session:
             "on those packets and no guarantee covers it (Liu and Talwar 2019; Papernot and Steinke 2022)"))
 
     def apply(self, config: RunConfig) -> list[str]:
-        """Switch to ``config`` (``dptop.monitor.apply``). Returns the restarted names."""
+        """Switch to ``config`` (``dptop.monitor.apply``). Returns the restarted names. Raises
+        ``ValueError`` (one line), the session unchanged, for what the command line refuses on
+        this source (``sources.refuse_data_stop``: epochs of packets on a live capture or a paced
+        replay, with private algorithms). A capture that does not end keeps its clock's epochs
+        where ``config`` names none (the window's "whole stream": ``on_public_clock``)."""
         with self.life.lock:
             old = self.lanes
             if not (self.state.active and not self._stopping.is_set() and (self.source is not None or bool(old))):
                 return []  # the source has ended: its lanes and parameters stay as published
+            sources.refuse_data_stop(self.spec, config.names, config.settings)
+            if self.grid is not None and (self.spec.kind == "live" or self.spec.loop):
+                config = on_public_clock(config, self.config.settings.epoch_seconds)  # the clock it runs on
             self.config = config
             new, restarted = lanes_after(old, config, self.public_facts(), self._lane)
             self.fanout.lanes = new
