@@ -71,6 +71,7 @@ class Session:
         self._generation = 0
         self._stopping = threading.Event()
         self._flush = False
+        self._stopped_starting = False  # a stop came before the source ran: ``_run`` says when it ended
         self._starter: threading.Thread | None = None
         self._synthetic: sources.SyntheticFile | None = None
         self._workers: list[Worker] = []  # every worker whose thread may still run (close joins them)
@@ -128,6 +129,14 @@ class Session:
             self._starter.start()
 
     def _run(self) -> None:
+        try:
+            self._read()
+        finally:  # a stop that came while the source was opening ends here, once nothing runs on
+            with self.life.lock:
+                if self._stopping.is_set() and self.state == State.STOPPING:
+                    self.life.move(State.STOPPED)
+
+    def _read(self) -> None:
         try:
             source = self._open_source(self.spec)
             if source is None:
@@ -219,8 +228,7 @@ class Session:
             self.grid, self.public["time_range"] = sources.wall_grid(spec, epoch_seconds)
             self.public_source = sources.LIVE_CLOCK
             self.clock = sink = LiveClock(self.grid, spec.lateness, self.fanout)
-            self._restart_all()
-            if not self._start_lanes(build=False):
+            if not self._restart_all() or not self._start_lanes(build=False):
                 return None
         return sources.live_capture(spec, sink)
 
@@ -243,12 +251,16 @@ class Session:
         self.life.phase = ""
         return True
 
-    def _restart_all(self) -> None:
+    def _restart_all(self) -> bool:
+        """Rebuild every lane (False, nothing built, once the session is stopping)."""
         with self.life.lock:
+            if self._stopping.is_set():
+                return False
             old, self.fanout.lanes = self.lanes, {n: self._lane(n) for n in self.config.names}
         for lane in old.values():
             if lane.worker is not None:
                 lane.worker.stop()
+        return True
 
     def public_facts(self) -> PublicFacts:
         """The public facts so far (``public``), typed with their provenance: what every lane is built from."""
@@ -312,6 +324,7 @@ class Session:
         """Ask every thread to end (returns at once; idempotent). ``flush``: stop the source but
         let the algorithms finish what they have (final releases, e.g. after Ctrl-C)."""
         with self.life.lock:
+            self._stopped_starting |= self.state == State.STARTING  # ``_run`` may still be opening the source
             self._flush = flush and self.state in (State.RUNNING, State.PAUSED)
             self._stopping.set()
             self.life.move(State.STOPPING)
@@ -323,8 +336,8 @@ class Session:
             for worker in list(self._workers):
                 worker.stop()
             self.truth.stop()
-            with self.life.lock:
-                if self.state == State.STOPPING:
+            with self.life.lock:  # a stop while starting: ``_run`` says it once nothing it opened runs on
+                if self.state == State.STOPPING and not (self._stopped_starting and self._starter.is_alive()):
                     self.life.move(State.STOPPED)
 
     def wait(self, timeout: float | None = None) -> State:
