@@ -2,7 +2,8 @@
 the session says it ended only once its starting thread has ended, whatever it had opened is
 closed, and no thread it started after the stop runs on. The stop is injected at each step of a
 live start (before the lanes are rebuilt on the wall clock, while the socket opens, after it
-opened and before the session runs), and at random instants right after ``open``."""
+opened and before the session runs, while the capture's kernels compile), and at random instants
+right after ``open``."""
 import os
 import random
 import threading
@@ -108,3 +109,27 @@ def test_stopped_at_once_after_open_many_times_every_session_ends_whole():
         finally:
             assert session.close(HANG_GUARD) == []  # every thread ended (a flushed run's lanes end on close)
         assert session.state is State.STOPPED and packet_sockets_open() == 0
+
+
+def test_a_stop_while_the_capture_kernels_compile_does_not_wait_for_the_compile(monkeypatch):
+    """The capture's kernels compile after the lanes' (first use: half a minute on a busy machine);
+    a Ctrl-C then ends the session at once, the compile going on by itself."""
+    from dptop.capture import live
+
+    compiling, compiled = threading.Event(), threading.Event()
+
+    def slow_warm_up():
+        compiling.set()
+        threading.Event().wait(HANG_GUARD / 2)
+        compiled.set()
+    monkeypatch.setattr(live, "warm_up", slow_warm_up)
+    session = Session(RunConfig(("exact",), Settings(k=4)))
+    try:
+        session.open(SPEC)
+        assert compiling.wait(HANG_GUARD)
+        session.stop(flush=True)
+        assert ended(session) is State.STOPPED
+        assert not compiled.is_set()  # ended while the compile was under way
+        assert_nothing_left(session)
+    finally:
+        assert session.close(HANG_GUARD) == []

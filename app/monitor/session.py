@@ -221,7 +221,9 @@ class Session:
         epoch_seconds = self.config.settings.epoch_seconds
         if epoch_seconds is not None:  # provisional, so the lanes can be built while kernels compile
             self.public["time_range"] = (time.time_ns(), None)
-        if not self._start_lanes():  # kernels first: the socket opens only once they are ready
+        # kernels first, the lanes' then the capture's (one compile at a time; a stop does not wait
+        # for the one under way): the socket opens only once they are ready
+        if not self._start_lanes() or not self._start_lanes(sources.warm_live(), build=False):
             return None
         sink = self.fanout
         if epoch_seconds is not None:  # the clock starts now, with nothing fed yet
@@ -232,9 +234,10 @@ class Session:
                 return None
         return sources.live_capture(spec, sink)
 
-    def _start_lanes(self, build: bool = True) -> bool:
-        """Build the lanes and wait until every kernel is compiled (or loaded from the cache); the
-        phase says "compiling kernels" only once numba compiles one (a kernel missing from the cache)."""
+    def _start_lanes(self, warming: threading.Thread | None = None, build: bool = True) -> bool:
+        """Build the lanes and wait until every kernel is compiled (or loaded from the cache), and
+        ``warming`` has ended; False at once on a stop. The phase says "compiling kernels" only
+        once numba compiles one (a kernel missing from the cache)."""
         self.life.phase = "starting the algorithms..."
         before = compiles()
         with self.life.lock:
@@ -242,12 +245,16 @@ class Session:
                 return False
             if build:
                 self.fanout.lanes = {n: self._lane(n) for n in self.config.names}
-        while waiting := [lane for lane in self.lanes.values() if not lane.ready]:
+        while (waiting := [lane for lane in self.lanes.values() if not lane.ready]) or (
+                warming is not None and warming.is_alive()):
             if self._stopping.is_set():
                 return False
             if compiles() > before:
                 self.life.phase = COMPILING
-            waiting[0].worker.wait_warmed(0.02)
+            if waiting:
+                waiting[0].worker.wait_warmed(0.02)
+            else:
+                warming.join(0.02)
         self.life.phase = ""
         return True
 
