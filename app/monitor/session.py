@@ -71,7 +71,7 @@ class Session:
         self._generation = 0
         self._stopping = threading.Event()
         self._flush = False
-        self._stopped_starting = False  # a stop came before the source ran: ``_run`` says when it ended
+        self._stopped_starting = False  # a stop came before the live source ran: ``_run`` says when it ended
         self._starter: threading.Thread | None = None
         self._synthetic: sources.SyntheticFile | None = None
         self._workers: list[Worker] = []  # every worker whose thread may still run (close joins them)
@@ -331,7 +331,9 @@ class Session:
         """Ask every thread to end (returns at once; idempotent). ``flush``: stop the source but
         let the algorithms finish what they have (final releases, e.g. after Ctrl-C)."""
         with self.life.lock:
-            self._stopped_starting |= self.state == State.STARTING  # ``_run`` may still be opening the source
+            # a live start may still open the socket: ``_run`` says stopped once it ended (a file's
+            # start, reading the file's facts, is left to end by itself, as before)
+            self._stopped_starting |= self.state == State.STARTING and self.fanout.live
             self._flush = flush and self.state in (State.RUNNING, State.PAUSED)
             self._stopping.set()
             self.life.move(State.STOPPING)
