@@ -11,6 +11,9 @@ receiving one (what was offered to the capture). Contenders alternate at every s
 (``DPTOP_BENCH_BASELINE`` may name another ``dptop`` executable, e.g. an older checkout's, run
 with its own defaults).
 
+A run offers its traffic once the capture reads (``VethLab.wait_capturing``: its own socket, open
+for a second; not the one its check opens and closes at once, before kernels compile), and stops
+it with SIGINT once it has caught up.
 Each run's row: offered, counted and dropped per lane (offered minus what the lane saw), the kernel's
 drops, the late and queue drops of dptop's account, whether that account (its JSON and its closing
 status line) says exactly offered minus counted for every lane, the CPU per offered packet of the
