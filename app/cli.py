@@ -20,6 +20,7 @@ from dptop.capture import synth
 from dptop.capture.live import COUNT, DURATION
 from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.core.settings import SEED, Range
+from dptop.interrupts import DroppedInterrupts
 from dptop.monitor import catalogue, defaults
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec, config_errors
 from dptop.monitor.memory import map_large_blocks
@@ -322,21 +323,25 @@ def main(argv=None) -> int:
     """Exit codes: 0 done, 1 runtime error, 2 usage (bad option or parameter), 128 + signal."""
     map_large_blocks()
     try:
-        try:
-            args = build_parser().parse_args(argv)
-        except SystemExit as exc:  # a usage error (one line, dptop.options.Parser), -h or --version
-            return exc.code if isinstance(exc.code, int) else 2
-        return _dispatch(args)
+        with DroppedInterrupts() as interrupts:
+            try:
+                args = build_parser().parse_args(argv)
+            except SystemExit as exc:  # a usage error (one line, dptop.options.Parser), -h or --version
+                return exc.code if isinstance(exc.code, int) else 2
+            return _dispatch(args, interrupts)
     except KeyboardInterrupt:
         print("dptop: interrupted", file=sys.stderr)
         return 130
 
 
-def _dispatch(args) -> int:
+def _dispatch(args, interrupts: DroppedInterrupts | None = None) -> int:
     from dptop.capture.pcap import CaptureError
 
     try:
-        return _check(args).func(args)
+        args = _check(args)  # may compile kernels on this thread, where a Ctrl-C can be dropped
+        if interrupts is not None:
+            interrupts.check()
+        return args.func(args)
     except ValueError as exc:
         print(f"dptop: error: {exc}", file=sys.stderr)
         return 2

@@ -29,15 +29,13 @@ DPTOP = [sys.executable, "-m", "dptop"]
 
 
 def start_capture(lab: VethLab, out, *args: str) -> subprocess.Popen:
+    before = lab.packet_socket_inodes()
     cap = subprocess.Popen(lab.command(lab.rx_ns, [*DPTOP, "capture", "--iface", lab.rx, "--json", str(out), *args]),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 900  # kernels compiled on a busy machine
-    while lab.packet_sockets() == 0:  # the socket opens once every kernel is ready
-        if cap.poll() is not None or time.monotonic() > deadline:
-            cap.kill()
-            pytest.fail(f"the capture did not open its socket: {cap.communicate()[1][-600:]}")
-        time.sleep(0.2)
-    time.sleep(0.5)
+    try:
+        lab.wait_capturing(cap, before)  # the socket it reads, not its check's (kernels compile first)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
     return cap
 
 

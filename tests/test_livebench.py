@@ -1,5 +1,14 @@
 """The live bench's drop-account check (dptop.lab.livebench.account), its summary and its note:
-pure functions over a run's JSON and stderr, checked against hand-made runs and broken variants."""
+pure functions over a run's JSON and stderr, checked against hand-made runs and broken variants;
+and the harness waits for the capture's own socket before it offers traffic."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dptop.capture.lab.netns import LASTING_SOCKET, VethLab
 from dptop.lab import livebench
 
 
@@ -52,3 +61,35 @@ def test_summary_and_verdict():
     assert "FAIL" in note and "DIFFERS" in note
     slow = [run(name, "max", 700_000, 700_000) for _ in range(3) for name in livebench.CONTENDERS]
     assert "FAIL" in livebench.verdict(slow)  # every packet kept, but below the acceptance's rate
+
+
+CHECK_THEN_CAPTURE = """
+import socket, sys, time
+check = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)  # the command's check: opened, closed again
+time.sleep(0.3)
+check.close()
+time.sleep(2.0)  # kernels compiling
+capture = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+print(time.monotonic(), flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.live
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_the_traffic_waits_for_the_capture_socket_not_the_check_socket():
+    """``dptop capture`` opens a socket while it checks its options and closes it, builds its
+    algorithms, then opens the one it reads: the bench offered its frames 0.5 s after the first
+    one, to a capture still starting (lost frames, or a SIGINT before it ever read)."""
+    with VethLab() as lab:
+        before = lab.packet_socket_inodes()
+        proc = subprocess.Popen(lab.command(lab.rx_ns, [sys.executable, "-c", CHECK_THEN_CAPTURE]),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            lab.wait_capturing(proc, before, timeout=60)
+            ready = time.monotonic()
+            opened = float(proc.stdout.readline())
+            assert ready >= opened + LASTING_SOCKET
+        finally:
+            proc.kill()
+            proc.communicate()

@@ -11,6 +11,9 @@ receiving one (what was offered to the capture). Contenders alternate at every s
 (``DPTOP_BENCH_BASELINE`` may name another ``dptop`` executable, e.g. an older checkout's, run
 with its own defaults).
 
+A run offers its traffic once the capture reads (``VethLab.wait_capturing``: its own socket, open
+for a second; not the one its check opens and closes at once, before kernels compile), and stops
+it with SIGINT once it has caught up.
 Each run's row: offered, counted and dropped per lane (offered minus what the lane saw), the kernel's
 drops, the late and queue drops of dptop's account, whether that account (its JSON and its closing
 status line) says exactly offered minus counted for every lane, the CPU per offered packet of the
@@ -73,15 +76,6 @@ def _wait_idle(pid: int, least: float = 1.5, most: float = 60.0, quiet: float = 
         cpu = now
 
 
-def _wait_socket(lab: VethLab, proc: subprocess.Popen, sockets: int, timeout: float = 600.0) -> None:
-    deadline = time.monotonic() + timeout
-    while lab.packet_sockets() <= sockets:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the capture did not open its socket: {proc.communicate()[1][-400:]}")
-        time.sleep(0.1)
-    time.sleep(0.5)
-
-
 def _tcpdump_counts(stderr: str) -> tuple[int, int]:
     """(captured, dropped by the kernel) from tcpdump's closing lines."""
     numbers = {}
@@ -134,11 +128,11 @@ def one_run(lab: VethLab, name: str, argv: tuple[list[str], tuple] | None, rate:
     else:
         executable, options = argv
         command = [*executable, "capture", "--iface", lab.rx, "--json", str(out), *options]
-    sockets = lab.packet_sockets()
+    sockets = lab.packet_socket_inodes()
     proc = subprocess.Popen(lab.command(lab.rx_ns, command), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
-        _wait_socket(lab, proc, sockets)
+        lab.wait_capturing(proc, sockets)  # not its check's socket: the traffic waits until it reads
         tx0, before, cpu0 = lab.tx_packets(), lab.rx_packets(), _cpu(proc.pid)
         sent = subprocess.run(lab.sender(count, rate, SENDER_REALTIME), check=True, capture_output=True, text=True,
                               timeout=600, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})  # no idle BLAS threads

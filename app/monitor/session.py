@@ -80,6 +80,7 @@ class Session:
         self._generation = 0
         self._stopping = threading.Event()
         self._flush = False
+        self._stopped_starting = False  # a stop came before the live source ran: ``_run`` says when it ended
         self._starter: threading.Thread | None = None
         self._synthetic: sources.SyntheticFile | None = None
         self._workers: list[Worker] = []  # every worker whose thread may still run (close joins them)
@@ -137,6 +138,14 @@ class Session:
             self._starter.start()
 
     def _run(self) -> None:
+        try:
+            self._read()
+        finally:  # a stop that came while the source was opening ends here, once nothing runs on
+            with self.life.lock:
+                if self._stopping.is_set() and self.state == State.STOPPING:
+                    self.life.move(State.STOPPED)
+
+    def _read(self) -> None:
         try:
             source = self._open_source(self.spec)
             if source is None:
@@ -219,21 +228,23 @@ class Session:
         epoch_seconds = self.config.settings.epoch_seconds
         if epoch_seconds is not None:  # provisional, so the lanes can be built while kernels compile
             self.public["time_range"] = (time.time_ns(), None)
-        if not self._start_lanes():  # kernels first: the socket opens only once they are ready
+        # kernels first, the lanes' then the capture's (one compile at a time; a stop does not wait
+        # for the one under way): the socket opens only once they are ready
+        if not self._start_lanes() or not self._start_lanes(sources.warm_live(), build=False):
             return None
         sink = self.fanout
         if epoch_seconds is not None:  # the clock starts now, with nothing fed yet
             self.grid, self.public["time_range"] = sources.wall_grid(spec, epoch_seconds)
             self.public_source = sources.LIVE_CLOCK
             self.clock = sink = LiveClock(self.grid, spec.lateness, self.fanout)
-            self._restart_all()
-            if not self._start_lanes(build=False):
+            if not self._restart_all() or not self._start_lanes(build=False):
                 return None
         return sources.live_capture(spec, sink)
 
-    def _start_lanes(self, build: bool = True) -> bool:
-        """Build the lanes and wait until every kernel is compiled (or loaded from the cache); the
-        phase says "compiling kernels" only once numba compiles one (a kernel missing from the cache)."""
+    def _start_lanes(self, warming: threading.Thread | None = None, build: bool = True) -> bool:
+        """Build the lanes and wait until every kernel is compiled (or loaded from the cache), and
+        ``warming`` has ended; False at once on a stop. The phase says "compiling kernels" only
+        once numba compiles one (a kernel missing from the cache)."""
         self.life.phase = "starting the algorithms..."
         before = compiles()
         with self.life.lock:
@@ -241,21 +252,29 @@ class Session:
                 return False
             if build:
                 self.fanout.lanes = {n: self._lane(n) for n in self.config.names}
-        while waiting := [lane for lane in self.lanes.values() if not lane.ready]:
+        while (waiting := [lane for lane in self.lanes.values() if not lane.ready]) or (
+                warming is not None and warming.is_alive()):
             if self._stopping.is_set():
                 return False
             if compiles() > before:
                 self.life.phase = COMPILING
-            waiting[0].worker.wait_warmed(0.02)
+            if waiting:
+                waiting[0].worker.wait_warmed(0.02)
+            else:
+                warming.join(0.02)
         self.life.phase = ""
         return True
 
-    def _restart_all(self) -> None:
+    def _restart_all(self) -> bool:
+        """Rebuild every lane (False, nothing built, once the session is stopping)."""
         with self.life.lock:
+            if self._stopping.is_set():
+                return False
             old, self.fanout.lanes = self.lanes, {n: self._lane(n) for n in self.config.names}
         for lane in old.values():
             if lane.worker is not None:
                 lane.worker.stop()
+        return True
 
     def public_facts(self) -> PublicFacts:
         """The public facts so far (``public``), typed with their provenance: what every lane is built from."""
@@ -326,6 +345,9 @@ class Session:
         """Ask every thread to end (returns at once; idempotent). ``flush``: stop the source but
         let the algorithms finish what they have (final releases, e.g. after Ctrl-C)."""
         with self.life.lock:
+            # a live start may still open the socket: ``_run`` says stopped once it ended (a file's
+            # start, reading the file's facts, is left to end by itself, as before)
+            self._stopped_starting |= self.state == State.STARTING and self.fanout.live
             self._flush = flush and self.state in (State.RUNNING, State.PAUSED)
             self._stopping.set()
             self.life.move(State.STOPPING)
@@ -337,8 +359,8 @@ class Session:
             for worker in list(self._workers):
                 worker.stop()
             self.truth.stop()
-            with self.life.lock:
-                if self.state == State.STOPPING:
+            with self.life.lock:  # a stop while starting: ``_run`` says it once nothing it opened runs on
+                if self.state == State.STOPPING and not (self._stopped_starting and self._starter.is_alive()):
                     self.life.move(State.STOPPED)
 
     def wait(self, timeout: float | None = None) -> State:

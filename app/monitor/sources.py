@@ -4,6 +4,7 @@ returns a ``dptop.capture.source.Source`` whose sink is the session's fan-out (o
 from __future__ import annotations
 
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -83,6 +84,18 @@ def wall_grid(spec: SourceSpec, epoch_seconds: float) -> tuple[TimeGrid, tuple[i
         return TimeGrid(start, round(epoch_seconds * 1e9), MAX_CELLS), (start, None)
     end = start + round(spec.duration * 1e9)
     return TimeGrid.over(start, end, epoch_seconds), (start, end)
+
+
+def warm_live() -> threading.Thread:
+    """Compile (or load from the cache) a live capture's kernels on a thread of their own, started
+    now, so a session can give up waiting for it at a stop (first use: half a minute on a busy
+    machine) and its view can write what it has. The thread touches nothing but numba's kernels
+    and ends by itself; ``LiveCapture`` then finds them ready."""
+    from dptop.capture.live import warm_up
+
+    warming = threading.Thread(target=warm_up, name="dptop-capture-kernels", daemon=True)
+    warming.start()
+    return warming
 
 
 def live_capture(spec: SourceSpec, sink):

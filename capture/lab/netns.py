@@ -11,6 +11,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+
+LASTING_SOCKET = 1.0
+"""Seconds a new packet socket stays open before it counts as the capture's own (the check's
+socket lives for milliseconds)."""
 
 
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -77,5 +82,28 @@ class VethLab:
 
     def packet_sockets(self) -> int:
         """Packet sockets open in the receiving namespace (a capture has opened its socket)."""
+        return len(self.packet_socket_inodes())
+
+    def packet_socket_inodes(self) -> set[str]:
+        """The inodes of the packet sockets open in the receiving namespace."""
         out = self.run(self.rx_ns, ["cat", "/proc/net/packet"])
-        return max(0, len(out.stdout.splitlines()) - 1)
+        return {line.split()[8] for line in out.stdout.splitlines()[1:] if len(line.split()) > 8}
+
+    def wait_capturing(self, proc: subprocess.Popen, before: set[str], timeout: float = 900.0) -> None:
+        """Wait until ``proc`` captures on the receiving side: a packet socket not in ``before``
+        (``packet_socket_inodes`` before ``proc`` started) open for ``LASTING_SOCKET`` seconds.
+        ``dptop capture`` opens a socket and closes it at once while it checks its options, then
+        builds its algorithms (numba kernels compiled on first use: a minute on a busy machine)
+        and only then opens the socket it reads; frames offered in between reach no capture.
+        ``RuntimeError`` (with the end of ``proc``'s stderr) if ``proc`` ends or ``timeout`` passes."""
+        deadline, since = time.monotonic() + timeout, {}
+        while True:
+            now = time.monotonic()
+            since = {inode: since.get(inode, now) for inode in self.packet_socket_inodes() - before}
+            if any(now - t >= LASTING_SOCKET for t in since.values()):
+                return
+            if proc.poll() is not None or now > deadline:
+                if proc.poll() is None:
+                    proc.kill()
+                raise RuntimeError(f"the capture did not open its socket: {proc.communicate()[1][-600:]}")
+            time.sleep(0.1)
