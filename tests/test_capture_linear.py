@@ -87,7 +87,7 @@ def test_every_block_structure_reads_in_linear_time(tmp_path, structure, packing
         assert addresses_from_keys(batch.keys) == ["10.0.0.1"]
         assert len(stats.warnings) <= MAX_WARNINGS + 1
         paths[n] = path
-    seconds = alternating(paths, rounds=3)
+    seconds = alternating(paths, rounds=2)
     if seconds[big] / seconds[big // 4] >= GROWTH:  # another process's burst in some reads: measure once more
         more = alternating(paths, rounds=5)
         seconds = {n: min(seconds[n], more[n]) for n in paths}

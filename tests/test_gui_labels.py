@@ -155,7 +155,7 @@ def test_the_parameters_dock_says_the_epochs_a_run_without_end_uses(qtbot, tmp_p
         qtbot.waitUntil(lambda: w.session.config.settings.epoch_seconds is not None, timeout=WARM)
         seconds = w.session.config.settings.epoch_seconds
         assert seconds == LIVE_EPOCH_SECONDS
-        qtbot.waitUntil(lambda: f"epochs of {seconds:g} s of the public clock" in dock_text(w), timeout=5000)
+        qtbot.waitUntil(lambda: f"epochs of {seconds:g} s of the public clock" in dock_text(w), timeout=WARM)
         w.stop_source()
         qtbot.waitUntil(lambda: not w.session.state.active, timeout=10_000)
         assert f"epochs of {seconds:g} s of the public clock" in dock_text(w)  # the run on screen still is

@@ -46,7 +46,8 @@ def test_an_interrupt_dropped_in_a_ctypes_callback_during_the_checks_ends_the_co
 
 @pytest.mark.live
 @pytest.mark.skipif(os.geteuid() != 0, reason="a live capture needs root (CAP_NET_RAW)")
-@pytest.mark.parametrize("delay", [1.0, 1.5, 2.0])
+@pytest.mark.parametrize("delay", [pytest.param(1.0, marks=pytest.mark.slow), 1.5,
+                                   pytest.param(2.0, marks=pytest.mark.slow)])  # the default run samples one instant
 def test_ctrl_c_while_kernels_compile_ends_the_capture_in_one_line(tmp_path, delay):
     """From an empty cache: LazyHH's defaults compile on the main thread during the checks, then
     the session starts. Whenever the signal lands, the capture ends at once (130) in one line:

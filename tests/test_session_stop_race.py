@@ -21,6 +21,8 @@ pytestmark = [pytest.mark.live,
 SPEC = SourceSpec("live", iface="lo", bpf="udp and port 47996")
 HANG_GUARD = 30.0
 """Seconds a thread gets to end after the stop: a guard against a thread left running, not a speed."""
+START_GUARD = 600.0
+"""Seconds a start may take to reach the step where a stop is injected (kernels compile on first use)."""
 
 
 def packet_sockets_open() -> int:
@@ -63,11 +65,16 @@ def stop_then(session: Session, opening, said: list, wait_seconds: float = 0.0):
     kernels that compile while the socket opens); ``said`` gets the session's state once it returned."""
     def opened(*args, **kw):
         session.stop(flush=True)  # as Ctrl-C does (headless)
+        stopped.set()
         threading.Event().wait(wait_seconds)
         out = opening(*args, **kw)
         said.append(session.state)
         return out
     return opened
+
+
+stopped = threading.Event()
+"""Set once the injected stop happened (the hang guard counts from there)."""
 
 
 @pytest.mark.parametrize("where", ["before the lanes restart on the wall clock", "while the socket opens",
@@ -84,11 +91,14 @@ def test_a_stop_at_each_step_of_a_live_start_leaves_nothing_running(monkeypatch,
         def opened(*args, **kw):
             source = opening(*args, **kw)
             session.stop(flush=True)
+            stopped.set()
             said.append(session.state)
             return source
         monkeypatch.setattr(sources, "live_capture", opened)
+    stopped.clear()
     try:
         session.open(SPEC)
+        assert stopped.wait(START_GUARD), session.error
         assert ended(session) is State.STOPPED
         assert_nothing_left(session)
         assert said and not any(state.ended for state in said), said  # never ended while still opening
@@ -126,7 +136,7 @@ def test_a_stop_while_the_capture_kernels_compile_does_not_wait_for_the_compile(
     session = Session(RunConfig(("exact",), Settings(k=4)))
     try:
         session.open(SPEC)
-        assert compiling.wait(HANG_GUARD)
+        assert compiling.wait(START_GUARD)
         session.stop(flush=True)
         assert ended(session) is State.STOPPED
         assert not compiled.is_set()  # ended while the compile was under way
