@@ -26,10 +26,11 @@ def shared_pcaps() -> Path:
     return SHARED_PCAPS
 
 
-LONGEST_FIRST = ("test_gui_sessions.py", "test_cluster_live.py", "test_capture_live.py", "test_monitor_audit.py",
-                 "test_capture_linear.py", "test_json_schemas.py", "test_product_matrix.py", "test_cli_robustness.py",
-                 "test_audit.py", "test_feed_server.py", "test_capture_lines.py", "test_cluster_trust.py",
-                 "test_gui_screenshot.py", "test_cluster_partial.py", "test_monitor_stress.py")
+LONGEST_FIRST = ("test_capture_linear.py", "test_cluster_trust.py", "test_feed_server.py", "test_capture_linear_gzip.py",
+                 "test_cli_robustness.py", "test_parameter_table.py", "test_monitor_audit.py", "test_top.py",
+                 "test_gui_layout.py", "test_cluster_live.py", "test_cluster_partial.py", "test_gui_window.py",
+                 "test_capture_lines.py", "test_product_matrix.py", "test_audit.py", "test_keykinds.py",
+                 "test_gui_sessions.py", "test_capture_live.py")
 """The test files that take longest (wall time, most of it waiting on live links, paced clocks and
 subprocesses), handed out first: ``make test`` gives each worker whole files, and one of these
 started last would keep a worker busy after the others are done."""
