@@ -46,7 +46,7 @@ lint: $(STAMP)
 # every kernel compiled first, two at a time, instead of one by one as the tests reach them; then the
 # test files spread over TEST_WORKERS processes (pytest-xdist; a file's tests stay in one process, so
 # they share its fixtures); the slowest tests are listed so the five-minute budget stays visible
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 test: $(STAMP) system-deps lint
 	$(VENV)/bin/dptop compile
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
