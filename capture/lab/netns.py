@@ -80,10 +80,6 @@ class VethLab:
         priority = ["chrt", "-f", "1"] if realtime else []
         return self.command(self.tx_ns, priority + argv + ([str(rate)] if rate else []))
 
-    def packet_sockets(self) -> int:
-        """Packet sockets open in the receiving namespace (a capture has opened its socket)."""
-        return len(self.packet_socket_inodes())
-
     def packet_socket_inodes(self) -> set[str]:
         """The inodes of the packet sockets open in the receiving namespace."""
         out = self.run(self.rx_ns, ["cat", "/proc/net/packet"])
