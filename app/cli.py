@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from dptop import __version__
+from dptop import lifetime
 from dptop.engine.core.extras import FEED, GUI, LIVE, require
 from dptop.capture import synth
 from dptop.capture.live import COUNT, DURATION
@@ -25,7 +25,7 @@ from dptop.monitor import catalogue, defaults
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec, config_errors
 from dptop.monitor.memory import map_large_blocks
 from dptop.monitor.sources import refuse_data_stop
-from dptop.options import Parser, check_live, document_defaults, nonempty, ranged
+from dptop.options import InstalledVersion, Parser, check_live, document_defaults, nonempty, ranged
 from dptop.output import silence_stdout
 from dptop.resources import DEMO_CAPTURE
 from dptop.runargs import (add_live_options, add_report_options, add_run_options, add_serve_options, algorithm_names,
@@ -64,6 +64,7 @@ def check_replay(args) -> None:
 def cmd_replay(args) -> int:
     from dptop.headless import run, run_archive
 
+    lifetime.end_without_teardown()  # its outputs are written whole and closed when run returns
     config = args.config
     if args.spec is None:
         return run_archive(args.path, config, args.cluster, args.json_out, config.settings.extra["top"],
@@ -86,6 +87,7 @@ def check_capture(args) -> None:
 def cmd_capture(args) -> int:
     from dptop.headless import run
 
+    lifetime.end_without_teardown()
     return run("capture", args.spec, args.config, args.json_out, args.config.settings.extra["top"], args.publish,
                lines=not args.quiet, serve=args.serve, form=args.form, baselines=args.baselines,
                progress=args.progress)
@@ -216,10 +218,20 @@ def cmd_gui(args) -> int:
     return run_gui(path, getattr(args, "serve", None))
 
 
-def build_parser() -> argparse.ArgumentParser:
+MONITOR_COMMANDS = ("replay", "capture", "synth", "top", "compile", "list", "gui", "demo")
+"""The monitor's own commands; the others are the lab's (bench, audit, sweep-*, cluster-bench) and
+the cluster's (agent, collect), each defined in its own module."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; for one of the ``MONITOR_COMMANDS`` (``command``, the first word of
+    the arguments), without the lab's and the cluster's commands, which nothing parsed then can
+    reach: their modules load the audit's cases and mechanisms, the sweeps' schemes and the
+    cluster's messages (0.15-0.2 CPU-s, a tenth of a 10-packet replay). ``dptop -h`` and a
+    misspelt command get the whole list."""
     parser = Parser(prog="dptop", description="Differentially private top talkers: heavy hitters "
                                      "of network traffic under differential privacy, next to the exact answer.")
-    parser.add_argument("--version", action="version", version=f"dptop {__version__}")
+    parser.add_argument("--version", action=InstalledVersion)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("replay", help="run the algorithms over a pcap/pcapng capture (or an archive of them)")
@@ -267,21 +279,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pcap", type=nonempty("--pcap"), required=True, help="the pcap file to write")
     p.set_defaults(func=cmd_synth)
 
-    from dptop.lab.commands import add_subcommands as add_lab_commands
+    lab = command not in MONITOR_COMMANDS
+    if lab:
+        from dptop.lab.commands import add_subcommands as add_lab_commands
 
-    add_lab_commands(sub, capture_defaults=lambda: config_from_args(build_parser().parse_args(
-        ["capture", "--iface", "lo"])))
-
+        add_lab_commands(sub, capture_defaults=lambda: config_from_args(build_parser("capture").parse_args(
+            ["capture", "--iface", "lo"])))
     _add_top(sub)
-    from dptop.lab.sweeps import add_subcommands as add_sweeps
+    if lab:
+        from dptop.cluster.cli import add_subcommands
+        from dptop.lab.cluster_bench import add_subcommand as add_cluster_bench
+        from dptop.lab.sweeps import add_subcommands as add_sweeps
 
-    add_sweeps(sub)
-
-    from dptop.cluster.cli import add_subcommands
-    from dptop.lab.cluster_bench import add_subcommand as add_cluster_bench
-
-    add_subcommands(sub)
-    add_cluster_bench(sub)
+        add_sweeps(sub)
+        add_subcommands(sub)
+        add_cluster_bench(sub)
 
     p = sub.add_parser("compile", help="compile every kernel into the user cache now (make compiles --first)")
     p.add_argument("--first", action="store_true",
@@ -305,7 +317,13 @@ def build_parser() -> argparse.ArgumentParser:
 def prepare(argv) -> argparse.Namespace:
     """Parse ``argv`` and run the command's checks (``check``): everything that comes before it
     starts or touches an output. Raises ``SystemExit`` (usage), ``ValueError`` or ``CaptureError``."""
-    return _check(build_parser().parse_args(argv))
+    return _check(build_parser(_command(argv)).parse_args(argv))
+
+
+def _command(argv) -> str | None:
+    """The command ``argv`` names first (``None``: an option such as ``-h`` comes first)."""
+    argv = sys.argv[1:] if argv is None else argv
+    return argv[0] if argv and not argv[0].startswith("-") else None
 
 
 def _check(args) -> argparse.Namespace:
@@ -325,7 +343,7 @@ def main(argv=None) -> int:
     try:
         with DroppedInterrupts() as interrupts:
             try:
-                args = build_parser().parse_args(argv)
+                args = build_parser(_command(argv)).parse_args(argv)
             except SystemExit as exc:  # a usage error (one line, dptop.options.Parser), -h or --version
                 return exc.code if isinstance(exc.code, int) else 2
             return _dispatch(args, interrupts)
@@ -339,6 +357,7 @@ def _dispatch(args, interrupts: DroppedInterrupts | None = None) -> int:
 
     try:
         args = _check(args)  # may compile kernels on this thread, where a Ctrl-C can be dropped
+        lifetime.started()
         if interrupts is not None:
             interrupts.check()
         return args.func(args)

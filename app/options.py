@@ -38,6 +38,17 @@ def _after(args, extra: str) -> str:
     return f" after {before}" if before.startswith("-") else ""
 
 
+class InstalledVersion(argparse._VersionAction):
+    """``--version``: ``dptop VERSION``, read from the installed metadata only when asked (loading
+    importlib.metadata is a few percent of a replay's start-up)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from dptop import __version__
+
+        self.version = f"dptop {__version__}"
+        super().__call__(parser, namespace, values, option_string)
+
+
 def document_defaults(parser: argparse.ArgumentParser) -> None:
     """Name the default in every option's help that does not say it yet, in every subcommand:
     ``(default: 16)``, ``(default: off)`` for a switch; an option without help is left to its
