@@ -23,6 +23,7 @@ two installs never share entries.
 import hashlib
 import os
 import shutil
+import sys
 import threading
 import time
 from pathlib import Path
@@ -103,6 +104,45 @@ event.register("numba:compile", _COMPILES)
 def compiles() -> int:
     """Functions compiled (not loaded from the cache) in this process so far."""
     return _COMPILES.count
+
+
+BLAS_PROBE = "scipy.linalg.cython_blas"
+
+
+class _ArrayMaths(event.Listener):
+    """The first time numba takes its compiler lock (a kernel compiled, or loaded from the cache),
+    it loads its array maths (numba/np/arraymath.py), which probe for a BLAS by importing SciPy's
+    linear algebra when SciPy is installed (the test extra brings it; the product does not use it):
+    0.1-0.2 CPU-s, a tenth of a replay's start-up. The probe only chooses BLAS for the inner product
+    of ``np.convolve`` and ``np.correlate``, which no kernel here calls (``np.dot`` and ``np.linalg``
+    look for SciPy themselves when a kernel uses them), so the array maths are loaded first here,
+    with the probe's import answered "not installed", as in a plain install."""
+
+    def __init__(self):
+        self.loaded = False
+        self._lock = threading.Lock()
+
+    def on_start(self, ev):
+        if self.loaded:
+            return
+        with self._lock:
+            if self.loaded:
+                return
+            self.loaded = True
+            if "numba.np.arraymath" in sys.modules or BLAS_PROBE in sys.modules:
+                return
+            sys.modules[BLAS_PROBE] = None  # an import of it raises ModuleNotFoundError at once
+            try:
+                import numba.np.arraymath  # noqa: F401
+            finally:
+                if sys.modules.get(BLAS_PROBE, 0) is None:
+                    del sys.modules[BLAS_PROBE]
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compiler_lock", _ArrayMaths())
 
 
 kernel = numba.njit(cache=True, nogil=True)
