@@ -14,13 +14,14 @@ from dptop.monitor.states import State
 from dptop.monitor.truth import TruthResult
 from dptop.monitor.unseen import Unseen
 
-STALL_SECONDS = 6.0
+STALL_SECONDS = 10.0
 """A live lane's queue holds this many seconds of the rate offered to it: a lane (or the whole
-process) held up this long loses nothing."""
+process) held up this long loses nothing. Longer than the 5 s a stall must not lose, since a live
+lane also waits behind the ring's reader on a busy machine (``LIVE_LANE_NICE``)."""
 LIVE_QUEUE = QueueBound(cap=1 << 23, floor=1 << 20, seconds=STALL_SECONDS)
-"""A live lane holds at least 2^20 packets (6 s at 175k packets/s) and at most 2^23 (6 s at 1.4M
-packets/s): at most ``LIVE_QUEUE_MEMORY`` bytes of queued packets for all lanes together (they
-share the batches, so the slowest lane's backlog is what is held)."""
+"""A live lane holds at least 2^20 packets (10 s at 105k packets/s) and at most 2^23 (10 s at 840k
+packets/s, 5 s at 1.68M): at most ``LIVE_QUEUE_MEMORY`` bytes of queued packets for all lanes
+together (they share the batches, so the slowest lane's backlog is what is held)."""
 LIVE_QUEUE_MEMORY = LIVE_QUEUE.memory
 """403 MB (48 bytes a queued packet, ``runner.PACKET_BYTES``)."""
 LIVE_LANE_NICE = 10
