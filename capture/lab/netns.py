@@ -23,13 +23,15 @@ is exact and the backlog paces the sender at what the receiving side takes.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
 
 LASTING_SOCKET = 1.0
-"""Seconds a new packet socket stays open before it counts as the capture's own (the check's
-socket lives for milliseconds)."""
+"""Seconds a new packet socket stays mapped before the capture counts as reading it (it sets its
+filter right after mapping its ring)."""
+MAPPED_SOCKET = re.compile(r"socket:\[(\d+)\]$")
 
 
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -117,19 +119,32 @@ class VethLab:
 
     def wait_capturing(self, proc: subprocess.Popen, before: set[str], timeout: float = 900.0) -> None:
         """Wait until ``proc`` captures on the receiving side: a packet socket not in ``before``
-        (``packet_socket_inodes`` before ``proc`` started) open for ``LASTING_SOCKET`` seconds.
+        (``packet_socket_inodes`` before ``proc`` started) that ``proc`` has memory-mapped (its
+        receive ring is set, as dptop's and libpcap's are) for ``LASTING_SOCKET`` seconds.
         ``dptop capture`` opens a socket and closes it at once while it checks its options, then
         builds its algorithms (numba kernels compiled on first use: a minute on a busy machine)
-        and only then opens the socket it reads; frames offered in between reach no capture.
+        and only then opens the socket it reads; it keeps every frame out of that socket until
+        its ring is set and mapped (hundreds of MB: the kernel takes a while on a busy machine),
+        then sets its filter. Frames offered before reach no capture.
         ``RuntimeError`` (with the end of ``proc``'s stderr) if ``proc`` ends or ``timeout`` passes."""
         deadline, since = time.monotonic() + timeout, {}
         while True:
             now = time.monotonic()
-            since = {inode: since.get(inode, now) for inode in self.packet_socket_inodes() - before}
+            mapped = (self.packet_socket_inodes() - before) & mapped_sockets(proc.pid)
+            since = {inode: since.get(inode, now) for inode in mapped}
             if any(now - t >= LASTING_SOCKET for t in since.values()):
                 return
             if proc.poll() is not None or now > deadline:
                 if proc.poll() is None:
                     proc.kill()
-                raise RuntimeError(f"the capture did not open its socket: {proc.communicate()[1][-600:]}")
+                raise RuntimeError(f"the capture did not map its socket's ring: {proc.communicate()[1][-600:]}")
             time.sleep(0.1)
+
+
+def mapped_sockets(pid: int) -> set[str]:
+    """The inodes of the sockets process ``pid`` has memory-mapped (``/proc/PID/maps``)."""
+    try:
+        with open(f"/proc/{pid}/maps") as fh:
+            return {m.group(1) for m in map(MAPPED_SOCKET.search, fh) if m}
+    except OSError:  # ended
+        return set()
