@@ -10,11 +10,11 @@ the ring's page as a fragment, which a veth would copy again into a fresh page o
 frames skip the queueing discipline (PACKET_QDISC_BYPASS) and the send buffer is large enough for a
 whole batch in flight. Pacing is by batch against the monotonic clock: batch ``i`` leaves when
 ``i·batch/rate`` seconds have passed, a sender that fell behind catches up, so the count is exact.
-At most ``IN_FLIGHT`` batches are on their way: a new one waits, sleeping, until the receiving side
-has taken the oldest (the kernel gives a slot back once the frame is freed there). On a veth whose
-receive work runs on another CPU (dptop.capture.lab.netns) that CPU's backlog refuses a frame when
-full; the refused frame stays requested and goes again, so the count stays exact and the sender,
-instead of spinning on a core the capture could use, goes as fast as the receiving side takes frames.
+At most ``IN_FLIGHT`` batches are with the kernel: a new one waits, sleeping, until the kernel gave
+back the oldest's slots. On a veth whose receive work runs on another CPU (dptop.capture.lab.netns)
+that CPU's backlog refuses a frame when full; the refused frame stays requested and goes again, so
+the count stays exact and the sender, instead of spinning on a core the capture could use, goes as
+fast as the receiving side takes frames.
 
 Run as ``python -m dptop.capture.lab.txring IFACE COUNT [RATE]`` (root); it prints the frames
 sent, the seconds from the first batch to the last frame's release, and the CPU seconds it used
@@ -59,9 +59,9 @@ BATCH = 512
 (at most ``BATCH``)."""
 BATCH_SECONDS = 0.004
 IN_FLIGHT = 2
-"""Batches sent and not yet received: a new batch waits for the oldest. Two batches of ``BATCH``
-are about the receiving CPU's backlog (``net.core.netdev_max_backlog``, 1,000 by default), which
-keeps that CPU busy while the sender sleeps instead of spinning."""
+"""Batches handed to the kernel and not yet given back: a new batch waits for the oldest. Two
+batches of ``BATCH`` are about what the receiving CPU's backlog holds (``net.core.netdev_max_backlog``,
+1,000 by default): enough to keep that CPU busy while the sender sleeps."""
 SETTLE_WAIT = 0.0001
 SNDBUF = 1 << 27
 ZIPF = 1.1
@@ -129,8 +129,8 @@ class TxRing:
                 raise
 
     def settle(self, slot: int, k: int) -> None:
-        """Wait, sleeping, until the kernel gave back slots ``slot`` to ``slot + k``: their frames
-        were received (the kernel frees a frame once the receiving side is done with it)."""
+        """Wait, sleeping, until the kernel gave back slots ``slot`` to ``slot + k`` (it is done
+        with their frames), handing it the ones it refused again meanwhile."""
         while self.status[slot:slot + k].any():
             self.flush()
             time.sleep(SETTLE_WAIT)
