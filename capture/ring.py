@@ -78,21 +78,54 @@ def _walk_ring(ring, block_size, n_blocks, cur, keys, dst, ts, length, n_out, li
 
 
 BLOCK_SIZE = 1 << 21
-N_BLOCKS = 64
 RETIRE_MS = 100
+FRAME_RING_BYTES = 128
+"""Ring bytes a frame of up to 46 bytes takes at most (its ``tpacket3_hdr``, ``sockaddr_ll`` and
+padding, 82 bytes, then the frame, the whole aligned to 8); a minimum-size Ethernet frame on a
+wire (60 bytes) takes 144, and with the snap length (``live.SNAP_LENGTH``) no frame takes more
+than 344."""
+STALL_SECONDS = 5
+STALL_RATE = 1_000_000
+N_BLOCKS = -(-STALL_SECONDS * STALL_RATE * FRAME_RING_BYTES // BLOCK_SIZE)
 """The ring is sized in time: the kernel hands a block over when it is full or ``RETIRE_MS`` after
-its first frame, so below the rate that fills a block in that time its ``N_BLOCKS`` blocks hold
-``N_BLOCKS × RETIRE_MS`` = 6.4 s of traffic; above it they hold ``N_BLOCKS × BLOCK_SIZE`` bytes of
-frames. With the snap length (``live.SNAP_LENGTH``) a minimum-size Ethernet frame takes 128 bytes of
-ring, so 16,384 fit a block and the 128 MiB ring holds 5 s of a stall at up to 210,000 frames/s (and
-1,048,576 frames at any rate). A reader held up that long loses nothing."""
+its first frame, so below the rate that fills a block in that time (16,384 frames of 128 bytes:
+164k frames/s) its blocks hold ``N_BLOCKS × RETIRE_MS`` (30 s) of traffic, and above it ``N_BLOCKS ×
+BLOCK_SIZE`` bytes of frames: 306 blocks (612 MiB) hold 5 s of small frames at 1M frames/s (5.0M
+frames; 4.5M 60-byte frames), so a reader held up for ``STALL_SECONDS`` at that rate loses nothing.
+The ring is the kernel's memory, taken whole when the capture starts: ``ring_blocks`` takes fewer
+blocks where that is more than ``MEMORY_SHARE`` of the memory available, never fewer than
+``MIN_BLOCKS`` (128 MiB: 1M small frames)."""
+MIN_BLOCKS = 64
+MEMORY_SHARE = 1 / 8
+
+
+def ring_blocks(available: int | None) -> int:
+    """Blocks for a ring given the bytes of memory ``available`` (None: unknown, ``N_BLOCKS``)."""
+    if available is None:
+        return N_BLOCKS
+    return max(MIN_BLOCKS, min(N_BLOCKS, int(available * MEMORY_SHARE) // BLOCK_SIZE))
+
+
+def memory_available() -> int | None:
+    """The bytes of memory the kernel says are available (``MemAvailable``); None where unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 class Ring:
     """A TPACKET_V3 RX ring set on ``sock`` (raises OSError where unsupported)."""
 
-    def __init__(self, sock: socket.socket, block_size: int = BLOCK_SIZE, n_blocks: int = N_BLOCKS,
+    def __init__(self, sock: socket.socket, block_size: int = BLOCK_SIZE, n_blocks: int | None = None,
                  retire_ms: int = RETIRE_MS, skip_outgoing: bool = True):
+        """``n_blocks`` None: ``ring_blocks`` of the memory available now."""
+        if n_blocks is None:
+            n_blocks = ring_blocks(memory_available())
         frame_size = 2048
         sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V3)
         req = struct.pack("7I", block_size, n_blocks, frame_size,

@@ -10,11 +10,16 @@ the ring's page as a fragment, which a veth would copy again into a fresh page o
 frames skip the queueing discipline (PACKET_QDISC_BYPASS) and the send buffer is large enough for a
 whole batch in flight. Pacing is by batch against the monotonic clock: batch ``i`` leaves when
 ``i·batch/rate`` seconds have passed, a sender that fell behind catches up, so the count is exact.
+At most ``IN_FLIGHT`` batches are with the kernel: a new one waits, sleeping, until the kernel gave
+back the oldest's slots. On a veth whose receive work runs on another CPU (dptop.capture.lab.netns)
+that CPU's backlog refuses a frame when full; the refused frame stays requested and goes again, so
+the count stays exact and the sender, instead of spinning on a core the capture could use, goes as
+fast as the receiving side takes frames.
 
 Run as ``python -m dptop.capture.lab.txring IFACE COUNT [RATE]`` (root); it prints the frames
 sent, the seconds from the first batch to the last frame's release, and the CPU seconds it used
-(system and user, which includes the receiving side's softirq work that ran on its time). While the
-interface cannot send (down) it waits and retries.
+(system and user; it includes receive work that ran on its CPU, little once the lab steers that work
+to another CPU). While the interface cannot send (down) it waits and retries.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ import socket
 import struct
 import sys
 import time
+from collections import deque
 
 import numpy as np
 
@@ -48,9 +54,15 @@ SLOT = 128
 RING_SLOTS = 1 << 18
 """Slots in the ring (32 MiB): the frame sequence repeats every 262,144 frames."""
 BLOCK = 1 << 16
-BATCH = 8192
-"""Frames per ``send()`` at full speed; a paced sender sends ``BATCH_SECONDS`` of frames at a time."""
+BATCH = 512
+"""Frames per ``send()`` at full speed; a paced sender sends ``BATCH_SECONDS`` of frames at a time
+(at most ``BATCH``)."""
 BATCH_SECONDS = 0.004
+IN_FLIGHT = 2
+"""Batches handed to the kernel and not yet given back: a new batch waits for the oldest. Two
+batches of ``BATCH`` are about what the receiving CPU's backlog holds (``net.core.netdev_max_backlog``,
+1,000 by default): enough to keep that CPU busy while the sender sleeps."""
+SETTLE_WAIT = 0.0001
 SNDBUF = 1 << 27
 ZIPF = 1.1
 SOURCES = 1 << 16
@@ -104,37 +116,46 @@ class TxRing:
         self.close()
 
     def flush(self) -> None:
-        """Hand the requested slots to the kernel; an interface that is down is waited for."""
+        """Hand the requested slots to the kernel. A frame the kernel refuses (the receiving CPU's
+        backlog is full: ENOBUFS; the interface is down) stays requested and goes on a later call."""
         try:
             self.sock.send(b"", socket.MSG_DONTWAIT)
         except BlockingIOError:  # the send buffer is full: the rest goes on the next call
-            time.sleep(0)
+            pass
         except OSError as e:
-            if e.errno not in (errno.ENETDOWN, errno.ENXIO, errno.ENOBUFS):
+            if e.errno == errno.ENETDOWN or e.errno == errno.ENXIO:
+                time.sleep(0.01)
+            elif e.errno != errno.ENOBUFS:
                 raise
-            time.sleep(0.01)
+
+    def settle(self, slot: int, k: int) -> None:
+        """Wait, sleeping, until the kernel gave back slots ``slot`` to ``slot + k`` (it is done
+        with their frames), handing it the ones it refused again meanwhile."""
+        while self.status[slot:slot + k].any():
+            self.flush()
+            time.sleep(SETTLE_WAIT)
 
     def send(self, count: int, rate: float | None = None) -> float:
-        """Send ``count`` frames at ``rate`` per second (None: as fast as the kernel takes them);
-        returns the seconds from the first batch to the last frame's release."""
+        """Send ``count`` frames at ``rate`` per second (None: as fast as the receiving side takes
+        them); returns the seconds from the first batch to the last frame's release."""
         batch = BATCH if not rate else int(min(BATCH, max(64, rate * BATCH_SECONDS)))
-        sent, slot = 0, 0
+        sent, slot, in_flight = 0, 0, deque()
         t0 = time.monotonic()
         while sent < count:
             k = min(batch, count - sent, self.slots - slot)
-            while self.status[slot:slot + k].any():  # the kernel still holds some of these slots
-                self.flush()
+            while len(in_flight) >= IN_FLIGHT:
+                self.settle(*in_flight.popleft())
             if rate:
                 left = t0 + sent / rate - time.monotonic()
                 if left > 0:
                     time.sleep(left)
             self.status[slot:slot + k] = TP_STATUS_SEND_REQUEST
             self.flush()
+            in_flight.append((slot, k))
             sent += k
             slot = (slot + k) % self.slots
-        while self.status.any():
-            self.flush()
-            time.sleep(0.0002)
+        while in_flight:
+            self.settle(*in_flight.popleft())
         return time.monotonic() - t0
 
     def close(self) -> None:
