@@ -103,6 +103,16 @@ class Source(ABC):
                 return
         self._thread.start()
 
+    def run(self) -> None:
+        """Run the source to its end in the calling thread instead of a thread of its own (once,
+        instead of ``start``; a session its caller drives step by step reads a file so);
+        ``join`` then re-raises its exception."""
+        with self._cv:
+            if self._thread is not None:
+                raise RuntimeError(f"{type(self).__name__} already started")
+            self._thread = threading.Thread(target=self._main, name=self.thread_name, daemon=True)  # never started
+        self._main()
+
     def stop(self) -> None:
         """Ask the worker to end and wake it at once (harmless before start and when repeated).
         Before start it releases the source's resources (file, socket) itself."""

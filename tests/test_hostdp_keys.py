@@ -1,7 +1,9 @@
 """Host-level lanes read each packet's two ends whatever ``--key`` and ``--weight`` count: with
 ``--key dst`` (or bytes) beside packet-level lanes, ``hostdp-dst`` and ``exact-clients`` count
 the same clients per server as with ``--key src``, on a replay and on a live clock (a session's
-LiveClock on an injected wall clock, no socket), never an error or a silent zero."""
+LiveClock on an injected wall clock, no socket), never an error or a silent zero. The sessions run
+in the test's thread (dptop.monitor.stepped; tests/test_stepped_session.py compares that mode with
+the threaded one on every algorithm, destinations and bytes included)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,11 +14,10 @@ from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.engine.core.keys import KeyBatch
 from dptop.engine.core.workload import keys_of_ipv4
 from dptop.engine.core.settings import Settings
-from dptop.monitor import clocks
-from dptop.monitor.clocks import LiveClock
 from dptop.monitor.config import CountingChoice, RunConfig, SourceSpec
 from dptop.monitor.session import Session
 from dptop.monitor.states import State
+from dptop.monitor.stepped import SteppedSession
 
 S = 1_000_000_000
 T0 = 1_700_000_000 * S
@@ -66,10 +67,10 @@ def test_replay_counts_clients_per_server_whatever_the_key(tmp_path, key, weight
     src, dst, ts = stream()
     path = tmp_path / "x.pcap"
     write_pcap(path, src, ts, dst, np.full(len(src), 600))
-    session = Session(config(key, weight), record_packets=1 << 12)
+    session = SteppedSession(config(key, weight), record_packets=1 << 12)
     session.open(SourceSpec("file", path=str(path), time_range=(T0, T0 + 2 * S)))
     try:
-        assert session.wait(600) is State.FINISHED, session.error
+        assert session.replay() is State.FINISHED, session.error
         check(outcome(session), len(src))
     finally:
         session.close(5.0)
@@ -83,27 +84,19 @@ class Clock:
 
 
 @pytest.mark.parametrize("key", ["src", "dst"])
-def test_live_clock_counts_clients_per_server_whatever_the_key(monkeypatch, key):
+def test_live_clock_counts_clients_per_server_whatever_the_key(key):
     clock = Clock()
-    monkeypatch.setattr(clocks.time, "time_ns", clock)
-    session = Session(config(key, "packets"), record_packets=1 << 12)
-    session.spec = SourceSpec("live", iface="lo", lateness=0.5)
-    session.public["time_range"] = (T0, None)
-    session.grid = TimeGrid(T0, S, MAX_CELLS)
-    session.fanout.live = True
-    session.clock = LiveClock(session.grid, 0.5, session.fanout)  # a batch spans < 0.1 s
-    session.truth.start()
+    session = SteppedSession(config(key, "packets"), record_packets=1 << 12)
+    session.open_live(SourceSpec("live", iface="lo", lateness=0.5), TimeGrid(T0, S, MAX_CELLS), now_ns=clock)
     try:
-        assert session._start_lanes()
         src, dst, ts = stream()
         for a in range(0, len(src), 60):  # each batch offered once the wall clock is past its stamps
             clock.now = int(ts[min(a + 59, len(src) - 1)]) + 1
-            session.clock.tick()
-            session.clock(KeyBatch(keys_of_ipv4(src[a:a + 60]), ts[a:a + 60], dst=keys_of_ipv4(dst[a:a + 60])))
+            session.tick()
+            session.feed(KeyBatch(keys_of_ipv4(src[a:a + 60]), ts[a:a + 60], dst=keys_of_ipv4(dst[a:a + 60])))
         clock.now = T0 + 3 * S
-        session.clock.tick(final=True)
-        for lane in session.lanes.values():
-            lane.worker.finish(60)
+        session.tick(final=True)
+        assert session.finish() is State.FINISHED, session.error
         check(outcome(session), len(src))
     finally:
         session.close(5.0)

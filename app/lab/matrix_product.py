@@ -22,12 +22,10 @@ from dptop.monitor.precheck import SourceFacts
 from dptop.monitor.session import Session
 from dptop.monitor.sources import refuse_data_stop
 from dptop.monitor.states import State
+from dptop.monitor.stepped import SteppedSession
 from dptop.releaselines import ReleaseLines
 
 LATENESS_NS = 50_000_000  # a live cell closes this long after its end
-DRAIN_EVERY = 64
-"""Packets offered one at a time between two waits for the lanes' queues to empty (far below a
-queue's capacity; a wait per packet cost a sleep per packet)."""
 STEPPING_FAMILIES = ("continual observation", "sliding window")
 """Families whose live outputs step in the stream: their packets arrive one at a time, so a step
 driven by the count (not the public clock) shows as it would on a slow link. The others' releases
@@ -44,12 +42,13 @@ class Product:
         """The facts handed to a session with ``source`` (None: the session reads them itself)."""
         return None
 
-    def replay(self, cell: Cell, path: Path, seed: int | None, speed: float | None = None,
-               ledger=None) -> Session:
-        session = Session(config(cell, seed), record_packets=1 << 12, ledger=ledger)
-        source = spec(cell, path, speed)
+    def replay(self, cell: Cell, path: Path, seed: int | None, ledger=None) -> Session:
+        """``path`` replayed as fast as it goes through a session driven in this thread
+        (dptop.monitor.stepped: the threaded session's releases, ledger and private view)."""
+        session = SteppedSession(config(cell, seed), record_packets=1 << 12, ledger=ledger)
+        source = spec(cell, path)
         session.open(source, self.facts(source, session.config.settings.epoch_seconds))
-        if session.wait(120) is not State.FINISHED:
+        if session.replay() is not State.FINISHED:
             session.close(5.0)
             raise RuntimeError(f"replay of {path.name} ended {session.state}: {session.error}")
         return session
@@ -121,11 +120,11 @@ class Product:
         time or together, ``STEPPING_FAMILIES``), every close at the session's tick, the stop at the
         end of the public duration; the private view as ``capture --publish`` writes it, or
         (surface ``lines``) the lines ``capture`` prints while it runs (dptop.releaselines, into
-        ``out`` when given), each continual or window line waited for before the capture goes
-        on, so that every close prints one."""
+        ``out`` when given), each continual or window line printed before the capture goes on,
+        so that every close prints one. The session runs in this thread (dptop.monitor.stepped),
+        so no lane's queue fills and every close has been consumed when the lines are read."""
         from dptop.capture.pcap import read_capture
         from dptop.engine.core.clock import MAX_CELLS, TimeGrid
-        from dptop.monitor.clocks import LiveClock
 
         now = [T0]
         end = None if self.duration is None else T0 + self.duration * SECOND
@@ -136,19 +135,11 @@ class Product:
             self.refuse(source, run)
         except ValueError as exc:  # the same line whatever the capture
             return {f"refused: {exc}": 1.0}
-        session = Session(run, record_packets=1 << 12)
-        session.spec = source
-        session.public["time_range"] = (T0, end)
-        session.public_source = "the capture's wall clock"
-        session.grid = TimeGrid(T0, SECOND, MAX_CELLS)
-        session.fanout.live = True
-        session.clock = LiveClock(session.grid, LATENESS_NS / 1e9, session.fanout, now_ns=lambda: now[0])
-        session.truth.start()
+        session = SteppedSession(run, record_packets=1 << 12)
+        session.open_live(source, TimeGrid(T0, SECOND, MAX_CELLS), now_ns=lambda: now[0])
         out = io.StringIO() if out is None else out
         lines = self.release_lines(session, out) if cell.surface == "lines" else None
         try:
-            if not session._start_lanes():
-                raise RuntimeError("the lanes did not start")
             printed(lines)
 
             def next_close() -> int:
@@ -157,8 +148,7 @@ class Product:
             def advance(to_ns: int) -> None:  # the session's ticks up to ``to_ns``: each close on time
                 while (due := next_close()) <= to_ns:
                     now[0] = due
-                    session.clock.tick()
-                    drain(session)
+                    session.tick()
                     printed(lines)
                 now[0] = max(now[0], to_ns)
 
@@ -174,18 +164,12 @@ class Product:
                 if self.stop_after is not None:
                     upto = min(upto, self.stop_after)
                 now[0] = max(now[0], int(packets.ts_ns[upto - 1]))
-                if not one_at_a_time or fed % DRAIN_EVERY == 0:
-                    drain(session)  # a full queue would be a drop
-                session.clock(packets.slice(fed, upto))
+                session.feed(packets.slice(fed, upto))
                 fed = upto
             advance(now[0] if stop_ns is None else stop_ns)
-            session.clock.tick(final=True)
-            drain(session)
+            session.tick(final=True)
             printed(lines)
-            for lane in session.lanes.values():
-                if lane.worker is not None:
-                    lane.worker.finish(60)
-            session.truth.finish()
+            session.finish()
             if lines is not None:
                 lines.update()  # the single releases the finish published
                 return line_features(out.getvalue())
@@ -238,24 +222,14 @@ def sequential_cost(sessions) -> float:
     return (ledger.to_json() or {}).get("epsilon", 0.0)
 
 
-def drain(session: Session, timeout: float = 60.0) -> None:
-    """Wait until every live lane took what it was offered (a full queue would be a drop)."""
-    deadline = time.monotonic() + timeout
-    while any(lane.worker.snapshot().queue_depth for lane in session.lanes.values() if lane.worker is not None):
-        if time.monotonic() > deadline:
-            raise RuntimeError("a lane did not drain its queue")
-        time.sleep(0.001)
-
-
-def printed(lines, timeout: float = 30.0) -> None:
-    """Let ``lines`` see the session now and wait until it printed the line of every epoch close
-    it saw (the first release each continual or window lane made after the close)."""
+def printed(lines) -> None:
+    """Let ``lines`` see the session now and print the line of every epoch close it saw: the close
+    asks each continual or window lane for a live view, which the stepped session's lane makes at
+    once, so the second look prints it (the first release the lane made after the close)."""
     if lines is None:
         return
     lines.update()
-    deadline = time.monotonic() + timeout
-    while lines.due:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"no release after an epoch's close: {sorted(n for n, _ in lines.due)}")
-        time.sleep(0.002)
+    if lines.due:
         lines.update()
+    if lines.due:
+        raise RuntimeError(f"no release after an epoch's close: {sorted(n for n, _ in lines.due)}")

@@ -1,4 +1,4 @@
-"""Product-path audit targets: neighbouring capture files replayed through a monitor ``Session``
+"""Product-path audit targets: neighbouring capture files replayed through a monitor session
 exactly as a user's packets are (public clock, canonical order, runners, finish, the JSON), and
 every field of the private view (``--publish``: releases, spans, guarantees, budget, public
 facts) compared between the two files (engine/lab/audit/statistics.py does the statistics).
@@ -41,7 +41,7 @@ from dptop.engine.privacy.measures import ApproxDP, group
 from dptop.monitor.precheck import SourceFacts, read_facts
 from dptop.monitor.publish import publish_json
 from dptop.monitor.sources import cell_counts
-from dptop.monitor.session import Session
+from dptop.monitor.stepped import SteppedSession
 from dptop.monitor.states import State
 
 T0 = 1_700_000_000 * 10**9
@@ -143,8 +143,10 @@ class ProductTarget(Target):
     view = staticmethod(publish_json)  # what a user reads
     counting = CountingChoice()  # what a packet counts as
 
-    def session(self, config: RunConfig) -> Session:
-        return Session(config, record_packets=1 << 12)
+    def session(self, config: RunConfig) -> SteppedSession:
+        """The session each run replays a file through: the product's, driven in this thread
+        (dptop.monitor.stepped: the threaded session's releases and private view)."""
+        return SteppedSession(config, record_packets=1 << 12)
 
     def spec(self, path) -> SourceSpec:
         return SourceSpec("file", path=str(path), time_range=(T0, T0 + 4 * SECOND))
@@ -161,7 +163,7 @@ class ProductTarget(Target):
             try:
                 spec = self.spec(path)
                 session.open(spec, self.facts(spec, session.config.settings.epoch_seconds))
-                if session.wait(60) is not State.FINISHED:
+                if session.replay() is not State.FINISHED:
                     raise RuntimeError(f"audit replay of {path} ended {session.state}: {session.error}")
                 out.append(view_features(self.view(session, "audit")))
             finally:

@@ -42,7 +42,9 @@ class Lane:
     comparison leaves out."""
 
     def __init__(self, name: str, config: RunConfig, facts: PublicFacts, generation: int, history: int,
-                 clock_start: float | None = None, live: bool = False):
+                 clock_start: float | None = None, live: bool = False, worker: type[Worker] = Worker):
+        """``worker``: the kind of worker that runs the algorithm (its own thread; or, in a session
+        the caller drives, ``dptop.monitor.stepped.InlineWorker``, in the caller's)."""
         self.name, self.generation = name, generation
         self.settings = config.settings_for(name, facts)
         self.origin: int | None = None
@@ -53,7 +55,7 @@ class Lane:
         self.worker: Worker | None = None
         self.host_pairs = registry.get(name).host_pairs  # fed the packets as captured (fanout)
         try:
-            self.worker = Worker(registry.make(name, self.settings, facts, config.counting.counted()),
+            self.worker = worker(registry.make(name, self.settings, facts, config.counting.counted()),
                                  LIVE_QUEUE if live else REPLAY_QUEUE,
                                  live_interval=0.1, history=history, clock_start=clock_start).start()
         except (ValueError, TypeError) as exc:

@@ -59,13 +59,18 @@ def published(snap) -> int:
 
 
 class Session:
+    lane_worker: type[Worker] = Worker
+    """What runs each lane's algorithm and what keeps the ground truth: threads of their own here;
+    a session the caller drives step by step (``dptop.monitor.stepped``) runs both in its thread."""
+    truth_keeper: type[Truth] = Truth
+
     def __init__(self, config: RunConfig, record_packets: int = 1 << 20, history: int = 4096,
                  ledger: Ledger | None = None):
         """``ledger``: the ledger of an earlier session over the same source (one ledger per
         source: ``dptop top``'s key switch, the window's restart), which this one joins."""
         self.config = config
         self.history = history
-        self.truth = Truth(record_packets)  # started by open(): a session never opened owns no thread
+        self.truth = self.truth_keeper(record_packets)  # started by open(): a session never opened owns no thread
         self.ledger = Ledger() if ledger is None else ledger
         self._reading = 0  # this session's reading of the ledger's source (``Ledger.join``)
         self.life = Lifecycle()
@@ -125,17 +130,21 @@ class Session:
         ``facts``: what the command's check already read of the file (``precheck.check_source``),
         so the file is not read for them again."""
         with self.life.lock:
-            if self._starter is not None:
-                raise RuntimeError("a session reads one source; open a new session for another")
-            self.spec, self.facts = spec, facts
-            self._reading = self.ledger.join(rereads=spec.kind != "live")
-            self.fanout.live = spec.kind == "live"
-            if "exact" not in self.config.names or self.config.counting.weight == "bytes":
-                self.truth.count_all()  # else the exact lane's counter answers (one exact table, not two)
-            self.truth.start()
-            self.life.move(State.STARTING, "opening the source")
+            self._begin(spec, facts)
             self._starter = threading.Thread(target=self._run, name="dptop-session", daemon=True)
             self._starter.start()
+
+    def _begin(self, spec: SourceSpec, facts: SourceFacts | None) -> None:
+        """Take ``spec`` as the session's one source (under ``life.lock``)."""
+        if self.spec is not None:
+            raise RuntimeError("a session reads one source; open a new session for another")
+        self.spec, self.facts = spec, facts
+        self._reading = self.ledger.join(rereads=spec.kind != "live")
+        self.fanout.live = spec.kind == "live"
+        if "exact" not in self.config.names or self.config.counting.weight == "bytes":
+            self.truth.count_all()  # else the exact lane's counter answers (one exact table, not two)
+        self.truth.start()
+        self.life.move(State.STARTING, "opening the source")
 
     def _run(self) -> None:
         try:
@@ -165,11 +174,21 @@ class Session:
                 self._tick()
             if self._stopping.is_set() and not self._flush:
                 return
-            source.stop()
-            try:
-                source.join()
-            except WorkerDied:  # the lanes still release what they read (``stopped_by``)
-                pass
+        except Exception as exc:  # noqa: BLE001 - shown by the views
+            self.life.fail(f"{type(exc).__name__}: {exc}")
+            return
+        self._conclude(source)
+
+    def _conclude(self, source) -> None:
+        """The source ended (or was stopped with a flush): the public clock's last close, every
+        lane's final releases, recorded in the ledger, and the session's end state."""
+        try:
+            if source is not None:
+                source.stop()
+                try:
+                    source.join()
+                except WorkerDied:  # the lanes still release what they read (``stopped_by``)
+                    pass
             self._tick(final=True)
         except Exception as exc:  # noqa: BLE001 - shown by the views
             self.life.fail(f"{type(exc).__name__}: {exc}")
@@ -285,7 +304,7 @@ class Session:
         live = self.fanout.live
         clock = self.public.get("time_range", (None,))[0] if live else None
         lane = Lane(name, self.config, self.public_facts(), self._generation, self.history,
-                    clock_start=None if clock is None else clock / 1e9, live=live)
+                    clock_start=None if clock is None else clock / 1e9, live=live, worker=self.lane_worker)
         if lane.worker is not None:
             self._workers = [w for w in self._workers if w.thread.is_alive()]
             self._workers.append(lane.worker)

@@ -239,17 +239,21 @@ class Truth:
                     if batch is None:  # the wake of ``stop``
                         self._queue.task_done()
                         continue
-                    with self._lock:
-                        self.rec.append(batch)
-                        if self.total is not None:
-                            self.total.add(*((batch.keys,) if exact is None else exact))
-                    for anchor in list(self._anchors.values()):
-                        anchor.counter.add(batch.keys)
+                    self._count(batch, exact)
                     self._queue.task_done()
                 if batch is None or self._queue.empty():
                     self._answer()
         except BaseException as exc:  # noqa: BLE001 - the session stops the run and says it in one line
             self.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+    def _count(self, batch: KeyBatch, exact: tuple | None) -> None:
+        """Record ``batch`` and count it (the whole session's counts, every anchor's)."""
+        with self._lock:
+            self.rec.append(batch)
+            if self.total is not None:
+                self.total.add(*((batch.keys,) if exact is None else exact))
+        for anchor in list(self._anchors.values()):
+            anchor.counter.add(batch.keys)
 
     def _answer(self) -> None:
         with self._lock:
