@@ -418,8 +418,8 @@ def test_a_horizon_from_the_file_counts_updates_when_weighted_by_bytes():
 
 def test_short_batches_draw_the_noise_of_their_arrivals_only():
     """Each chunk of a batch draws d normals an arrival, rounded up to whole blocks of lanes, and
-    no more (a live capture hands over short batches; a whole chunk of draws per batch tripled the
-    noise cost of batches of ~100 packets): after batches of 1, 7, 300 and 256 arrivals the
+    no more (a live capture hands over short batches; a whole chunk of draws per batch multiplied
+    the noise drawn for a batch of 100 packets by 2.6): after batches of 1, 7, 300, 256, 5 and 640 arrivals the
     generator stands exactly where ``fill_normal`` of those counts leaves a twin state. The noise
     keeps its law: (noisy − noiseless release) of every cell, over σ·sqrt(popcount(pushes)), has
     variance 1 (two-sided chi-square, alpha = 1e-3) and mean 0 (|z| < 3.29)."""
