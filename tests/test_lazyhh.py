@@ -414,3 +414,41 @@ def test_a_horizon_from_the_file_counts_updates_when_weighted_by_bytes():
     assert alg.status().packets_after_horizon == 0  # every update of the file inside the horizon
     assert alg.finish()[-1].span.end == n * cap
     assert any("times the 24 updates a packet may make" in f.why for f in alg.guarantee().facts)
+
+
+def test_short_batches_draw_the_noise_of_their_arrivals_only():
+    """Each chunk of a batch draws d normals an arrival, rounded up to whole blocks of lanes, and
+    no more (a live capture hands over short batches; a whole chunk of draws per batch multiplied
+    the noise drawn for a batch of 100 packets by 2.6): after batches of 1, 7, 300, 256, 5 and 640 arrivals the
+    generator stands exactly where ``fill_normal`` of those counts leaves a twin state. The noise
+    keeps its law: (noisy − noiseless release) of every cell, over σ·sqrt(popcount(pushes)), has
+    variance 1 (two-sided chi-square, alpha = 1e-3) and mean 0 (|z| < 3.29)."""
+    from scipy import stats
+
+    from dptop.engine.continual.gaussbm import CHUNK
+    from dptop.engine.privacy import bulknoise
+
+    p = small_params()
+    sizes = (1, 7, 300, 256, 5, 640)
+    keys = zipf_keys(1.1, 200, sum(sizes), SEED + 9)
+    noisy = LazyHHInstance(p, seed=SEED)
+    exact = LazyHHInstance(p, seed=SEED, noiseless=True)
+    twin = bulknoise.make_lanes(SEED)
+    at = 0
+    for size in sizes:
+        noisy.update(keys[at:at + size])
+        exact.update(keys[at:at + size])
+        at += size
+        for start in range(0, size, CHUNK):
+            used = min(CHUNK, size - start) * p.depth
+            bulknoise.fill_normal(twin, np.empty(-(-used // bulknoise.LANES) * bulknoise.LANES), 1.0)
+        assert np.array_equal(noisy.sketch.rng[:4], twin[:4]), f"draws after a batch of {size}"
+    pushes = noisy.state.sk.bm.upd
+    nodes = np.array([bin(int(u)).count("1") for u in pushes], dtype=float)
+    z = (noisy.state.sk.bm.pre - exact.state.sk.bm.pre) / (p.sigma * np.sqrt(nodes))[:, None]
+    z = z[pushes > 0].ravel()
+    n = z.size
+    assert n >= 500
+    stat = float(np.sum(z * z))
+    assert stats.chi2.ppf(5e-4, n) <= stat <= stats.chi2.ppf(1 - 5e-4, n)
+    assert abs(z.mean()) * math.sqrt(n) < 3.29

@@ -156,7 +156,9 @@ def update_batch(st, keys, sigma, rng, k, k_tilde, gamma):
     The per-arrival loop works on unpacked arrays (see ``gaussbm.push_column``). A key already in
     C adds to P through the cells stored when it entered (the same cells ``row_buckets`` gives):
     most arrivals are candidates' and skip the d hashes. The candidate lookup comes first; C is
-    never read by the sketch update, so the order does not matter."""
+    never read by the sketch update, so the order does not matter. Noise is drawn per chunk of
+    arrivals for that chunk only (rounded up to whole blocks of ``bulknoise.LANES`` draws): a
+    short batch, as a live capture hands over, does not draw a whole chunk it never uses."""
     p, seeds, sk_meta, hm = st.sk.p, st.sk.seeds, st.sk.meta, st.sk.hm
     ex, sx, pre, upd, z = st.sk.bm
     tab_hi, tab_lo, tab_val, hashing = st.tab
@@ -172,9 +174,11 @@ def update_batch(st, keys, sigma, rng, k, k_tilde, gamma):
     flat_p = p.reshape(-1)
     for n in range(len(keys)):
         if n % CHUNK == 0:
-            if sigma > 0.0:
-                bulknoise.fill_normal(rng, z[:CHUNK * d], 1.0)
-            homes(keys, n, min(n + CHUNK, len(keys)), hashing, home)
+            stop = min(n + CHUNK, len(keys))
+            if sigma > 0.0:  # this chunk's d draws an arrival, in whole blocks of lanes
+                used = (stop - n) * d
+                bulknoise.fill_normal(rng, z[:used + (-used) % bulknoise.LANES], 1.0)
+            homes(keys, n, stop, hashing, home)
         hi = keys[n, 0]
         lo = keys[n, 1]
         t += 1
