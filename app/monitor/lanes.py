@@ -60,8 +60,9 @@ class Lane:
                                  live_interval=0.1, history=history, clock_start=clock_start).start()
         except (ValueError, TypeError) as exc:
             self.error = str(exc)
-        if live and self.worker is not None:
-            nicer(self.worker.thread.native_id, LIVE_LANE_NICE)
+        thread_id = None if self.worker is None else self.worker.thread.native_id  # None: not a thread of its own
+        if live and thread_id is not None:
+            nicer(thread_id, LIVE_LANE_NICE)
 
     def snapshot(self, want_live: bool = False) -> AlgorithmSnapshot | None:
         """The worker's snapshot; ``want_live``: a view will show it, so ask for a fresh live view."""
