@@ -60,12 +60,12 @@ def test_every_release_line_of_a_live_capture_is_in_the_json_and_the_private_vie
     out, view, text = tmp_path / "run.json", tmp_path / "view.json", tmp_path / "stdout.txt"
     capture = subprocess.Popen(
         [sys.executable, "-m", "dptop", "capture", "--iface", "lo", "--bpf", f"udp dst port {port}",
-         "--duration", "20", "--epoch-seconds", "3", "--json", str(out), "--publish", str(view),
+         "--duration", "14", "--epoch-seconds", "3", "--json", str(out), "--publish", str(view),
          "--progress", "always"], stdout=text.open("w"), stderr=subprocess.PIPE, text=True)
     for line in capture.stderr:  # the first progress line: the capture is running
         if "packets read" in line:
             break
-    sender = subprocess.Popen([sys.executable, "-m", "dptop.capture.lab.paced", "--rate", "2000", "--seconds", "14",
+    sender = subprocess.Popen([sys.executable, "-m", "dptop.capture.lab.paced", "--rate", "2000", "--seconds", "8",
                                "--share", "127.0.0.2=0.3", "--port", str(port)], stdout=subprocess.DEVNULL)
     try:
         _, stderr = capture.communicate(timeout=600)

@@ -189,17 +189,17 @@ def capture_socket_open(pid: int, timeout: float) -> bool:
 @pytest.mark.live
 @root
 def test_capture_on_lo_releases_while_running_with_wall_times_and_counts_every_drop(tmp_path):
-    """A paced sender on 127.0.0.x; 2 s epochs over ~9 s: a line per DPSS release while the
+    """A paced sender on 127.0.0.x for 5 s; 2 s epochs over 11 s: a line per DPSS release while the
     capture runs, every release with its wall time, drops = sent - counted."""
     port = 40000 + os.getpid() % 20000
     out = tmp_path / "out.json"
     t0 = time.time()
     cap = subprocess.Popen([sys.executable, "-m", "dptop", "capture", "--iface", "lo", "--bpf",
-                            f"udp dst port {port}", "--duration", "13", "--epoch-seconds", "2", "--k", "4",
+                            f"udp dst port {port}", "--duration", "11", "--epoch-seconds", "2", "--k", "4",
                             "--algorithms", "dpss,lazyhh,exact", "--json", str(out)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert capture_socket_open(cap.pid, 120), "the capture opened no packet socket"  # after its kernels load
-    sender = subprocess.run([sys.executable, "-m", "dptop.capture.lab.paced", "--rate", "2000", "--seconds", "7",
+    sender = subprocess.run([sys.executable, "-m", "dptop.capture.lab.paced", "--rate", "2000", "--seconds", "5",
                              "--share", "127.0.0.2=0.5", "--others", "4", "--port", str(port)],
                             capture_output=True, text=True, timeout=60)
     stdout, stderr = cap.communicate(timeout=120)

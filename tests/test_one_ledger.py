@@ -1,6 +1,8 @@
 """One ledger per source: every session over the same packets joins it, so ``dptop top``'s key
 switch (a new session replaying the same file) adds its cost to the earlier ones' instead of
-starting at zero; a live capture started again reads later packets (disjoint, like an Apply)."""
+starting at zero; a live capture started again reads later packets (disjoint, like an Apply). The
+replays run in the test's thread (dptop.monitor.stepped); ``top``'s key switch runs the product's
+threaded sessions."""
 from __future__ import annotations
 
 import asyncio
@@ -12,8 +14,8 @@ from dptop.engine.core.settings import Settings
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.ledger import Ledger
 from dptop.monitor.publish import publish_json
-from dptop.monitor.session import Session
 from dptop.monitor.states import State
+from dptop.monitor.stepped import SteppedSession
 
 SMALL = os.path.join(os.path.dirname(__file__), "data", "amp.dns.RRSIG.fragmented.pcap")
 
@@ -22,9 +24,9 @@ def replayed(ledger, key="src"):
     from dataclasses import replace
 
     config = RunConfig(("dpss",), Settings(k=4, epsilon=0.5, delta=1e-6))
-    session = Session(replace(config, counting=replace(config.counting, key=key)), ledger=ledger)
+    session = SteppedSession(replace(config, counting=replace(config.counting, key=key)), ledger=ledger)
     session.open(SourceSpec("file", path=SMALL))
-    assert session.wait(60) is State.FINISHED, session.error
+    assert session.replay() is State.FINISHED, session.error
     return session
 
 

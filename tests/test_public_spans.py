@@ -15,11 +15,10 @@ from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.engine.core.keys import KeyBatch, keys_from_addresses
 from dptop.engine.core.release import Span
 from dptop.engine.core.settings import Settings
-from dptop.monitor.clocks import LiveClock
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.publish import clock_times, publish_json
-from dptop.monitor.session import Session
 from dptop.monitor.states import State
+from dptop.monitor.stepped import SteppedSession
 
 S = 1_000_000_000
 START = 1_700_000_000 * S
@@ -28,27 +27,24 @@ DNS = Path(__file__).parent / "data" / "amp.dns.RRSIG.fragmented.pcap"
 
 def live_view(per_second=(777, 777, 777), seed=None, render=publish_json) -> dict:
     """The private view (or what ``render`` makes) of a live LazyHH + DPSW session on an injected
-    clock, ``per_second[i]`` packets of one source in second i."""
+    clock, ``per_second[i]`` packets of one source in second i. The session runs in the test's
+    thread (dptop.monitor.stepped: what it computes is the threaded session's,
+    tests/test_stepped_session.py)."""
     now = [START]
-    s = Session(RunConfig(("lazyhh", "dpsw"), Settings(k=4, epsilon=0.5, epoch_seconds=1.0, window=1000,
-                                                       horizon=4096, seed=seed)))
-    s.spec = SourceSpec("live", iface="lo", lateness=0.5)
-    s.public["time_range"] = (START, None)
-    s.grid = TimeGrid(START, S, MAX_CELLS)
-    s.fanout.live = True
-    s.clock = LiveClock(s.grid, 0.5, s.fanout, now_ns=lambda: now[0])
-    s.truth.start()
+    s = SteppedSession(RunConfig(("lazyhh", "dpsw"), Settings(k=4, epsilon=0.5, epoch_seconds=1.0, window=1000,
+                                                              horizon=4096, seed=seed)))
+    s.open_live(SourceSpec("live", iface="lo", lateness=0.5), TimeGrid(START, S, MAX_CELLS), now_ns=lambda: now[0])
     try:
-        assert s._start_lanes()
+        assert s.state is State.RUNNING, s.error
         rng = np.random.default_rng(1)
         for step, n in enumerate(per_second, start=1):
             stamps = START + (step - 1) * S + np.sort(rng.integers(0, S, n))
             now[0] = START + step * S
-            s.clock(KeyBatch(keys_from_addresses(["192.0.2.1"] * len(stamps)), stamps.astype(np.int64)))
+            s.feed(KeyBatch(keys_from_addresses(["192.0.2.1"] * len(stamps)), stamps.astype(np.int64)))
             now[0] += S // 2 + 1
-            s.clock.tick()
+            s.tick()
         for lane in s.lanes.values():
-            lane.worker.finish(30)
+            lane.worker.finish()
         return render(s, "capture")
     finally:
         s.close(5.0)
@@ -107,10 +103,10 @@ def test_live_lazyhh_threshold_is_hidden_with_its_position(neighbour_views):
 
 
 def test_time_epochs_show_grid_bounds_and_noisy_positions():
-    s = Session(RunConfig(("dpss",), Settings(k=4, epsilon=0.5, epoch_seconds=1.0)))
+    s = SteppedSession(RunConfig(("dpss",), Settings(k=4, epsilon=0.5, epoch_seconds=1.0)))
     s.open(SourceSpec("file", path=str(DNS)))
     try:
-        assert s.wait(60) is State.FINISHED, s.error
+        assert s.replay() is State.FINISHED, s.error
         spans = [r["span"] for r in publish_json(s, "replay")["algorithms"]["dpss"]["releases"]]
     finally:
         s.close(2.0)
