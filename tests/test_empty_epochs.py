@@ -81,8 +81,9 @@ def test_bulk_cost_grows_far_slower_than_the_run():
         return time.perf_counter() - t
 
     seconds(2 * epochs.SHOWN)  # kernels loaded
-    short, long = seconds(2 * epochs.SHOWN), seconds(32 * epochs.SHOWN)
-    assert long < 4 * short, (short, long)
+    rounds = [(seconds(2 * epochs.SHOWN), seconds(32 * epochs.SHOWN)) for _ in range(3)]  # in turn: both see the load
+    short, long = min(r[0] for r in rounds), min(r[1] for r in rounds)
+    assert long < 4 * short, rounds
 
 
 def test_one_stamp_twelve_days_ahead_replays_at_once_within_the_memory_limit(tmp_path):
