@@ -49,13 +49,19 @@ def exact_paths() -> None:
 
 def other_paths(scratch) -> None:
     """What ``Algorithm.warm_up`` leaves to first use, on ``scratch`` (an algorithm instance no
-    data reaches): writable and IPv6 keys with their destinations, the live view and the release."""
-    from dptop.engine.core.keys import KeyBatch
+    data reaches): IPv6 keys with their destinations, writable keys, the live view and the release;
+    on a public clock (time epochs), a batch of its first cell and the tick that closes it."""
+    from dptop.engine.core.keys import KeyBatch, tick
 
-    keys = keys_of(64, writable=False, ipv6_every=5, repeat=7)
-    scratch.consume(KeyBatch(keys, dst=keys[::-1]))
+    n = 64
+    keys = keys_of(n, writable=False, ipv6_every=5, repeat=7)
+    clocked = scratch.settings.epoch_seconds is not None
+    scratch.consume(KeyBatch(keys, np.zeros(n, np.int64), keys[::-1], np.full(n, 64, np.uint32),
+                             0 if clocked else None, np.zeros(n, np.uint32)))
+    if clocked:
+        scratch.consume(tick(1))  # the first cell's release, as the clock's close makes it
     if not scratch.address_keys:  # those count (source, destination) pairs, built from a batch
-        scratch.update(keys_of(64, writable=True, ipv6_every=5, repeat=7))
+        scratch.update(keys_of(n, writable=True, ipv6_every=5, repeat=7))
     scratch.live()
     scratch.finish()
 
