@@ -7,11 +7,12 @@ so while it does. Plain ``dptop compile`` compiles every kernel. Kernels are com
 the list from the front and the other from the back, so the two meet in the middle and algorithms
 that share kernels (listed next to each other) are rarely compiled twice.
 
-Numba compiles a kernel once per argument types, and a session's warm-up types only what its
-first batch and live view need: read-only keys of one kind. ``dptop compile`` also compiles, per
-algorithm, what comes later or from other callers (writable keys, as the truth thread and direct
-callers pass them; IPv6 keys; the release at an epoch's end) and, as its own task, the exact
-counter's growth paths, so none of them compiles while packets wait (or in each test process).
+Numba compiles a kernel once per argument types, and an algorithm's warm-up types only what its
+first batch and live view need. ``dptop compile`` also compiles, per algorithm, what comes later
+or from other callers (dptop.monitor.warming: writable keys, IPv6 keys, the release at an epoch's
+end) and, as its own task, the exact counter's growth paths, so none of them compiles while
+packets wait (or in each test process); a live session reaches the same paths before it opens
+its socket.
 """
 from __future__ import annotations
 
@@ -32,50 +33,6 @@ EXACT = "exact counter"
 byte weights and point queries (the truth beside every session reaches them as traffic grows)."""
 
 
-def _keys(n: int, writable: bool, ipv6_every: int = 0, repeat: int = 1) -> np.ndarray:
-    """``n`` keys of ``n // repeat`` sources (every ``ipv6_every``-th an IPv6 one), read-only as a
-    capture's batches are or writable as arrays built by other callers are."""
-    from dptop.engine.core.keys import IPV4_MAPPED, KEY_DTYPE
-
-    ids = np.arange(n, dtype=np.uint64) // np.uint64(repeat)
-    keys = np.zeros((n, 2), dtype=KEY_DTYPE)
-    keys[:, 1] = np.uint64(IPV4_MAPPED | 0x0A00_0000) + ids
-    if ipv6_every:
-        keys[::ipv6_every, 0] = np.uint64(0x2001_0DB8 << 32)
-    keys.flags.writeable = writable
-    return keys
-
-
-def _exact_paths() -> None:
-    from dptop.engine.baselines.exact import ExactCounter
-
-    for writable in (False, True):
-        counter = ExactCounter()
-        counter.add(_keys(40 * 200, writable, repeat=40))  # sources past the count field: heavy, grown
-        counter.add(_keys(1 << 14, writable, ipv6_every=3))  # past load 5/8 of both tables: regrown
-        keys = _keys(64, writable, ipv6_every=2)
-        counter.add(keys, np.full(len(keys), 1500, dtype=np.int64))
-        for hi, lo in keys[:2].tolist():
-            counter.count_of(hi, lo)
-        counter.top(5)
-        counter.items()
-
-
-def _other_paths(name: str) -> None:
-    """What ``catalogue.warm_up`` leaves to first use: writable and IPv6 keys, and the release."""
-    from dptop.engine.core import registry
-    from dptop.engine.core.keys import KeyBatch
-    from dptop.engine.core.settings import Settings
-
-    algorithm = registry.make(name, Settings())
-    keys = _keys(64, writable=False, ipv6_every=5, repeat=7)
-    algorithm.consume(KeyBatch(keys, dst=keys[::-1]))
-    if not algorithm.address_keys:  # those count (source, destination) pairs, built from a batch
-        algorithm.update(_keys(64, writable=True, ipv6_every=5, repeat=7))
-    algorithm.live()
-    algorithm.finish()
-
-
 def _compile(task: str, every_path: bool) -> None:
     if task in (PCAP, PCAPNG):
         from dptop.capture.pcap import warm_up
@@ -90,13 +47,18 @@ def _compile(task: str, every_path: bool) -> None:
 
         warm_live()
     elif task == EXACT:
-        _exact_paths()
+        from dptop.monitor.warming import exact_paths
+
+        exact_paths()
     else:
+        from dptop.engine.core import registry
+        from dptop.engine.core.settings import Settings
         from dptop.monitor import catalogue
+        from dptop.monitor.warming import other_paths
 
         catalogue.warm_up(task)
-        if every_path:
-            _other_paths(task)
+        if every_path:  # what the warm-up leaves to first use (dptop.monitor.warming)
+            other_paths(registry.make(task, Settings()))
 
 
 def _worker(tasks: list[str], every_path: bool, front, back, lock, done, from_back: bool) -> None:

@@ -247,9 +247,9 @@ class Session:
         epoch_seconds = self.config.settings.epoch_seconds
         if epoch_seconds is not None:  # provisional, so the lanes can be built while kernels compile
             self.public["time_range"] = (time.time_ns(), None)
-        # kernels first, the lanes' then the capture's (one compile at a time; a stop does not wait
-        # for the one under way): the socket opens only once they are ready
-        if not self._start_lanes() or not self._start_lanes(sources.warm_live(), build=False):
+        # kernels first, the lanes' then the capture's and the lanes' later paths (one compile at a
+        # time; a stop does not wait for the one under way): the socket opens only once they are ready
+        if not self._start_lanes() or not self._start_lanes(sources.warm_live(self.lanes.values()), build=False):
             return None
         sink = self.fanout
         if epoch_seconds is not None:  # the clock starts now, with nothing fed yet

@@ -86,14 +86,24 @@ def wall_grid(spec: SourceSpec, epoch_seconds: float) -> tuple[TimeGrid, tuple[i
     return TimeGrid.over(start, end, epoch_seconds), (start, end)
 
 
-def warm_live() -> threading.Thread:
-    """Compile (or load from the cache) a live capture's kernels on a thread of their own, started
-    now, so a session can give up waiting for it at a stop (first use: half a minute on a busy
-    machine) and its view can write what it has. The thread touches nothing but numba's kernels
-    and ends by itself; ``LiveCapture`` then finds them ready."""
+def warm_live(lanes) -> threading.Thread:
+    """Compile (or load from the cache) a live capture's kernels and every path its ``lanes``'
+    algorithms reach after their first batch (dptop.monitor.warming: the exact counter's
+    growth, an epoch's release), on a thread of their own, started now, so a session can give up
+    waiting for it at a stop (first use: half a minute on a busy machine) and its view can write
+    what it has. The thread touches nothing but numba's kernels and scratch instances and ends by
+    itself; ``LiveCapture`` and the lanes then find them ready, so no lane stops to compile while
+    its queue fills."""
     from dptop.capture.live import warm_up
+    from dptop.monitor.warming import warm_lanes
 
-    warming = threading.Thread(target=warm_up, name="dptop-capture-kernels", daemon=True)
+    algorithms = [lane.worker.algorithm for lane in lanes if lane.worker is not None]
+
+    def warm() -> None:
+        warm_up()
+        warm_lanes(algorithms)
+
+    warming = threading.Thread(target=warm, name="dptop-capture-kernels", daemon=True)
     warming.start()
     return warming
 
