@@ -13,6 +13,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from dptop.capture.lab.netns import mapped_sockets
 from dptop.engine.core.clock import MAX_CELLS, TimeGrid
 from dptop.engine.core.keys import KeyBatch, keys_from_addresses
 from dptop.engine.core.settings import Settings
@@ -163,14 +164,15 @@ root = pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root (CA
 
 
 def capture_socket_open(pid: int, timeout: float) -> bool:
-    """Wait until process ``pid`` holds a packet socket for half a second (its capture listens; the
-    check before any output opens one and closes it at once), however long its kernels take to load
-    on a busy machine; False when it does not within ``timeout`` seconds."""
+    """Wait until process ``pid`` holds a packet socket whose ring it has mapped, for half a second
+    (its capture listens: the check before any output opens a socket and closes it at once, and a
+    ring of hundreds of MB keeps every frame out until it is mapped), however long its kernels take
+    to load on a busy machine; False when it does not within ``timeout`` seconds."""
     def held() -> set[str]:
         with open("/proc/net/packet") as f:
             inodes = {line.split()[-1] for line in f.readlines()[1:]}
         fds = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
-        return {inode for inode in inodes if f"socket:[{inode}]" in fds}
+        return {inode for inode in inodes if f"socket:[{inode}]" in fds} & mapped_sockets(pid)
 
     deadline = time.monotonic() + timeout
     seen: set[str] = set()
