@@ -21,6 +21,7 @@ from dptop.monitor.footprints import default_limit
 from dptop.monitor.memory import MemoryWatch
 from dptop.monitor.explain import Drops
 from dptop.engine.core.jit import compiles
+from dptop.interrupts import STOP_SIGNALS
 from dptop.monitor.result import archive_json, session_json
 from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
@@ -105,9 +106,6 @@ class Progress:
 SECOND_SIGNAL_AFTER = 0.5
 """Seconds after the first signal before another one counts as a second request: ``timeout``
 signals the command and then its whole process group, so one request can arrive twice."""
-
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
