@@ -6,7 +6,8 @@ makes each of the three signals raise ``Interrupted`` (a ``KeyboardInterrupt``) 
 so the command ends in one line with 128 + the signal, its outputs untouched. It also takes back a
 SIGINT the process inherited ignored: a shell starts a command run in the background (``dptop ... &``
 in a script) with SIGINT ignored, and Python keeps that, so a ``kill -INT`` sent before the session
-started was discarded and the command ran on to its end, while one sent later stopped it.
+started was discarded and the command ran on to its end, while one sent later stopped it. A SIGHUP
+inherited ignored stays ignored from start to end (``stop_signals``): ``nohup`` asked for it.
 
 The command checks its parameters on the main thread, and some checks run a numba kernel (a
 sketch's defaults come from one), which numba compiles there on first use. llvmlite's compiler
@@ -36,9 +37,15 @@ def _raise_interrupted(signum, frame) -> None:
     raise Interrupted(signum)
 
 
+def stop_signals() -> tuple[signal.Signals, ...]:
+    """The signals that stop the command: SIGINT, SIGTERM, and SIGHUP unless it is ignored (the
+    command runs under ``nohup``, to outlive its terminal)."""
+    return tuple(s for s in STOP_SIGNALS if not (s == signal.SIGHUP and signal.getsignal(s) == signal.SIG_IGN))
+
+
 def stop_at_start() -> None:
     """From now until the command installs its own: each stop signal raises ``Interrupted``."""
-    for signum in STOP_SIGNALS:
+    for signum in stop_signals():
         signal.signal(signum, _raise_interrupted)
 
 

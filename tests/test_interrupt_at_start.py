@@ -79,9 +79,11 @@ SIGNAL_AT_A_POINT = textwrap.dedent("""
     import signal, sys
     from importlib.abc import MetaPathFinder
 
-    point, signum = sys.argv[1], signal.Signals[sys.argv[2]]
-    del sys.argv[1:3]
+    point, signum, nohup = sys.argv[1], signal.Signals[sys.argv[2]], sys.argv[3] == "nohup"
+    del sys.argv[1:4]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell starts a command it runs in the background
+    if nohup:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
     class SignalWhileTheCommandLineLoads(MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
@@ -91,6 +93,18 @@ SIGNAL_AT_A_POINT = textwrap.dedent("""
 
     if point == "import":
         sys.meta_path.insert(0, SignalWhileTheCommandLineLoads())
+    elif point == "session":  # at the first progress update: the session's handlers are in place
+        import dptop.headless as headless
+
+        update = headless.Progress.update
+
+        def first_update(progress):
+            if not getattr(headless, "signalled", False):
+                headless.signalled = True
+                signal.raise_signal(signum)
+            update(progress)
+
+        headless.Progress.update = first_update
     else:  # during the checks, before the session installs the command's own handlers
         import dptop.cli as cli
 
@@ -115,11 +129,24 @@ def test_a_stop_signal_before_the_session_starts_ends_the_command_in_one_line(tm
     killed the process without a line. Now: one line, 128 + the signal, no output touched."""
     pcap, out = tmp_path / "z.pcap", tmp_path / "out.json"
     write_zipf_pcap(pcap, 1.1, 100, 2_000, seed=1)
-    proc = subprocess.run([sys.executable, "-c", SIGNAL_AT_A_POINT, point, sig.name, "replay", str(pcap),
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_AT_A_POINT, point, sig.name, "-", "replay", str(pcap),
                            "--algorithms", "exact", "--json", str(out)], capture_output=True, text=True, timeout=120)
     interrupted = "dptop: interrupted" if sig == signal.SIGINT else f"dptop: {sig.name}: interrupted"
     assert (proc.returncode, proc.stderr.strip()) == (128 + sig, interrupted), proc.stderr
     assert proc.stdout == "" and not out.exists()
+
+
+@pytest.mark.parametrize("point", ["checks", "session"])
+def test_a_sighup_ignored_as_nohup_does_stays_ignored(tmp_path, point):
+    """``nohup dptop ...``: the command outlives its terminal, before its session starts and while
+    it runs (it stopped once the session's handlers were in place, exit 129)."""
+    pcap, out = tmp_path / "z.pcap", tmp_path / "out.json"
+    write_zipf_pcap(pcap, 1.1, 100, 2_000, seed=1)
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_AT_A_POINT, point, "SIGHUP", "nohup", "replay", str(pcap),
+                           "--algorithms", "exact", "--json", str(out), "--progress", "always"],
+                          capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, "SIGHUP" in proc.stderr) == (0, False), proc.stderr
+    assert json.loads(out.read_text())["partial"] is False
 
 
 IGNORING_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); " \
