@@ -3,7 +3,8 @@
 The command's own handlers (dptop.headless.stop_on_signals) come once its session starts, a second
 or two after the process does (numba, numpy and the kernels load first). Before them, ``stop_at_start``
 makes each of the three signals raise ``Interrupted`` (a ``KeyboardInterrupt``) where the start is,
-so the command ends in one line with 128 + the signal, its outputs untouched. It also takes back a
+so the command ends in one line with 128 + the signal, its outputs untouched; a command that does
+not stop on them itself gets the process's own handling back once its checks are done. It also takes back a
 SIGINT the process inherited ignored: a shell starts a command run in the background (``dptop ... &``
 in a script) with SIGINT ignored, and Python keeps that, so a ``kill -INT`` sent before the session
 started was discarded and the command ran on to its end, while one sent later stopped it. A SIGHUP
@@ -43,10 +44,22 @@ def stop_signals() -> tuple[signal.Signals, ...]:
     return tuple(s for s in STOP_SIGNALS if not (s == signal.SIGHUP and signal.getsignal(s) == signal.SIG_IGN))
 
 
+_BEFORE_THE_START: dict = {}  # each signal's handling before stop_at_start
+
+
 def stop_at_start() -> None:
-    """From now until the command installs its own: each stop signal raises ``Interrupted``."""
+    """From now until ``end_of_start`` or the command's own handlers: each stop signal raises
+    ``Interrupted``."""
     for signum in stop_signals():
-        signal.signal(signum, _raise_interrupted)
+        _BEFORE_THE_START[signum] = signal.signal(signum, _raise_interrupted)
+
+
+def end_of_start() -> None:
+    """The command starts a run that does not stop on these signals itself (the window, the
+    terminal view, the lab's commands): the process handles them as it did before ``stop_at_start``."""
+    while _BEFORE_THE_START:
+        signum, handler = _BEFORE_THE_START.popitem()
+        signal.signal(signum, handler)
 
 
 def exit_status(exc: KeyboardInterrupt) -> int:
