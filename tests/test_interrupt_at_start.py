@@ -93,6 +93,16 @@ SIGNAL_AT_A_POINT = textwrap.dedent("""
 
     if point == "import":
         sys.meta_path.insert(0, SignalWhileTheCommandLineLoads())
+    elif point == "run":  # a command that does not stop on signals itself (as the window): its run
+        import dptop.cli as cli
+
+        listed = cli.cmd_list
+
+        def cmd_list(args):
+            signal.raise_signal(signum)
+            return listed(args)
+
+        cli.cmd_list = cmd_list
     elif point == "session":  # at the first progress update: the session's handlers are in place
         import dptop.headless as headless
 
@@ -147,6 +157,14 @@ def test_a_sighup_ignored_as_nohup_does_stays_ignored(tmp_path, point):
                           capture_output=True, text=True, timeout=120)
     assert (proc.returncode, "SIGHUP" in proc.stderr) == (0, False), proc.stderr
     assert json.loads(out.read_text())["partial"] is False
+
+
+def test_a_command_that_does_not_stop_on_signals_itself_runs_with_the_process_handling_them():
+    """The start's handlers end with the checks of ``list`` (as of the window, where a SIGTERM
+    raised in a Qt paint printed a traceback and the window ran on): SIGTERM ends it as by default."""
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_AT_A_POINT, "run", "SIGTERM", "-", "list"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGTERM and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr)
 
 
 IGNORING_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); " \
