@@ -4,11 +4,13 @@ The command's own handlers (dptop.headless.stop_on_signals) come once its sessio
 or two after the process does (numba, numpy and the kernels load first). Before them, ``stop_at_start``
 makes each of the three signals raise ``Interrupted`` (a ``KeyboardInterrupt``) where the start is,
 so the command ends in one line with 128 + the signal, its outputs untouched; a command that does
-not stop on them itself gets the process's own handling back once its checks are done. It also takes back a
-SIGINT the process inherited ignored: a shell starts a command run in the background (``dptop ... &``
-in a script) with SIGINT ignored, and Python keeps that, so a ``kill -INT`` sent before the session
-started was discarded and the command ran on to its end, while one sent later stopped it. A SIGHUP
-inherited ignored stays ignored from start to end (``stop_signals``): ``nohup`` asked for it.
+not stop on them itself gets the process's own handling back once its checks are done (``end_of_start``).
+
+It also takes back a SIGINT the process inherited ignored: a shell starts a command run in the
+background (``dptop ... &`` in a script) with SIGINT ignored, and Python keeps that, so a ``kill
+-INT`` sent before the session started was discarded and the command ran on to its end, while one
+sent later stopped it. A SIGHUP inherited ignored stays ignored from start to end
+(``stop_signals``): ``nohup`` asked for it.
 
 The command checks its parameters on the main thread, and some checks run a numba kernel (a
 sketch's defaults come from one), which numba compiles there on first use. llvmlite's compiler
