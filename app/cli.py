@@ -20,7 +20,7 @@ from dptop.capture import synth
 from dptop.capture.live import COUNT, DURATION
 from dptop.capture.replay import MAX_GAP, SPEED
 from dptop.engine.core.settings import SEED, Range
-from dptop.interrupts import DroppedInterrupts
+from dptop.interrupts import DroppedInterrupts, end_of_start, exit_status
 from dptop.monitor import catalogue, defaults
 from dptop.monitor.config import LIVE_EPOCH_SECONDS, SourceSpec, config_errors
 from dptop.monitor.memory import map_large_blocks
@@ -347,9 +347,8 @@ def main(argv=None) -> int:
             except SystemExit as exc:  # a usage error (one line, dptop.options.Parser), -h or --version
                 return exc.code if isinstance(exc.code, int) else 2
             return _dispatch(args, interrupts)
-    except KeyboardInterrupt:
-        print("dptop: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # before the command's own handlers (dptop.interrupts)
+        return exit_status(exc)
 
 
 def _dispatch(args, interrupts: DroppedInterrupts | None = None) -> int:
@@ -360,6 +359,8 @@ def _dispatch(args, interrupts: DroppedInterrupts | None = None) -> int:
         lifetime.started()
         if interrupts is not None:
             interrupts.check()
+        if args.func not in (cmd_replay, cmd_capture):  # the others do not stop on SIGTERM/SIGHUP themselves
+            end_of_start()
         return args.func(args)
     except ValueError as exc:
         print(f"dptop: error: {exc}", file=sys.stderr)

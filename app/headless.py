@@ -21,6 +21,7 @@ from dptop.monitor.footprints import default_limit
 from dptop.monitor.memory import MemoryWatch
 from dptop.monitor.explain import Drops
 from dptop.engine.core.jit import compiles
+from dptop.interrupts import stop_signals
 from dptop.monitor.result import archive_json, session_json
 from dptop.monitor.publish import publish_json
 from dptop.monitor.session import Session
@@ -107,15 +108,13 @@ SECOND_SIGNAL_AFTER = 0.5
 signals the command and then its whole process group, so one request can arrive twice."""
 
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
 @contextmanager
 def stop_on_signals(first, second=None):
     """SIGINT / SIGTERM / SIGHUP (a closed terminal, a dropped ssh): the first calls ``first``
     (a session stops its source and flushes the algorithms), a second one (at least
     SECOND_SIGNAL_AFTER s later) ``second`` (abandon the flush); either way the results computed
-    so far are written. Yields a dict whose ``signal`` names the first signal received."""
+    so far are written. Yields a dict whose ``signal`` names the first signal received. A SIGHUP
+    ignored (``nohup``) stays ignored (dptop.interrupts.stop_signals)."""
     got: dict = {"signal": None, "at": 0.0}
 
     def handler(signum, frame):
@@ -127,7 +126,7 @@ def stop_on_signals(first, second=None):
         elif second is not None and time.monotonic() - got["at"] >= SECOND_SIGNAL_AFTER:
             second()
 
-    old = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
+    old = {s: signal.signal(s, handler) for s in stop_signals()}
     try:
         yield got
     finally:
