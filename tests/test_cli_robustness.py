@@ -113,13 +113,28 @@ def test_timeout_sigint_as_in_the_readme(tmp_path):
     assert result["partial"] and result["exact"]["total"] == result["source"]["ip_packets"] > 0
 
 
+def loading(pid: int, library: str, timeout: float = 30.0) -> None:
+    """Wait until process ``pid`` has mapped a shared library whose name holds ``library`` (or ended)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/maps") as fh:
+                if library in fh.read():
+                    return
+        except OSError:  # ended
+            return
+        time.sleep(0.005)
+
+
 def test_ctrl_c_while_the_command_loads_ends_in_one_line():
     """The command line loads numba and numpy first (about half a second): a Ctrl-C then printed a
-    KeyboardInterrupt traceback. Signals land at several instants of the load (from 0.15 s: before
-    that the interpreter itself is starting, outside any code of ours)."""
+    KeyboardInterrupt traceback. Signals land at several instants of the load, counted from numpy's
+    arrival in the process (before our imports the interpreter itself is starting, outside any code
+    of ours: a fixed 0.15 s from the launch hit its site import on a loaded machine)."""
     command = os.path.join(os.path.dirname(sys.executable), "dptop")
-    for delay in (0.15, 0.25, 0.35, 0.5):
+    for delay in (0.0, 0.1, 0.2, 0.35):
         proc = subprocess.Popen([command, "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        loading(proc.pid, "_multiarray_umath")
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
