@@ -9,9 +9,8 @@ def main() -> int:
     interrupts.stop_at_start()
     lifetime.begin()
     try:
-        with interrupts.DroppedInterrupts() as dropped:  # a signal while kernels load, in a callback
+        with interrupts.Deferred():  # a signal while numpy and numba load ends the start once they have
             from dptop.cli import main as command
-        dropped.check()
     except KeyboardInterrupt as exc:
         status = interrupts.exit_status(exc)
         lifetime.end_without_teardown()  # nothing was opened yet: the half-loaded modules need no teardown

@@ -56,6 +56,30 @@ def stop_at_start() -> None:
         _BEFORE_THE_START[signum] = signal.signal(signum, _raise_interrupted)
 
 
+class Deferred:
+    """While entered, a stop signal is remembered rather than raised; on leaving, the first one is
+    raised as ``Interrupted``. For the loading of the command line: an exception raised while an
+    extension module initialises (numpy's C core) comes out as numpy's ``ImportError`` traceback,
+    not as the interrupt. A signal waits at most the load (about half a second)."""
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def _remember(self, signum, frame) -> None:
+        self.signum = self.signum or signum
+
+    def __enter__(self) -> Deferred:
+        for signum in _BEFORE_THE_START:
+            signal.signal(signum, self._remember)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for signum in _BEFORE_THE_START:
+            signal.signal(signum, _raise_interrupted)
+        if self.signum is not None and exc[0] is None:
+            raise Interrupted(self.signum)
+
+
 def end_of_start() -> None:
     """The command starts a run that does not stop on these signals itself (the window, the
     terminal view, the lab's commands): the process handles them as it did before ``stop_at_start``."""

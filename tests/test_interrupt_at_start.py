@@ -91,8 +91,16 @@ SIGNAL_AT_A_POINT = textwrap.dedent("""
                 signal.raise_signal(signum)
             return None
 
+    class SignalWhileNumpysCoreInitialises(MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "datetime" and "numpy" in sys.modules:  # imported by numpy's C core as it initialises
+                signal.raise_signal(signum)
+            return None
+
     if point == "import":
         sys.meta_path.insert(0, SignalWhileTheCommandLineLoads())
+    elif point == "numpy":  # raised in an extension module's initialisation: numpy's ImportError traceback
+        sys.meta_path.insert(0, SignalWhileNumpysCoreInitialises())
     elif point == "run":  # a command that does not stop on signals itself (as the window): its run
         import dptop.cli as cli
 
@@ -131,7 +139,7 @@ SIGNAL_AT_A_POINT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("point, sig", [("import", signal.SIGINT), ("checks", signal.SIGINT),
+@pytest.mark.parametrize("point, sig", [("import", signal.SIGINT), ("numpy", signal.SIGINT), ("checks", signal.SIGINT),
                                         ("import", signal.SIGHUP), ("checks", signal.SIGTERM)], ids=lambda v: getattr(v, "name", str(v)))
 def test_a_stop_signal_before_the_session_starts_ends_the_command_in_one_line(tmp_path, point, sig):
     """The signal raised at a named point of the start, SIGINT inherited ignored (``dptop ... &`` in
