@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from dptop.monitor.config import RunConfig, SourceSpec
 from dptop.monitor.footprints import default_limit
 from dptop.monitor.memory import MemoryWatch
-from dptop.monitor.explain import Drops
 from dptop.engine.core.jit import compiles
 from dptop.interrupts import stop_signals
 from dptop.monitor.result import archive_json, session_json
