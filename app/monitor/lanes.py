@@ -26,9 +26,9 @@ LIVE_QUEUE_MEMORY = LIVE_QUEUE.memory
 """403 MB (48 bytes a queued packet, ``runner.PACKET_BYTES``)."""
 LIVE_LANE_NICE = 10
 """A live lane's thread runs this much nicer (lower CPU priority) than the rest of the process: on
-a busy machine the thread reading the kernel's ring goes first, since the ring holds about a second
-at a million frames/s (dptop.capture.ring) where a lane's queue holds ``STALL_SECONDS``; the lane
-catches up from its queue. Measured on a veth at the sender's top rate with the machine loaded:
+a busy machine the thread reading the kernel's ring goes first, since the ring holds 5 s at a
+million frames/s (dptop.capture.ring) where a lane's queue holds ``STALL_SECONDS``; the lane catches
+up from its queue. Measured on a veth at the sender's top rate with the machine loaded:
 the reading thread got under a tenth of a core while four busy lanes shared the process's time
 with it, and the ring overflowed."""
 REPLAY_QUEUE = QueueBound(cap=1 << 18)
